@@ -1,0 +1,55 @@
+# atomic-gang-provisioner: developer entry points. See README.md.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast lint unit integration e2e bins venv dev-up dev-down bench clean-venv
+
+## demo: run the whole product locally (control plane + Kueue + moto + provisioner)
+demo: venv bins
+	@$(BIN)/python -m atomic_gang_devstack.demo
+
+## test: every check and every test tier (what CI runs)
+test: venv bins lint
+	$(BIN)/pytest -q -p no:cacheprovider tests
+
+## test-fast: lint plus everything below e2e
+test-fast: venv lint
+	$(BIN)/pytest -q -p no:cacheprovider tests/unit tests/integration
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+unit: venv
+	$(BIN)/pytest -q tests/unit
+
+integration: venv
+	$(BIN)/pytest -q tests/integration
+
+e2e: venv bins
+	$(BIN)/pytest -q tests/e2e
+
+venv: $(STAMP)
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $@
+
+## bins: build (or reuse) the pinned upstream control-plane binaries
+bins:
+	hack/build-bins.sh
+
+dev-up: venv bins
+	$(BIN)/python -m atomic_gang_devstack up
+
+dev-down: venv
+	$(BIN)/python -m atomic_gang_devstack down
+
+clean-venv:
+	rm -rf $(VENV)

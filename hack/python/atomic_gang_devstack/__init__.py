@@ -1,0 +1,1 @@
+"""Local dev stack: a real control plane built from the Go module proxy."""

@@ -1,0 +1,55 @@
+"""Every annotation, label, taint and tag key the project reads or writes.
+
+Keys live under one prefix. The user-facing set (annotations plus the pool
+label) is what the webhook and the provisioner validate; the rest are written
+by the provisioner onto nodes, EC2 tags and Kueue podSetUpdates.
+"""
+
+from typing import Final
+
+PREFIX: Final = "atomic-gang.k8s.aws/"
+QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+
+# The pool key is a *label* on the Job; everything else is an annotation.
+POOL: Final = PREFIX + "pool"
+COUNT: Final = PREFIX + "count"
+INSTANCE_TYPE: Final = PREFIX + "instance-type"
+MODE: Final = PREFIX + "mode"
+REGION: Final = PREFIX + "region"
+AVAILABILITY_ZONES: Final = PREFIX + "availability-zones"
+SUBNETS: Final = PREFIX + "subnets"
+NODE_ROLE_ARN: Final = PREFIX + "node-role-arn"
+KEEP_WARM_TTL: Final = PREFIX + "keep-warm-ttl"
+MAX_LIFETIME: Final = PREFIX + "max-lifetime"
+AMI_VARIANT: Final = PREFIX + "ami-variant"
+AMI_ID: Final = PREFIX + "ami-id"
+CAPACITY_RESERVATION_ID: Final = PREFIX + "capacity-reservation-id"
+
+ANNOTATION_KEYS: Final = (
+    COUNT,
+    INSTANCE_TYPE,
+    MODE,
+    REGION,
+    AVAILABILITY_ZONES,
+    SUBNETS,
+    NODE_ROLE_ARN,
+    KEEP_WARM_TTL,
+    MAX_LIFETIME,
+    AMI_VARIANT,
+    AMI_ID,
+    CAPACITY_RESERVATION_ID,
+)
+LABEL_KEYS: Final = (POOL,)
+USER_KEYS: Final = (*LABEL_KEYS, *ANNOTATION_KEYS)
+
+# Written by the provisioner (node labels, EC2 tags, taint). Never user input.
+MANAGED: Final = PREFIX + "managed"
+CLUSTER: Final = PREFIX + "cluster"
+GROUP: Final = PREFIX + "group"
+GENERATION: Final = PREFIX + "generation"
+KEEP_WARM_UNTIL: Final = PREFIX + "keep-warm-until"
+MAX_LIFETIME_TAG: Final = PREFIX + "max-lifetime"
+GANG_TAINT: Final = PREFIX + "gang"
+
+# Node-selector keys our podSetUpdates set; a Job template must not set them.
+SELECTOR_KEYS: Final = (POOL, GROUP)

@@ -1,0 +1,168 @@
+"""Parse a Job's gang annotations and pool label into a GangSpec.
+
+:func:`parse_gang` returns a :class:`GangSpec` or raises
+:class:`GangValidationError` with every violation; it never raises anything
+else for any ``dict[str, str]`` input. Values are trimmed of surrounding
+whitespace; keys are matched exactly, and an unknown key under our prefix is
+an error with a "did you mean" hint.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+
+from atomic_gang import keys, patterns
+from atomic_gang.errors import GangValidationError, Reason, Violation
+from atomic_gang.rules import Collector, check_scalars
+from atomic_gang.settings import GangSettings
+from atomic_gang.spec import GangSpec
+
+
+def annotation_field(key: str) -> str:
+    return f"metadata.annotations[{key}]"
+
+
+def label_field(key: str) -> str:
+    return f"metadata.labels[{key}]"
+
+
+def has_gang_keys(annotations: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    """Whether the Job opted into any part of the gang contract."""
+    return any(k.startswith(keys.PREFIX) for k in (*annotations, *labels))
+
+
+def _suggest(key: str) -> str:
+    suffix = key[len(keys.PREFIX) :]
+    names = [k[len(keys.PREFIX) :] for k in keys.USER_KEYS]
+    close = difflib.get_close_matches(suffix, names, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {keys.PREFIX}{close[0]}?"
+    return "known keys: " + ", ".join(names)
+
+
+def _check_key_names(ann: Mapping[str, str], labels: Mapping[str, str], out: Collector) -> None:
+    for key, value in ann.items():
+        if not key.startswith(keys.PREFIX) or key in keys.ANNOTATION_KEYS:
+            continue
+        if key == keys.POOL:
+            out.add(
+                key,
+                "WrongPlace",
+                "the pool key must be a label, not an annotation",
+                value,
+                "move it to metadata.labels",
+                annotation_field(key),
+            )
+        else:
+            out.add(
+                key,
+                "UnknownKey",
+                f"unknown annotation under {keys.PREFIX}",
+                value,
+                _suggest(key),
+                annotation_field(key),
+            )
+    for key, value in labels.items():
+        if not key.startswith(keys.PREFIX) or key in keys.LABEL_KEYS:
+            continue
+        if key in keys.ANNOTATION_KEYS:
+            out.add(
+                key,
+                "WrongPlace",
+                "this key must be an annotation, not a label",
+                value,
+                "move it to metadata.annotations",
+                label_field(key),
+            )
+        else:
+            out.add(
+                key,
+                "UnknownKey",
+                f"unknown label under {keys.PREFIX}",
+                value,
+                _suggest(key),
+                label_field(key),
+            )
+
+
+def _check_complete(ann: Mapping[str, str], labels: Mapping[str, str], out: Collector) -> None:
+    gang_annotations = [k for k in ann if k in keys.ANNOTATION_KEYS]
+    if keys.POOL not in labels and gang_annotations:
+        out.add(
+            keys.POOL,
+            "IncompleteSet",
+            "gang annotations are set but the pool label is missing",
+            None,
+            f"add the label {keys.POOL}: <pool-name>",
+            label_field(keys.POOL),
+        )
+    if keys.POOL in labels and keys.COUNT not in ann:
+        out.add(
+            keys.COUNT,
+            "IncompleteSet",
+            "the pool label is set but the count annotation is missing",
+            None,
+            f'add the annotation {keys.COUNT}: "<N>"',
+            annotation_field(keys.COUNT),
+        )
+    elif keys.COUNT in ann and keys.INSTANCE_TYPE not in ann:
+        out.add(
+            keys.INSTANCE_TYPE,
+            "MissingRequired",
+            "the instance type is required",
+            None,
+            f"add the annotation {keys.INSTANCE_TYPE}, e.g. p4d.24xlarge",
+            annotation_field(keys.INSTANCE_TYPE),
+        )
+
+
+def _check_pool(labels: Mapping[str, str], out: Collector) -> str:
+    pool = labels.get(keys.POOL)
+    if pool is None:
+        return ""
+    if len(pool) > patterns.MAX_POOL_NAME or not patterns.RFC1123_LABEL.match(pool):
+        out.add(
+            keys.POOL,
+            "InvalidPoolName",
+            "must be an RFC 1123 label of at most 63 characters",
+            pool,
+            "lower-case letters, digits and '-', starting and ending alphanumeric",
+            label_field(keys.POOL),
+        )
+    return pool
+
+
+def parse_gang(
+    annotations: Mapping[str, str], labels: Mapping[str, str], settings: GangSettings
+) -> GangSpec:
+    """Validate and resolve; raise GangValidationError listing every violation."""
+    ann = {k: v.strip() for k, v in annotations.items()}
+    lab = {k: v.strip() for k, v in labels.items()}
+    if not has_gang_keys(ann, lab):
+        raise GangValidationError(
+            [
+                Violation(
+                    key=keys.POOL,
+                    reason="NotAGang",
+                    field=label_field(keys.POOL),
+                    message="the Job carries no atomic-gang annotations or pool label",
+                    hint=f"set the {keys.POOL} label and the {keys.COUNT} and "
+                    f"{keys.INSTANCE_TYPE} annotations, or route the Job to another queue",
+                )
+            ]
+        )
+    out = Collector()
+    _check_key_names(ann, lab, out)
+    _check_complete(ann, lab, out)
+    pool = _check_pool(lab, out)
+    resolved = check_scalars(ann, settings, out)
+    if resolved is None and not out.violations:  # pragma: no cover - defensive
+        out.add(keys.COUNT, "IncompleteSet", "the gang annotations are incomplete", None)
+    if out.violations or resolved is None:
+        raise GangValidationError(out.violations)
+    return GangSpec(pool=pool, **resolved)
+
+
+def reasons_of(error: GangValidationError) -> set[Reason]:
+    return set(error.reasons)

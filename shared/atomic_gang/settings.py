@@ -1,0 +1,186 @@
+"""The one settings model shared by the webhook, the provisioner and the CLI.
+
+The YAML file uses the Helm chart's value names and nesting, so the chart can
+mount its values as a ConfigMap. Environment variables (``ATOMIC_GANG_`` prefix,
+``__`` between nesting levels) override the file. Invalid settings raise
+:class:`SettingsError` with one line per problem.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from atomic_gang import patterns
+from atomic_gang.durations import GoDuration
+
+DEFAULT_CONTROLLER_NAME = "atomic-gang.k8s.aws/ec2-atomic"
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; the message names every bad field."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Defaults(_Section):
+    region: str = Field(default="", description="EKS cluster region; the only launch region.")
+    nodeRoleArn: str = Field(default="", description="Default node IAM role ARN.")
+    mode: Literal["runinstances", "fleet"] = Field(default="runinstances")
+    keepWarmTTL: GoDuration = Field(default=GoDuration.of(minutes=10))
+    maxLifetime: GoDuration = Field(default=GoDuration.of(hours=4))
+
+
+class Limits(_Section):
+    # CreateFleet's MinTargetCapacity tops out at 1000.
+    maxGangSize: int = Field(default=64, ge=1, le=1000)
+    maxKeepWarmTTL: GoDuration = Field(default=GoDuration.of(hours=24))
+
+
+class LeaderElection(_Section):
+    enabled: bool = True
+    leaseName: str = "atomic-gang-provisioner"
+    namespace: str = Field(default="", description="Lease namespace; empty = the pod's own.")
+    leaseDurationSeconds: float = Field(default=15.0, gt=0)
+    renewDeadlineSeconds: float = Field(default=10.0, gt=0)
+    retryPeriodSeconds: float = Field(default=2.0, gt=0)
+
+    @model_validator(mode="after")
+    def _timings(self) -> LeaderElection:
+        if not self.retryPeriodSeconds < self.renewDeadlineSeconds < self.leaseDurationSeconds:
+            raise ValueError(
+                "leaderElection needs retryPeriodSeconds < renewDeadlineSeconds"
+                " < leaseDurationSeconds"
+            )
+        return self
+
+
+class AcquireRetry(_Section):
+    backoffBaseSeconds: float = Field(default=5.0, gt=0)
+    backoffMaxSeconds: float = Field(default=300.0, gt=0)
+
+
+class Iam(_Section):
+    selfManageInstanceProfile: bool = False
+
+
+class GangSettings(BaseSettings):
+    """Defaults, limits, allowlists and every controller knob of the chart."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ATOMIC_GANG_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    clusterName: str = Field(default="", description="EKS cluster the gang nodes join.")
+    controllerName: str = Field(default=DEFAULT_CONTROLLER_NAME, min_length=1, max_length=253)
+    integrationMode: Literal["admissioncheck"] = "admissioncheck"
+    defaults: Defaults = Field(default_factory=Defaults)
+    limits: Limits = Field(default_factory=Limits)
+    allowedInstanceTypes: tuple[str, ...] = ()
+    allowedNodeRoleArns: tuple[str, ...] = ()
+    reapIntervalSeconds: int = Field(default=120, ge=1)
+    joinDeadlineSeconds: int = Field(default=600, ge=1)
+    acquireAttemptsBeforeRetry: int = Field(default=20, ge=1)
+    maxConcurrentPoolReconciles: int = Field(default=5, ge=1, le=256)
+    healthGraceSeconds: int = Field(default=60, ge=0, description="NotReady grace after Satisfied.")
+    acquireRetry: AcquireRetry = Field(default_factory=AcquireRetry)
+    leaderElection: LeaderElection = Field(default_factory=LeaderElection)
+    iam: Iam = Field(default_factory=Iam)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment overrides the file (passed in as init kwargs).
+        return (env_settings, init_settings)
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> GangSettings:
+        problems = list(_cross_field_problems(self))
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def allowed_roles(self) -> tuple[str, ...]:
+        """``allowedNodeRoleArns``, or just the default role when that list is empty."""
+        if self.allowedNodeRoleArns:
+            return self.allowedNodeRoleArns
+        return (self.defaults.nodeRoleArn,) if self.defaults.nodeRoleArn else ()
+
+    def require(self, *fields: str) -> None:
+        """Fail when a field a service cannot run without is empty."""
+        missing = [f for f in fields if not _lookup(self, f)]
+        if missing:
+            raise SettingsError("settings: required but empty: " + ", ".join(missing))
+
+
+def _lookup(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _cross_field_problems(s: GangSettings) -> list[str]:
+    out: list[str] = []
+    if s.clusterName and not patterns.RFC1123_LABEL.match(s.clusterName.lower()):
+        out.append(f"clusterName {s.clusterName!r} is not a valid EKS cluster name")
+    if s.defaults.region and not patterns.REGION.match(s.defaults.region):
+        out.append(f"defaults.region {s.defaults.region!r} is not an AWS region")
+    for where, arn in [("defaults.nodeRoleArn", s.defaults.nodeRoleArn)] + [
+        (f"allowedNodeRoleArns[{i}]", a) for i, a in enumerate(s.allowedNodeRoleArns)
+    ]:
+        if arn and not patterns.ROLE_ARN.match(arn):
+            out.append(f"{where} {arn!r} is not an IAM role ARN")
+    for i, pat in enumerate(s.allowedInstanceTypes):
+        if not patterns.INSTANCE_TYPE_GLOB.match(pat) or "*" in pat[:-1]:
+            out.append(f"allowedInstanceTypes[{i}] {pat!r}: exact type or trailing-* glob")
+    if not 0 <= s.defaults.keepWarmTTL.nanoseconds <= s.limits.maxKeepWarmTTL.nanoseconds:
+        out.append("defaults.keepWarmTTL must be between 0 and limits.maxKeepWarmTTL")
+    if s.defaults.maxLifetime.nanoseconds <= 0:
+        out.append("defaults.maxLifetime must be > 0")
+    if s.acquireRetry.backoffBaseSeconds > s.acquireRetry.backoffMaxSeconds:
+        out.append("acquireRetry.backoffBaseSeconds must be <= backoffMaxSeconds")
+    return out
+
+
+def _format_validation_error(err: ValidationError, source: str) -> str:
+    lines = [f"invalid settings ({source}):"]
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown setting (check the spelling against the chart's values)"
+        lines.append(f"  {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def load_settings(path: str | Path | None = None, **overrides: Any) -> GangSettings:
+    """Read the YAML file (if any), apply env overrides, validate; raise SettingsError."""
+    data: dict[str, Any] = {}
+    source = "environment"
+    if path:
+        source = str(path)
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise SettingsError(f"cannot read settings file {path}: {exc}") from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise SettingsError(f"settings file {path} must hold a YAML mapping")
+        data = loaded or {}
+    data.update(overrides)
+    try:
+        return GangSettings(**data)
+    except ValidationError as exc:
+        raise SettingsError(_format_validation_error(exc, source)) from exc

@@ -1,0 +1,81 @@
+"""GangSpec: a Job's gang shape with every default resolved.
+
+Frozen and hashable. :meth:`GangSpec.shape_equals` decides whether a later
+claimant may reuse a pool: keep-warm TTL (and the capacity reservation used
+for the launch) may differ between sequential claimants; nothing else may.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from atomic_gang.durations import GoDuration
+
+Mode = Literal["runinstances", "fleet"]
+AmiVariant = Literal["standard", "nvidia", "neuron"]
+
+MODES: tuple[Mode, ...] = ("runinstances", "fleet")
+AMI_VARIANTS: tuple[AmiVariant, ...] = ("standard", "nvidia", "neuron")
+
+
+def derive_ami_variant(instance_type: str) -> AmiVariant:
+    """``p``/``g`` families run the NVIDIA image, ``inf``/``trn`` the Neuron one."""
+    family = instance_type.split(".", 1)[0]
+    if family.startswith(("inf", "trn")):
+        return "neuron"
+    if family.startswith(("p", "g")):
+        return "nvidia"
+    return "standard"
+
+
+class GangSpec(BaseModel):
+    """The resolved, validated gang request of one Job."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pool: str
+    count: int
+    instance_type: str
+    mode: Mode
+    region: str
+    availability_zones: tuple[str, ...] = ()
+    subnets: tuple[str, ...] = ()
+    node_role_arn: str
+    keep_warm_ttl: GoDuration
+    max_lifetime: GoDuration
+    ami_variant: AmiVariant
+    ami_id: str | None = None
+    capacity_reservation_id: str | None = None
+
+    def shape(self) -> dict[str, object]:
+        """The fields that define a pool's node set (see shape_equals)."""
+        return {
+            "count": self.count,
+            "instanceType": self.instance_type,
+            "mode": self.mode,
+            "region": self.region,
+            "nodeRoleArn": self.node_role_arn,
+            "amiVariant": self.ami_variant,
+            "amiId": self.ami_id,
+            "availabilityZones": list(self.availability_zones),
+            "subnets": list(self.subnets),
+            "maxLifetime": str(self.max_lifetime),
+        }
+
+    def shape_equals(self, other: GangSpec) -> bool:
+        """Same count, type, mode, region, role, AMI, AZs/subnets and max lifetime."""
+        return self.shape() == other.shape()
+
+    def shape_diff(self, other: GangSpec) -> list[str]:
+        """Names of the shape fields that differ, for a Rejected message."""
+        a, b = self.shape(), other.shape()
+        return [k for k in a if a[k] != b[k]]
+
+    def shape_hash(self, length: int = 12) -> str:
+        """A short stable digest of the shape (launch template names, tags)."""
+        blob = json.dumps(self.shape(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:length]
