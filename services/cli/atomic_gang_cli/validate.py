@@ -1,0 +1,94 @@
+"""``atomic-gang validate``: check every Job in multi-document YAML files.
+
+Prints one line per violation, ``<file>:<kind>/<name>: <key>: <message>``.
+Jobs, CronJobs (their ``jobTemplate``) and ``kind: List`` items are checked;
+other kinds are skipped. Exit 0 = all valid, 1 = some invalid, 2 = unreadable.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from atomic_gang import GangSettings, GangValidationError, validate_job
+from atomic_gang.job import MalformedJobError
+
+
+class UnreadableError(Exception):
+    """A file that cannot be read or parsed as YAML."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    where: str
+    key: str
+    message: str
+
+    def line(self) -> str:
+        return f"{self.where}: {self.key}: {self.message}"
+
+
+def _documents(path: str) -> list[Any]:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        return [d for d in yaml.safe_load_all(text) if d is not None]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise UnreadableError(f"{path}: cannot read: {exc}".replace("\n", " ")) from exc
+
+
+def _jobs(doc: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(kind/name, job-shaped mapping) for every Job inside ``doc``."""
+    if not isinstance(doc, Mapping):
+        return
+    kind = doc.get("kind")
+    raw_meta = doc.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
+    name = str(meta.get("name") or meta.get("generateName") or "<unnamed>")
+    if kind == "Job" and str(doc.get("apiVersion", "batch/v1")) == "batch/v1":
+        yield f"Job/{name}", doc
+    elif kind == "CronJob":
+        spec = doc.get("spec")
+        template = spec.get("jobTemplate") if isinstance(spec, Mapping) else None
+        if isinstance(template, Mapping):
+            yield f"CronJob/{name}", template
+    elif kind == "List" and isinstance(doc.get("items"), list):
+        for item in doc["items"]:
+            yield from _jobs(item)
+
+
+def check_file(path: str, settings: GangSettings) -> list[Finding]:
+    findings: list[Finding] = []
+    for doc in _documents(path):
+        for ref, job in _jobs(doc):
+            where = f"{path}:{ref}"
+            try:
+                validate_job(job, settings)
+            except GangValidationError as err:
+                findings.extend(
+                    Finding(where, v.key, v.render().removeprefix(f"{v.key}: "))
+                    for v in err.violations
+                )
+            except MalformedJobError as err:
+                findings.append(Finding(where, "(object)", f"{err} [MalformedJob]"))
+    return findings
+
+
+def run(paths: list[str], settings: GangSettings, out: TextIO, err: TextIO) -> int:
+    status = 0
+    for path in paths:
+        try:
+            findings = check_file(path, settings)
+        except UnreadableError as exc:
+            err.write(f"{exc}\n")
+            status = 2
+            continue
+        for finding in findings:
+            out.write(finding.line() + "\n")
+        if findings and status == 0:
+            status = 1
+    return status
