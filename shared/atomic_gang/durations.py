@@ -37,7 +37,7 @@ class DurationError(ValueError):
 def _parse_ns(text: str) -> int:
     s = text
     sign = 1
-    if s[:1] in "+-":
+    if s and s[0] in "+-":
         sign = -1 if s[0] == "-" else 1
         s = s[1:]
     if s == "0":

@@ -1,0 +1,77 @@
+"""Builders of test Jobs and settings shared by the test suites."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from atomic_gang import GangSettings, load_settings
+from atomic_gang import keys as k
+
+ROLE = "arn:aws:iam::123456789012:role/eks-gang-node-role"
+OTHER_ROLE = "arn:aws:iam::123456789012:role/other-node-role"
+
+
+def settings(**overrides: Any) -> GangSettings:
+    base: dict[str, Any] = {
+        "clusterName": "my-eks-cluster",
+        "defaults": {"region": "us-east-1", "nodeRoleArn": ROLE, "keepWarmTTL": "10m"},
+        "limits": {"maxGangSize": 64, "maxKeepWarmTTL": "24h"},
+        "allowedInstanceTypes": ["p4d.24xlarge", "p5.*", "m5.large", "trn1.32xlarge"],
+    }
+    base.update(overrides)
+    return load_settings(None, **base)
+
+
+def gang_job(
+    *,
+    count: int = 4,
+    annotations: dict[str, str | None] | None = None,
+    labels: dict[str, str | None] | None = None,
+    spec: dict[str, Any] | None = None,
+    name: str = "allreduce-pretrain",
+) -> dict[str, Any]:
+    """The spec's sample Job; ``None`` values delete a key."""
+    ann: dict[str, str] = {
+        k.COUNT: str(count),
+        k.INSTANCE_TYPE: "p4d.24xlarge",
+        k.MODE: "runinstances",
+        k.REGION: "us-east-1",
+        k.AVAILABILITY_ZONES: "us-east-1a",
+        k.NODE_ROLE_ARN: ROLE,
+        k.KEEP_WARM_TTL: "15m",
+        k.MAX_LIFETIME: "6h",
+    }
+    lab: dict[str, str] = {k.QUEUE_NAME_LABEL: "atomic-gang-queue", k.POOL: "pretrain-p4d"}
+    for src, dst in ((annotations or {}, ann), (labels or {}, lab)):
+        for key, value in src.items():
+            if value is None:
+                dst.pop(key, None)
+            else:
+                dst[key] = value
+    job_spec: dict[str, Any] = {
+        "parallelism": count,
+        "completions": count,
+        "completionMode": "Indexed",
+        "backoffLimit": 0,
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "trainer", "image": "trainer:latest"}],
+            }
+        },
+    }
+    job_spec.update(spec or {})
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default", "labels": lab, "annotations": ann},
+        "spec": job_spec,
+    }
+
+
+def plain_job(name: str = "plain") -> dict[str, Any]:
+    job = gang_job(name=name)
+    job["metadata"]["annotations"] = {}
+    job["metadata"]["labels"] = {}
+    return copy.deepcopy(job)

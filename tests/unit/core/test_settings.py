@@ -1,0 +1,83 @@
+"""The shared settings model: YAML with chart names, env overrides, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from atomic_gang import GoDuration, load_settings
+from atomic_gang.settings import SettingsError
+
+ISSUE_EXAMPLE = """\
+clusterName: my-eks-cluster
+defaults: {region: us-east-1, nodeRoleArn: "arn:aws:iam::123456789012:role/eks-gang-node-role", \
+keepWarmTTL: 10m}
+limits: {maxGangSize: 64, maxKeepWarmTTL: 24h}
+allowedInstanceTypes: ["p4d.24xlarge", "p5.*"]
+"""
+
+
+def test_issue_example_loads(tmp_path: Path) -> None:
+    path = tmp_path / "settings.yaml"
+    path.write_text(ISSUE_EXAMPLE)
+    s = load_settings(path)
+    assert s.clusterName == "my-eks-cluster"
+    assert s.defaults.keepWarmTTL == GoDuration.of(minutes=10)
+    assert s.limits.maxKeepWarmTTL == GoDuration.of(hours=24)
+    assert s.allowed_roles == ("arn:aws:iam::123456789012:role/eks-gang-node-role",)
+    assert s.controllerName == "atomic-gang.k8s.aws/ec2-atomic"
+    assert (s.reapIntervalSeconds, s.joinDeadlineSeconds) == (120, 600)
+    assert (s.acquireAttemptsBeforeRetry, s.maxConcurrentPoolReconciles) == (20, 5)
+    assert s.defaults.mode == "runinstances"
+    assert s.defaults.maxLifetime == GoDuration.of(hours=4)
+
+
+def test_env_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "settings.yaml"
+    path.write_text(ISSUE_EXAMPLE)
+    monkeypatch.setenv("ATOMIC_GANG_DEFAULTS__REGION", "eu-west-1")
+    monkeypatch.setenv("ATOMIC_GANG_LIMITS__MAXGANGSIZE", "8")
+    monkeypatch.setenv("ATOMIC_GANG_CONFIG", str(path))  # not a field: ignored
+    s = load_settings(path)
+    assert s.defaults.region == "eu-west-1"
+    assert s.limits.maxGangSize == 8
+    assert s.clusterName == "my-eks-cluster"
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "needle"),
+    [
+        pytest.param("clusterNmae: x\n", "clusterNmae: unknown setting", id="typo"),
+        pytest.param("limits: {maxGangSize: 0}\n", "limits.maxGangSize", id="limit"),
+        pytest.param("defaults: {keepWarmTTL: 10 minutes}\n", "defaults.keepWarmTTL", id="ttl"),
+        pytest.param("defaults: {keepWarmTTL: 48h}\n", "maxKeepWarmTTL", id="ttl-over-limit"),
+        pytest.param("defaults: {region: mars}\n", "defaults.region", id="region"),
+        pytest.param("allowedInstanceTypes: ['p*.x']\n", "allowedInstanceTypes[0]", id="glob"),
+        pytest.param("allowedNodeRoleArns: [role]\n", "allowedNodeRoleArns[0]", id="role"),
+        pytest.param("defaults: {mode: spot}\n", "defaults.mode", id="mode"),
+        pytest.param(
+            "leaderElection: {leaseDurationSeconds: 5, renewDeadlineSeconds: 10}\n",
+            "leaderElection",
+            id="lease-timing",
+        ),
+        pytest.param("- a\n", "must hold a YAML mapping", id="not-a-mapping"),
+        pytest.param("a: [\n", "cannot read settings file", id="bad-yaml"),
+    ],
+)
+def test_invalid_settings_name_the_field(tmp_path: Path, yaml_text: str, needle: str) -> None:
+    path = tmp_path / "settings.yaml"
+    path.write_text(yaml_text)
+    with pytest.raises(SettingsError) as info:
+        load_settings(path)
+    assert needle in str(info.value)
+
+
+def test_require_names_missing_fields() -> None:
+    with pytest.raises(SettingsError, match="clusterName, defaults.region"):
+        load_settings(None).require("clusterName", "defaults.region")
+
+
+def test_missing_file_is_a_settings_error(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="cannot read"):
+        load_settings(tmp_path / "absent.yaml")

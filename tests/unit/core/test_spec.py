@@ -1,0 +1,71 @@
+"""GangSpec shape equality, hashing and UPDATE immutability."""
+
+from __future__ import annotations
+
+import pytest
+
+from atomic_gang import GangSpec, validate_job, validate_job_update
+from atomic_gang import keys as k
+from tests.support.jobs import gang_job, settings
+
+S = settings()
+
+
+def _spec(**annotations: str) -> GangSpec:
+    mapped = {getattr(k, name.upper()): value for name, value in annotations.items()}
+    spec = validate_job(gang_job(annotations=dict(mapped)), S)
+    assert spec is not None
+    return spec
+
+
+def test_keep_warm_and_reservation_do_not_change_shape() -> None:
+    a = _spec()
+    b = _spec(keep_warm_ttl="1h", capacity_reservation_id="cr-0123456789abcdef0")
+    assert a.shape_equals(b)
+    assert a.shape_hash() == b.shape_hash()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "name"),
+    [
+        ("instance_type", "p5.48xlarge", "instanceType"),
+        ("mode", "fleet", "mode"),
+        ("availability_zones", "us-east-1b", "availabilityZones"),
+        ("max_lifetime", "7h", "maxLifetime"),
+        ("ami_id", "ami-0123456789abcdef0", "amiId"),
+        ("ami_variant", "standard", "amiVariant"),
+    ],
+)
+def test_shape_fields_differ(field: str, value: str, name: str) -> None:
+    a, b = _spec(), _spec(**{field: value})
+    assert not a.shape_equals(b)
+    assert a.shape_diff(b) == [name]
+    assert a.shape_hash() != b.shape_hash()
+
+
+def test_count_changes_shape() -> None:
+    a = validate_job(gang_job(count=4), S)
+    b = validate_job(gang_job(count=8), S)
+    assert a is not None and b is not None
+    assert a.shape_diff(b) == ["count"]
+
+
+def test_spec_is_frozen() -> None:
+    spec = _spec()
+    with pytest.raises(ValueError, match="frozen"):
+        spec.count = 3  # type: ignore[misc]
+
+
+def test_update_rejects_any_gang_change() -> None:
+    old = gang_job()
+    assert validate_job_update(old, gang_job()) == []
+    changed = validate_job_update(old, gang_job(annotations={k.COUNT: "8"}, labels={k.POOL: "x"}))
+    assert [v.reason for v in changed] == ["ImmutableGangField", "ImmutableGangField"]
+    assert {v.key for v in changed} == {k.COUNT, k.POOL}
+    removed = validate_job_update(old, gang_job(annotations={k.MODE: None}))
+    assert [v.key for v in removed] == [k.MODE]
+
+
+def test_update_ignores_other_metadata() -> None:
+    new = gang_job(labels={"team": "ml"}, annotations={"note": "x"}, spec={"suspend": False})
+    assert validate_job_update(gang_job(), new) == []
