@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from atomic_gang import GangSpec, GangValidationError, parse_gang
+from atomic_gang import GangSpec, GangValidationError, Violation, parse_gang
 from atomic_gang import keys as k
 from atomic_gang.errors import REASONS
 from tests.support.jobs import settings as gang_settings
@@ -52,12 +52,16 @@ _MAPS = st.dictionaries(_KEYS, _VALUES, max_size=12)
 def test_parse_yields_spec_or_our_error(
     annotations: dict[str, str], labels: dict[str, str]
 ) -> None:
+    spec: GangSpec | None = None
+    violations: tuple[Violation, ...] = ()
     try:
         spec = parse_gang(annotations, labels, S)
     except GangValidationError as err:
-        assert err.violations
-        assert all(v.reason in REASONS for v in err.violations)
-        assert all(v.key and v.message for v in err.violations)
+        violations = err.violations
+    if spec is None:
+        assert violations
+        assert all(v.reason in REASONS for v in violations)
+        assert all(v.key and v.message for v in violations)
     else:
         assert isinstance(spec, GangSpec)
         assert 1 <= spec.count <= S.limits.maxGangSize

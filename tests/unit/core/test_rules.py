@@ -167,7 +167,7 @@ def test_unknown_key_suggests_the_closest() -> None:
 
 
 def test_plain_job_is_not_a_gang() -> None:
-    job = gang_job(labels={k.POOL: None}, annotations={key: None for key in k.ANNOTATION_KEYS})
+    job = gang_job(labels={k.POOL: None}, annotations=dict.fromkeys(k.ANNOTATION_KEYS))
     assert validate_job(job, S) is None
 
 

@@ -74,7 +74,7 @@ def test_invalid_settings_name_the_field(tmp_path: Path, yaml_text: str, needle:
 
 
 def test_require_names_missing_fields() -> None:
-    with pytest.raises(SettingsError, match="clusterName, defaults.region"):
+    with pytest.raises(SettingsError, match=r"clusterName, defaults\.region"):
         load_settings(None).require("clusterName", "defaults.region")
 
 

@@ -46,7 +46,8 @@ def test_shape_fields_differ(field: str, value: str, name: str) -> None:
 def test_count_changes_shape() -> None:
     a = validate_job(gang_job(count=4), S)
     b = validate_job(gang_job(count=8), S)
-    assert a is not None and b is not None
+    assert a is not None
+    assert b is not None
     assert a.shape_diff(b) == ["count"]
 
 
