@@ -1,0 +1,38 @@
+"""The stack's components and the default set, in dependency order.
+
+Later pieces (moto with the fault layer, the provisioner, the node-join
+simulator) are appended in :func:`default_components`.
+"""
+
+from __future__ import annotations
+
+from atomic_gang_devstack.component import Component
+from atomic_gang_devstack.components.control_plane import (
+    ApiServer,
+    ControllerManager,
+    Etcd,
+    Scheduler,
+)
+from atomic_gang_devstack.components.kueue import Kueue
+from atomic_gang_devstack.components.kwok import FakeNodes, Kwok
+from atomic_gang_devstack.components.queues import KueueQueues
+from atomic_gang_devstack.components.webhook import GangWebhook, WebhookRegistration
+from atomic_gang_devstack.state import StackOptions
+
+
+def default_components(options: StackOptions) -> list[Component]:
+    comps: list[Component] = [
+        Etcd(),
+        ApiServer(),
+        ControllerManager(),
+        Scheduler(),
+        Kwok(),
+        Kueue(),
+    ]
+    if options.webhook:
+        comps += [GangWebhook(), WebhookRegistration()]
+    if options.queues:
+        comps.append(KueueQueues())
+    if options.fake_nodes:
+        comps.append(FakeNodes())
+    return comps

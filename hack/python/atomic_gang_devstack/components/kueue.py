@@ -1,0 +1,88 @@
+"""Kueue's manager as a local process, with its internal cert management on.
+
+Ordering matters. Kueue's cert bootstrap blocks until it has injected its CA
+into both webhook configurations and five CRDs, so those are installed first.
+Its rotator keeps a pre-seeded Secret whose CA carries the DNS name
+``kueue-ca`` and whose server certificate is valid for the webhook Service
+name; ours also covers 127.0.0.1, the address the apiserver really dials. The
+rotator never writes ``certDir`` (in a pod, kubelet mounts the Secret there),
+so we write the same pair into it before the manager starts.
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import yaml
+
+from atomic_gang_devstack import kueue_manifests as km
+from atomic_gang_devstack import pki, waits
+from atomic_gang_devstack.component import Context, ProcessComponent
+
+FEATURE_GATES = "VisibilityOnDemand=false"  # its API server exits when it cannot serve
+
+
+class Kueue(ProcessComponent):
+    name = "kueue"
+    needs = ("kube-apiserver",)
+    ready_timeout = 120.0
+    _tls: ssl.SSLContext | None = None
+
+    def prepare(self, ctx: Context) -> None:
+        d = ctx.dir / "kueue"
+        ca = pki.new_ca(km.CA_NAME, rsa_pkcs1=True, dns_names=(km.CA_NAME,))
+        ca.write(d, "ca")
+        server = pki.issue(
+            ca, km.SERVICE_DNS, hosts=(km.SERVICE_DNS, "127.0.0.1", "localhost"), server=True
+        )
+        server.write(d, "server")
+        cert_dir = d / "certs"
+        cert_dir.mkdir(parents=True, exist_ok=True)
+        (cert_dir / "tls.crt").write_bytes(server.cert_pem)
+        (cert_dir / "tls.key").write_bytes(server.key_pem)
+        config = km.manager_config(
+            health_port=ctx.port("kueue-health"),
+            webhook_port=ctx.port("kueue-webhook"),
+            cert_dir=cert_dir,
+        )
+        (d / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        docs = km.point_at(
+            km.select(
+                km.render_chart(
+                    ctx.bins.path("helm"), ctx.bins.source("kueue") / "charts" / "kueue", config
+                )
+            ),
+            base_url=f"https://127.0.0.1:{ctx.port('kueue-webhook')}",
+            ca_pem=ca.cert_pem,
+        )
+        secret = km.seeded_secret(
+            ca_crt=ca.cert_pem, ca_key=ca.key_pem, tls_crt=server.cert_pem, tls_key=server.key_pem
+        )
+        ctx.kubectl.apply([km.namespace(), *docs, secret])
+        ctx.kubectl.run(
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            *(f"crd/{n}" for n in km.crd_names(docs)),
+        )
+        # The chart's RBAC is exercised for real: Kueue runs as its service account.
+        ctx.client_kubeconfig(
+            "kueue",
+            f"system:serviceaccount:{km.NAMESPACE}:{km.SERVICE_ACCOUNT}",
+            orgs=("system:serviceaccounts", f"system:serviceaccounts:{km.NAMESPACE}"),
+        )
+
+    def argv(self, ctx: Context) -> list[str]:
+        return [
+            str(ctx.bins.path("kueue")),
+            f"--config={ctx.dir / 'kueue' / 'config.yaml'}",
+            f"--kubeconfig={ctx.dir / 'kubeconfigs' / 'kueue.yaml'}",
+            f"--feature-gates={FEATURE_GATES}",
+        ]
+
+    def probe(self, ctx: Context) -> bool:
+        if not waits.http_ok(f"http://127.0.0.1:{ctx.port('kueue-health')}/readyz"):
+            return False
+        if self._tls is None:
+            self._tls = waits.tls_context(ctx.dir / "kueue" / "ca.crt")
+        return waits.tls_handshake_ok("127.0.0.1", ctx.port("kueue-webhook"), self._tls)

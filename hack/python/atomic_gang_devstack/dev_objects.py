@@ -1,0 +1,164 @@
+"""The objects the dev stack creates: our Kueue queues and our webhook registration.
+
+Pure builders returning plain dicts; the components apply them. Names here are
+the ones the README and the tests use.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from atomic_gang import keys
+from atomic_gang.settings import DEFAULT_CONTROLLER_NAME
+
+Obj = dict[str, Any]
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+
+ADMISSION_CHECK = "atomic-gang-check"
+RESOURCE_FLAVOR = "atomic-gang-flavor"
+CLUSTER_QUEUE = "atomic-gang-cluster-queue"
+LOCAL_QUEUE = "atomic-gang-queue"
+WEBHOOK_CONFIG = "atomic-gang-webhook"
+WEBHOOK_NAME = "jobs.atomic-gang.k8s.aws"
+WEBHOOK_PATH = "/validate/batch/v1/job"
+EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "kueue-system")
+QUOTA = {"cpu": "1000", "memory": "4Ti", "nvidia.com/gpu": "1000"}
+
+# Dev settings for our webhook (and later the provisioner); chart value names.
+DEV_SETTINGS: Obj = {
+    "clusterName": "atomic-gang-dev",
+    "defaults": {
+        "region": "us-east-1",
+        "nodeRoleArn": "arn:aws:iam::123456789012:role/eks-gang-node-role",
+    },
+    "allowedInstanceTypes": ["p4d.24xlarge", "p5.*", "g6.*", "trn1.*", "m5.*", "c5.*"],
+}
+
+
+def resource_flavor() -> Obj:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": RESOURCE_FLAVOR},
+        "spec": {
+            "tolerations": [{"key": keys.GANG_TAINT, "operator": "Exists", "effect": "NoSchedule"}]
+        },
+    }
+
+
+def admission_check() -> Obj:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": ADMISSION_CHECK},
+        "spec": {"controllerName": DEFAULT_CONTROLLER_NAME},
+    }
+
+
+def cluster_queue() -> Obj:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ClusterQueue",
+        "metadata": {"name": CLUSTER_QUEUE},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": list(QUOTA),
+                    "flavors": [
+                        {
+                            "name": RESOURCE_FLAVOR,
+                            "resources": [{"name": r, "nominalQuota": q} for r, q in QUOTA.items()],
+                        }
+                    ],
+                }
+            ],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": ADMISSION_CHECK}]},
+        },
+    }
+
+
+def local_queue(namespace: str, name: str = LOCAL_QUEUE) -> Obj:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": CLUSTER_QUEUE},
+    }
+
+
+def active_condition(now: str) -> Obj:
+    """Status patch body that marks the AdmissionCheck Active (the controller's job)."""
+    return {
+        "status": {
+            "conditions": [
+                {
+                    "type": "Active",
+                    "status": "True",
+                    "reason": "Active",
+                    "message": "marked active by the devstack stand-in controller",
+                    "lastTransitionTime": now,
+                    "observedGeneration": 1,
+                }
+            ]
+        }
+    }
+
+
+def validating_webhook(*, url: str, ca_pem: bytes, timeout_seconds: int = 5) -> Obj:
+    """Our fail-closed ValidatingWebhookConfiguration, pointing at a URL."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": WEBHOOK_CONFIG},
+        "webhooks": [
+            {
+                "name": WEBHOOK_NAME,
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+                "timeoutSeconds": timeout_seconds,
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {
+                            "key": "kubernetes.io/metadata.name",
+                            "operator": "NotIn",
+                            "values": list(EXCLUDED_NAMESPACES),
+                        }
+                    ]
+                },
+                "rules": [
+                    {
+                        "apiGroups": ["batch"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["jobs"],
+                        "scope": "Namespaced",
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def probe_job(namespace: str) -> Obj:
+    """A Job our webhook must reject; server-side dry-run of it proves registration."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "devstack-webhook-probe",
+            "namespace": namespace,
+            "annotations": {keys.COUNT: "not-a-number"},
+        },
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox"}],
+                }
+            }
+        },
+    }

@@ -1,0 +1,60 @@
+"""A thin wrapper over the pinned ``kubectl`` binary, bound to one kubeconfig.
+
+The launcher applies everything with server-side apply under one field
+manager, so re-running ``up`` against a live stack is a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FIELD_MANAGER = "atomic-gang-devstack"
+
+
+class KubectlError(RuntimeError):
+    """kubectl exited non-zero; the message holds its stderr."""
+
+    def __init__(self, args: Sequence[str], code: int, stderr: str) -> None:
+        self.args_, self.code, self.stderr = tuple(args), code, stderr
+        super().__init__(f"kubectl {' '.join(args)} exited {code}: {stderr.strip()}")
+
+
+@dataclass(frozen=True)
+class Kubectl:
+    binary: Path
+    kubeconfig: Path
+
+    def run(
+        self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = 120.0
+    ) -> subprocess.CompletedProcess[str]:
+        argv = [str(self.binary), f"--kubeconfig={self.kubeconfig}", *args]
+        done = subprocess.run(
+            argv, input=stdin, capture_output=True, text=True, check=False, timeout=timeout
+        )
+        if check and done.returncode != 0:
+            raise KubectlError(args, done.returncode, done.stderr)
+        return done
+
+    def apply(self, objects: Iterable[dict[str, Any]], *, force: bool = True) -> None:
+        """Server-side apply of ``objects`` in the given order (namespaces first)."""
+        docs = list(objects)
+        if not docs:
+            return
+        args = ["apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-f", "-"]
+        if force:
+            args.insert(2, "--force-conflicts")
+        self.run(*args, stdin=yaml.safe_dump_all(docs, sort_keys=False))
+
+    def get(self, *args: str) -> Any:
+        """``kubectl get ... -o json`` decoded."""
+        return json.loads(self.run("get", *args, "-o", "json").stdout)
+
+    def exists(self, *args: str) -> bool:
+        return self.run("get", *args, "--ignore-not-found", "-o", "name", check=False).stdout != ""

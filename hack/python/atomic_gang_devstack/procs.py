@@ -1,0 +1,133 @@
+"""Starting and stopping component processes, each in its own process group.
+
+A process is identified by its PID *and* its start time (``/proc/<pid>/stat``
+field 22), so a recycled PID is never mistaken for ours and never killed.
+Teardown signals the whole group the launcher created, never anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+# Popen objects of children started by this very process, so they get reaped.
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+class ProcRecord(BaseModel):
+    """What the state file remembers about one started process."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    pid: int
+    start_ticks: int
+    argv: tuple[str, ...]
+    log: str
+
+
+def parse_stat(text: str) -> tuple[str, int]:
+    """(state letter, start time in clock ticks) from a ``/proc/<pid>/stat`` line."""
+    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    rest = text[text.rindex(")") + 2 :].split()
+    return rest[0], int(rest[19])
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    try:
+        return parse_stat(Path(f"/proc/{pid}/stat").read_text(encoding="utf-8"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def spawn(
+    name: str, argv: Sequence[str], *, log: Path, env: Mapping[str, str] | None = None
+) -> ProcRecord:
+    """Start ``argv`` in a new session (own process group), output appended to ``log``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        out.write(f"--- devstack: starting {' '.join(argv)}\n".encode())
+        out.flush()
+        child = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+        )
+    _CHILDREN[child.pid] = child
+    stat = _stat(child.pid)
+    return ProcRecord(
+        name=name,
+        pid=child.pid,
+        start_ticks=stat[1] if stat else -1,
+        argv=tuple(argv),
+        log=str(log),
+    )
+
+
+def alive(rec: ProcRecord) -> bool:
+    """True while the recorded process (same PID and start time) is running."""
+    child = _CHILDREN.get(rec.pid)
+    if child is not None and child.poll() is not None:
+        return False
+    stat = _stat(rec.pid)
+    return stat is not None and stat[1] == rec.start_ticks and stat[0] not in ("Z", "X")
+
+
+def exit_code(rec: ProcRecord) -> int | None:
+    child = _CHILDREN.get(rec.pid)
+    return None if child is None else child.poll()
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+def stop(rec: ProcRecord, *, grace: float = 10.0) -> bool:
+    """SIGTERM the process group, SIGKILL it after ``grace`` seconds. False if not ours."""
+    if not alive(rec):
+        child = _CHILDREN.get(rec.pid)
+        if child is not None and child.poll() is not None:
+            del _CHILDREN[rec.pid]  # reaped; a live child with a recycled record stays
+        return False
+    # The leader's PID is the group id (start_new_session); it was checked just above.
+    _signal_group(rec.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and (alive(rec) or _group_exists(rec.pid)):
+        time.sleep(0.05)
+    if alive(rec) or _group_exists(rec.pid):
+        _signal_group(rec.pid, signal.SIGKILL)
+        while alive(rec):
+            time.sleep(0.02)
+    child = _CHILDREN.pop(rec.pid, None)
+    if child is not None:
+        child.wait()
+    return True
+
+
+def log_tail(path: str | Path, lines: int = 25) -> str:
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,190 @@
+"""The launcher: start components in dependency waves, stop what was started.
+
+``up`` is idempotent: with a healthy stack already recorded in the state
+directory it only reports it. A failing component stops the whole start; the
+error names the component, its log file and the log's last lines, and every
+process started so far is stopped again (unless ``keep_on_failure``).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from atomic_gang_devstack import pki, procs, state
+from atomic_gang_devstack.bins import Bins
+from atomic_gang_devstack.component import Component, Context
+from atomic_gang_devstack.state import StackOptions, StackState
+
+log = logging.getLogger("atomic_gang_devstack")
+
+
+def waves(components: Sequence[Component]) -> list[list[Component]]:
+    """Group components into start waves; each wave needs only earlier waves."""
+    names = [c.name for c in components]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate component names in {names}")
+    unknown = {n for c in components for n in c.needs} - set(names)
+    if unknown:
+        raise ValueError(f"unknown dependencies: {sorted(unknown)}")
+    done: set[str] = set()
+    out: list[list[Component]] = []
+    pending = list(components)
+    while pending:
+        wave = [c for c in pending if set(c.needs) <= done]
+        if not wave:
+            raise ValueError(f"dependency cycle among {[c.name for c in pending]}")
+        out.append(wave)
+        done |= {c.name for c in wave}
+        pending = [c for c in pending if c.name not in done]
+    return out
+
+
+@dataclass
+class Stack:
+    """A set of components bound to one state directory."""
+
+    options: StackOptions
+    components: Sequence[Component]
+
+    def __post_init__(self) -> None:
+        waves(self.components)  # validate the graph early
+        self.ctx: Context | None = None
+
+    def _context(self, st: StackState) -> Context:
+        return Context(options=self.options, state=st, bins=Bins.load())
+
+    def running(self) -> Context | None:
+        """The context of a recorded, fully healthy stack, or None."""
+        st = state.load(self.options.state_dir)
+        if st is None or not st.ready:
+            return None
+        ctx = self._context(st)
+        names = {c.name for c in self.components}
+        if set(st.started) != names or not all(c.healthy(ctx) for c in self.components):
+            return None
+        return ctx
+
+    def up(self, *, keep_on_failure: bool = False) -> Context:
+        with state.locked(self.options.state_dir):
+            ctx = self.running()
+            if ctx is not None:
+                log.info("stack already running; nothing to do")
+                self.ctx = ctx
+                return ctx
+            self._down_locked()  # leftovers of a broken or different stack
+            ctx = self._fresh_context()
+            try:
+                self._start_all(ctx)
+            except BaseException:
+                if not keep_on_failure:
+                    self._stop_all(ctx)
+                raise
+            self.ctx = ctx
+            return ctx
+
+    def _fresh_context(self) -> Context:
+        d = self.options.state_dir
+        for sub in ("pki", "kubeconfigs", "logs"):
+            shutil.rmtree(d / sub, ignore_errors=True)
+        st = StackState(options=self.options)
+        ctx = self._context(st)
+        ctx.ca = pki.new_ca("atomic-gang-local-ca")
+        ctx.ca.write(ctx.pki_dir, "ca")
+        st.save()
+        return ctx
+
+    def _start_all(self, ctx: Context) -> None:
+        t0 = time.monotonic()
+        for wave in waves(self.components):
+            for c in wave:
+                log.info("starting %s", c.name)
+                ctx.state.started.append(c.name)
+                c.start(ctx)
+                ctx.state.save()
+            for c in wave:
+                t = time.monotonic()
+                c.wait_ready(ctx)
+                log.info("%s ready in %.1fs", c.name, time.monotonic() - t)
+        ctx.state.ready = True
+        ctx.state.ready_seconds = round(time.monotonic() - t0, 1)
+        ctx.state.save()
+        if self.options.kubeconfig_out is not None:
+            self.options.kubeconfig_out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ctx.admin_kubeconfig(), self.options.kubeconfig_out)
+        log.info("stack ready in %.1fs", ctx.state.ready_seconds)
+
+    def down(self) -> bool:
+        """Stop everything recorded in the state directory. False if nothing was there."""
+        with state.locked(self.options.state_dir):
+            return self._down_locked()
+
+    def _down_locked(self) -> bool:
+        st = state.load(self.options.state_dir)
+        if st is None:
+            return False
+        self._stop_all(self._context(st))
+        (self.options.state_dir / state.STATE_FILE).unlink(missing_ok=True)
+        if self.options.kubeconfig_out is not None:
+            self.options.kubeconfig_out.unlink(missing_ok=True)
+        return True
+
+    def _stop_all(self, ctx: Context) -> None:
+        by_name = {c.name: c for c in self.components}
+        # Reverse start order: Kueue and the webhook go before the apiserver they talk to.
+        for name in reversed(ctx.state.started):
+            comp = by_name.get(name)
+            if comp is not None:
+                comp.stop(ctx)
+            rec = ctx.state.procs.get(name)
+            if rec is not None and procs.stop(rec):
+                log.info("stopped %s (pid %d)", name, rec.pid)
+        ctx.state.ready = False
+        ctx.state.save()
+
+    def _component(self, name: str) -> Component:
+        for c in self.components:
+            if c.name == name:
+                return c
+        raise KeyError(f"no component {name!r}")
+
+    def stop_component(self, name: str) -> None:
+        """Stop one running component (tests use it to prove fail-closed behaviour)."""
+        ctx = self._require_ctx()
+        self._component(name).stop(ctx)
+        rec = ctx.state.procs.pop(name, None)
+        if rec is not None:
+            procs.stop(rec)
+        ctx.state.save()
+
+    def start_component(self, name: str) -> None:
+        """Start one component again, on the ports it had, and wait until it is ready."""
+        ctx = self._require_ctx()
+        comp = self._component(name)
+        comp.start(ctx)
+        ctx.state.save()
+        comp.wait_ready(ctx)
+
+    def _require_ctx(self) -> Context:
+        if self.ctx is None:
+            st = state.load(self.options.state_dir)
+            if st is None:
+                raise RuntimeError(f"no stack recorded in {self.options.state_dir}")
+            self.ctx = self._context(st)
+        return self.ctx
+
+    def status(self) -> dict[str, str]:
+        """Component name -> "healthy" / "unhealthy" / "not started"."""
+        st = state.load(self.options.state_dir)
+        if st is None:
+            return {c.name: "not started" for c in self.components}
+        ctx = self._context(st)
+        return {
+            c.name: ("healthy" if c.healthy(ctx) else "unhealthy")
+            if c.name in st.started
+            else "not started"
+            for c in self.components
+        }

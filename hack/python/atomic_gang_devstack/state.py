@@ -1,0 +1,73 @@
+"""The launcher's options and its state file (``<state-dir>/state.json``).
+
+The state records every port picked and every process started, written after
+each step, so ``down`` can stop exactly what ``up`` started even when ``up``
+died half-way. A lock file serialises launchers that share a state directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from atomic_gang_devstack.procs import ProcRecord
+
+STATE_FILE = "state.json"
+
+
+class StackOptions(BaseModel):
+    """What to start, and where."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    state_dir: Path
+    kubeconfig_out: Path | None = Field(default=None, description="Copy of the admin kubeconfig.")
+    webhook: bool = Field(default=True, description="Start and register our validating webhook.")
+    queues: bool = Field(default=True, description="Create the AdmissionCheck and the queues.")
+    check_stand_in: bool = Field(
+        default=True,
+        description="Mark the AdmissionCheck Active ourselves, until the provisioner does it.",
+    )
+    fake_nodes: int = Field(default=0, ge=0, le=100, description="General-purpose kwok nodes.")
+    namespace: str = Field(default="default", description="Namespace of the dev LocalQueue.")
+
+
+class StackState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    options: StackOptions
+    ports: dict[str, int] = Field(default_factory=dict)
+    procs: dict[str, ProcRecord] = Field(default_factory=dict)
+    started: list[str] = Field(default_factory=list)
+    ready: bool = False
+    ready_seconds: float | None = None
+
+    def save(self) -> None:
+        path = self.options.state_dir / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def load(state_dir: Path) -> StackState | None:
+    path = state_dir / STATE_FILE
+    if not path.exists():
+        return None
+    return StackState.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+@contextlib.contextmanager
+def locked(state_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``state_dir`` (blocks while another launcher holds it)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with (state_dir / ".lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
