@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
         log_config=None,
         access_log=False,
         timeout_keep_alive=30,
+        timeout_graceful_shutdown=10,
     )
     config.load()
     config.ssl = cert.server_context()  # swap in the hot-reloading context

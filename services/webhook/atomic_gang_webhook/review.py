@@ -72,8 +72,9 @@ def parse_review(body: bytes) -> ReviewRequest:
     """Decode and check the envelope; raise WebhookError(400) on anything off."""
     try:
         doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _bad(f"body is not valid JSON: {exc}", "InvalidJSON") from exc
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        # RecursionError: hostile nesting depth; still a bad request, never a 500.
+        raise _bad(f"body is not valid JSON: {str(exc)[:200]}", "InvalidJSON") from exc
     review = _object(doc, "the body")
     if review.get("apiVersion") != API_VERSION or review.get("kind") != "AdmissionReview":
         raise _bad(f"expected kind AdmissionReview, apiVersion {API_VERSION}", "NotAReview")

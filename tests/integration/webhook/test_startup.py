@@ -1,0 +1,62 @@
+"""Invalid settings stop start-up with a clear message (exit 2)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _start(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "atomic_gang_webhook"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "needle"),
+    [
+        pytest.param(
+            "defaults: {region: us-east-1}\nlimits: {maxGangSize: -3}\n",
+            "limits.maxGangSize",
+            id="bad-limit",
+        ),
+        pytest.param("clusterName: x\n", "defaults.region", id="missing-region"),
+        pytest.param("defaults: {region: us-east-1}\nbogus: 1\n", "bogus", id="unknown-key"),
+    ],
+)
+def test_bad_settings_exit_2(tmp_path: Path, yaml_text: str, needle: str) -> None:
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(yaml_text)
+    result = _start({"ATOMIC_GANG_CONFIG": str(cfg)})
+    assert result.returncode == 2
+    assert needle in result.stderr
+
+
+def test_bad_server_env_exit_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("defaults: {region: us-east-1}\n")
+    result = _start({"ATOMIC_GANG_CONFIG": str(cfg), "ATOMIC_GANG_WEBHOOK_PORT": "99999"})
+    assert result.returncode == 2
+    assert "port" in result.stderr
+
+
+def test_missing_certificate_exit_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("defaults: {region: us-east-1}\n")
+    result = _start(
+        {
+            "ATOMIC_GANG_CONFIG": str(cfg),
+            "ATOMIC_GANG_WEBHOOK_CERT_FILE": str(tmp_path / "none.crt"),
+        }
+    )
+    assert result.returncode == 2
+    assert "TLS" in result.stderr

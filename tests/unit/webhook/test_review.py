@@ -1,0 +1,127 @@
+"""The pure AdmissionReview layer: envelope checks, verdicts, reply shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from atomic_gang import keys as k
+from atomic_gang_webhook.review import (
+    Decision,
+    WebhookError,
+    build_response,
+    decide,
+    parse_review,
+)
+from tests.support.jobs import gang_job, plain_job, settings
+from tests.support.reviews import body, review
+
+S = settings()
+
+
+def _env(**request: Any) -> bytes:
+    base = review(gang_job())
+    base["request"].update(request)
+    return json.dumps(base).encode()
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        pytest.param(b"{", "InvalidJSON", id="bad-json"),
+        pytest.param(b"\xff\xfe", "InvalidJSON", id="not-utf8"),
+        pytest.param(b"[]", "BadRequest", id="array"),
+        pytest.param(b'{"kind":"AdmissionReview"}', "NotAReview", id="no-api-version"),
+        pytest.param(
+            json.dumps({**review(gang_job()), "apiVersion": "admission.k8s.io/v1beta1"}).encode(),
+            "NotAReview",
+            id="v1beta1",
+        ),
+        pytest.param(
+            b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}',
+            "BadRequest",
+            id="no-request",
+        ),
+        pytest.param(_env(uid=""), "MissingUID", id="empty-uid"),
+        pytest.param(_env(uid=7), "MissingUID", id="int-uid"),
+        pytest.param(_env(kind={"group": "", "version": "v1", "kind": "Pod"}), "NotAJob", id="pod"),
+        pytest.param(_env(object=[1]), "BadRequest", id="object-not-dict"),
+        pytest.param(_env(object={"kind": "CronJob"}), "NotAJob", id="object-kind"),
+        pytest.param(_env(operation="UPDATE"), "BadRequest", id="update-without-old"),
+        pytest.param(_env(operation=None), "BadRequest", id="no-operation"),
+    ],
+)
+def test_malformed_envelopes_are_400(raw: bytes, reason: str) -> None:
+    with pytest.raises(WebhookError) as info:
+        parse_review(raw)
+    assert info.value.status == 400
+    assert info.value.reason == reason
+
+
+def test_malformed_job_fields_are_400() -> None:
+    job = gang_job()
+    job["metadata"]["annotations"] = {k.COUNT: 4}
+    req = parse_review(body(job))
+    with pytest.raises(WebhookError) as info:
+        decide(req, S)
+    assert (info.value.status, info.value.reason) == (400, "MalformedJob")
+
+
+@pytest.mark.parametrize(
+    ("obj", "operation", "old", "verdict", "reason"),
+    [
+        pytest.param(plain_job(), "CREATE", None, "allowed", "NotAGang", id="plain"),
+        pytest.param(gang_job(), "CREATE", None, "allowed", "Valid", id="valid"),
+        pytest.param(
+            gang_job(spec={"parallelism": 2}),
+            "CREATE",
+            None,
+            "denied",
+            "CountMismatch",
+            id="invalid",
+        ),
+        pytest.param(gang_job(), "UPDATE", gang_job(), "allowed", "Unchanged", id="update-same"),
+        pytest.param(
+            gang_job(annotations={k.COUNT: "8"}),
+            "UPDATE",
+            gang_job(),
+            "denied",
+            "ImmutableGangField",
+            id="update-changed",
+        ),
+        pytest.param(gang_job(), "DELETE", None, "allowed", "NotReviewed", id="delete"),
+    ],
+)
+def test_decisions(obj: Any, operation: str, old: Any, verdict: str, reason: str) -> None:
+    decision = decide(parse_review(body(obj, operation=operation, old=old)), S)
+    assert (decision.verdict, decision.reason) == (verdict, reason)
+
+
+def test_denial_lists_every_violation_with_fields() -> None:
+    job = gang_job(annotations={k.MODE: "spot", k.AMI_ID: "nope"}, spec={"parallelism": 2})
+    req = parse_review(body(job, uid="abc"))
+    reply = build_response(req, decide(req, S))
+    response = reply["response"]
+    assert response["uid"] == "abc"
+    assert response["allowed"] is False
+    status = response["status"]
+    assert status["code"] == 422
+    for key in (k.MODE, k.AMI_ID, k.COUNT):
+        assert key in status["message"]
+    assert "'spot'" in status["message"]
+    causes = status["details"]["causes"]
+    assert {c["reason"] for c in causes} == {"InvalidMode", "InvalidAmiId", "CountMismatch"}
+    assert f"metadata.annotations[{k.MODE}]" in {c["field"] for c in causes}
+    assert status["message"].startswith("Job default/allreduce-pretrain has 3 invalid")
+
+
+def test_allowed_reply_has_no_status() -> None:
+    req = parse_review(body(gang_job(), uid="u"))
+    reply = build_response(req, Decision("allowed", "Valid"))
+    assert reply == {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": "u", "allowed": True},
+    }
