@@ -19,10 +19,16 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser(
         "validate",
         help="check the gang annotations of every Job in YAML files",
-        description="Check every Job (and CronJob jobTemplate) in multi-document YAML "
-        "files with the same rules as the admission webhook. Prints "
-        "'<file>:<kind>/<name>: <key>: <message>' per violation. Exit status: "
-        "0 all valid, 1 some invalid, 2 unreadable input or settings.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Check every Job (and CronJob jobTemplate) in multi-document YAML files with\n"
+            "the same rules as the admission webhook. One line per violation:\n"
+            "  <file>:<kind>/<name>: <annotation-key>: <message>\n\n"
+            "exit status: 0 all valid, 1 some invalid, 2 unreadable input or settings\n\n"
+            "examples:\n"
+            "  atomic-gang validate --config settings.yaml k8s/*.yaml\n"
+            "  kustomize build overlays/prod | atomic-gang validate -"
+        ),
     )
     v.add_argument("files", nargs="+", metavar="FILE", help="YAML files; '-' reads stdin")
     v.add_argument(

@@ -1,0 +1,136 @@
+"""``atomic-gang validate``: line format, CronJobs and Lists, exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from atomic_gang import keys as k
+from atomic_gang_cli.main import main
+from tests.support.jobs import gang_job, plain_job
+
+SETTINGS = """\
+clusterName: my-eks-cluster
+defaults: {region: us-east-1, nodeRoleArn: "arn:aws:iam::123456789012:role/eks-gang-node-role"}
+allowedInstanceTypes: ["p4d.24xlarge", "p5.*"]
+"""
+
+
+def _write(tmp_path: Path, name: str, *docs: object) -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    code = info.value.code
+    assert isinstance(code, int)
+    return code, out, err
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> str:
+    path = tmp_path / "settings.yaml"
+    path.write_text(SETTINGS)
+    return str(path)
+
+
+def test_all_valid_exits_0(tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "ok.yaml", gang_job(), plain_job(), {"kind": "ConfigMap"})
+    assert _run(capsys, "validate", "--config", config, str(path)) == (0, "", "")
+
+
+def test_one_line_per_violation(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = gang_job(name="bad", annotations={k.MODE: "spot", k.INSTANCE_TYPE: "c5.large"})
+    path = _write(tmp_path, "jobs.yaml", gang_job(), bad)
+    code, out, _ = _run(capsys, "validate", "--config", config, str(path))
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(f"{path}:Job/bad: {k.INSTANCE_TYPE}: is not in allowedInstance")
+    assert lines[1].startswith(f"{path}:Job/bad: {k.MODE}: must be one of runinstances, fleet")
+
+
+def test_cronjob_and_list_items_are_checked(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = gang_job(annotations={k.COUNT: "3"})
+    cron = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"jobTemplate": {"metadata": bad["metadata"], "spec": bad["spec"]}},
+    }
+    lst = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [dict(bad, metadata={**bad["metadata"], "name": "in-list"})],
+    }
+    path = _write(tmp_path, "more.yaml", cron, lst)
+    code, out, _ = _run(capsys, "validate", "--config", config, str(path))
+    assert code == 1
+    assert f"{path}:CronJob/nightly: {k.COUNT}: must equal spec.parallelism" in out
+    assert f"{path}:Job/in-list: {k.COUNT}:" in out
+
+
+def test_unreadable_input_exits_2(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("a: [\n")
+    good = _write(tmp_path, "ok.yaml", gang_job())
+    code, _, err = _run(
+        capsys,
+        "validate",
+        "--config",
+        config,
+        str(good),
+        str(broken),
+        str(tmp_path / "missing.yaml"),
+    )
+    assert code == 2
+    assert "broken.yaml: cannot read" in err
+    assert "missing.yaml: cannot read" in err
+
+
+def test_bad_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("limits: {maxGangSiz: 3}\n")
+    code, _, err = _run(capsys, "validate", "--config", str(cfg), str(cfg))
+    assert code == 2
+    assert "limits.maxGangSiz: unknown setting" in err
+
+
+def test_reasons_lists_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "reasons")
+    assert code == 0
+    assert "CountMismatch" in out.split()
+
+
+def test_console_script_reads_stdin(config: str) -> None:
+    doc = yaml.safe_dump(gang_job(annotations={k.COUNT: "x"}))
+    result = subprocess.run(
+        [sys.executable, "-m", "atomic_gang_cli", "validate", "--config", config, "-"],
+        input=doc,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert f"-:Job/allreduce-pretrain: {k.COUNT}: must be a positive integer" in result.stdout
+
+
+def test_help_names_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "validate", "--help")
+    assert code == 0
+    assert "0 all valid, 1 some invalid, 2 unreadable" in out
