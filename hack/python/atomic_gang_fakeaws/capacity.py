@@ -1,0 +1,86 @@
+"""The capacity model: free slots per (AZ, instance type) and per reservation.
+
+Live instances use slots; terminating frees them. A launch asking for more
+than is free gets EC2's real error and launches nothing. Instances launched
+into a capacity reservation count against it, not against the open pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from atomic_gang_fakeaws.errors import AwsError, insufficient_capacity
+from atomic_gang_fakeaws.state import FakeState
+
+LIVE = frozenset({"pending", "running", "stopping", "stopped"})
+UNLIMITED = 10**9
+
+
+@dataclass(frozen=True)
+class Target:
+    zone: str
+    instance_type: str
+    reservation_id: str | None
+
+
+def reservation_target(*sources: dict[str, Any]) -> str | None:
+    for src in sources:
+        spec = src.get("CapacityReservationSpecification") or {}
+        rid = (spec.get("CapacityReservationTarget") or {}).get("CapacityReservationId")
+        if rid:
+            return str(rid)
+    return None
+
+
+def _reservation_used(state: FakeState, backend: Any, reservation_id: str) -> int:
+    ids = {iid for iid, rid in state.reservation_use.items() if rid == reservation_id}
+    return sum(1 for i in backend.all_instances() if i.id in ids and i.state in LIVE)
+
+
+def free(state: FakeState, backend: Any, target: Target) -> int:
+    """Slots free for this target right now; UNLIMITED when no limit is set."""
+    if target.reservation_id:
+        res = state.reservations.get(target.reservation_id)
+        if res is None or res.state != "active":
+            return 0
+        return max(0, res.total - _reservation_used(state, backend, res.reservation_id))
+    limit = state.limit(target.zone, target.instance_type)
+    if limit is None:
+        return UNLIMITED
+    used = sum(
+        1
+        for i in backend.all_instances()
+        if i.state in LIVE
+        and i.availability_zone == target.zone
+        and i.instance_type == target.instance_type
+        and i.id not in state.reservation_use
+    )
+    return max(0, limit - used)
+
+
+def check(state: FakeState, backend: Any, target: Target, count: int) -> None:
+    """Raise what EC2 raises when ``count`` instances do not fit; else nothing."""
+    rid = target.reservation_id
+    if rid:
+        res = state.reservations.get(rid)
+        if res is None:
+            raise AwsError(
+                "InvalidCapacityReservationId.NotFound",
+                f"The reservation ID '{rid}' does not exist",
+            )
+        if (res.zone, res.instance_type) != (target.zone, target.instance_type):
+            raise AwsError(
+                "InvalidParameterValue",
+                f"Capacity reservation {rid} is for {res.instance_type} in {res.zone}",
+            )
+        if res.state != "active":
+            raise insufficient_capacity(target.instance_type, target.zone)
+        if free(state, backend, target) < count:
+            raise AwsError(
+                "ReservationCapacityExceeded",
+                f"The requested number of instances exceeds the capacity available in {rid}",
+            )
+        return
+    if free(state, backend, target) < count:
+        raise insufficient_capacity(target.instance_type, target.zone)

@@ -1,0 +1,106 @@
+"""The control API, shared by the in-process facade and the HTTP server.
+
+:class:`FakeAws` wraps the active :class:`FakeState`: set capacity, add
+capacity reservations, add and clear fault rules, switch throttling, read the
+call log. :class:`ControlClient` offers the same verbs over HTTP for a layer
+started with ``python -m atomic_gang_fakeaws serve``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from atomic_gang_fakeaws.rules import Rule
+from atomic_gang_fakeaws.state import CapacityReservation, FakeState, ReservationKind
+
+
+class FakeAws:
+    def __init__(self, state: FakeState) -> None:
+        self.state = state
+
+    def set_capacity(self, zone: str, instance_type: str, count: int | None) -> None:
+        self.state.set_capacity(zone, instance_type, count)
+
+    def set_default_capacity(self, count: int | None) -> None:
+        self.state.default_capacity = count
+
+    def add_reservation(
+        self,
+        reservation_id: str,
+        *,
+        zone: str,
+        instance_type: str,
+        count: int,
+        kind: ReservationKind = "default",
+        state: str = "active",
+    ) -> None:
+        with self.state.lock:
+            self.state.reservations[reservation_id] = CapacityReservation(
+                reservation_id, zone, instance_type, count, kind, state
+            )
+
+    def add_rule(self, rule: Rule | dict[str, Any]) -> Rule:
+        return self.state.add_rule(rule if isinstance(rule, Rule) else Rule(**rule))
+
+    def clear_rules(self) -> None:
+        with self.state.lock:
+            self.state.rules.clear()
+
+    def set_throttling(self, enabled: bool) -> None:
+        self.state.throttler.enabled = enabled
+        self.state.throttler.reset()
+
+    def set_eni_detach_polls(self, polls: int) -> None:
+        self.state.eni_detach_polls = polls
+
+    def calls(self, action: str | None = None) -> list[dict[str, Any]]:
+        with self.state.lock:
+            return [c.as_dict() for c in self.state.calls if action in (None, c.action)]
+
+    def clear_calls(self) -> None:
+        with self.state.lock:
+            self.state.calls.clear()
+
+
+class ControlClient:
+    """HTTP client for the server's ``/_fake`` API."""
+
+    def __init__(self, endpoint: str) -> None:
+        self._http = httpx.Client(base_url=endpoint.rstrip("/") + "/_fake", timeout=10)
+
+    def _send(self, method: str, path: str, body: Any = None) -> Any:
+        resp = self._http.request(method, path, json=body)
+        resp.raise_for_status()
+        return resp.json()
+
+    def set_capacity(self, zone: str, instance_type: str, count: int | None) -> None:
+        self._send(
+            "PUT", "/capacity", {"zone": zone, "instanceType": instance_type, "count": count}
+        )
+
+    def add_reservation(self, reservation_id: str, **fields: Any) -> None:
+        self._send("POST", "/reservations", {"reservationId": reservation_id, **fields})
+
+    def add_rule(self, rule: dict[str, Any]) -> dict[str, Any]:
+        found: dict[str, Any] = self._send("POST", "/rules", rule)
+        return found
+
+    def clear_rules(self) -> None:
+        self._send("DELETE", "/rules")
+
+    def set_throttling(self, enabled: bool) -> None:
+        self._send("PUT", "/throttling", {"enabled": enabled})
+
+    def calls(self, action: str | None = None) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self._send(
+            "GET", "/calls" + (f"?action={action}" if action else "")
+        )
+        return found
+
+    def clear_calls(self) -> None:
+        self._send("DELETE", "/calls")
+
+    def close(self) -> None:
+        self._http.close()

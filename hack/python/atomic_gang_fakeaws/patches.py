@@ -1,0 +1,30 @@
+"""Install every moto patch of the layer, once per process.
+
+Each patch consults the active state and behaves exactly like moto when no
+state is active, so installing is harmless for other tests in the process.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from atomic_gang_fakeaws import dispatch, ec2_fidelity, ec2_launch, eks_ssm, iam_conditions
+
+_lock = threading.Lock()
+_done: list[bool] = []
+
+
+def patch(owner: Any, name: str, fn: Any) -> None:
+    setattr(owner, name, fn)
+
+
+def install_patches() -> None:
+    with _lock:
+        if _done:
+            return
+        for module in (dispatch, ec2_launch, ec2_fidelity, eks_ssm, iam_conditions):
+            for owner, name, fn in module.PATCHES:
+                patch(owner, name, fn)
+        dispatch.BEFORE.update(ec2_fidelity.BEFORE)
+        _done.append(True)

@@ -1,0 +1,69 @@
+"""Seed what the engine expects to find: a VPC with one subnet per AZ, an EKS
+cluster on them, and the node role with its convention-named instance profile.
+
+Works through any boto3 session (in-process moto or a server endpoint).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from atomic_gang_provisioner.cloud.naming import instance_profile_name
+
+TRUST = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "ec2.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+)
+
+
+@dataclass(frozen=True)
+class World:
+    region: str
+    cluster: str
+    vpc_id: str
+    subnets: dict[str, str]
+    node_role_arn: str
+    instance_profile: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def seed_world(
+    client: Any,
+    *,
+    region: str,
+    cluster: str = "demo",
+    zones: tuple[str, ...] = ("a", "b", "c"),
+    role_name: str = "eks-gang-node-role",
+    version: str = "1.31",
+) -> World:
+    """``client(service_name)`` must return a boto3 client for ``region``."""
+    ec2, iam, eks = client("ec2"), client("iam"), client("eks")
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = {}
+    for i, suffix in enumerate(zones):
+        zone = region + suffix
+        sub = ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone)
+        subnets[zone] = sub["Subnet"]["SubnetId"]
+    role = iam.create_role(RoleName=role_name, AssumeRolePolicyDocument=TRUST)["Role"]["Arn"]
+    profile = instance_profile_name(cluster=cluster, node_role_arn=role)
+    iam.create_instance_profile(InstanceProfileName=profile)
+    iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=role_name)
+    eks.create_cluster(
+        name=cluster,
+        version=version,
+        roleArn=f"arn:aws:iam::{role.split(':')[4]}:role/eks-cluster-role",
+        resourcesVpcConfig={"subnetIds": list(subnets.values())},
+    )
+    return World(region, cluster, vpc, subnets, role, profile)

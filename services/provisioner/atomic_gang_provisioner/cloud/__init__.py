@@ -1,0 +1,61 @@
+"""The provisioner's cloud layer: N-or-0 EC2 acquisition behind a narrow Protocol.
+
+Design. :class:`CloudProvider` (``acquire / describe / release / terminate /
+tag / list_owned / forget_pool``) returns frozen types from ``cloud.types``;
+boto3 lives only in ``cloud.aws``. The pool state machine (Idle → Acquiring →
+Joining → Satisfied → KeepWarm → Releasing) calls it and persists what it
+returns: instance ids, fleet id, pending ENIs and ``acquireGeneration``.
+
+* ``acquire(AcquireRequest(spec, generation))`` is idempotent per (pool,
+  generation): it first adopts a set already tagged with that generation, then
+  launches with ClientTokens derived from (pool, generation, AZ). Bump the
+  generation only when the result is ``terminal`` (Launched, Shortfall,
+  QuotaExceeded, PermanentFailure); on ``RetryLater`` call again unchanged.
+* ``release`` is idempotent and ENI-aware; ``ReleaseResult.done`` says when
+  nothing is left (pending ENIs come back to be passed in next time).
+* The reaper calls ``list_owned()`` once per sweep, then the pure
+  :func:`reaper.classify`, then ``terminate``.
+
+AWS error codes are classified in ``errors.py``; only throttled and transient
+errors are retried (``retry.py``), with the clock and sleeper injected.
+"""
+
+from atomic_gang_provisioner.cloud.errors import CloudError, ErrorClass, classify
+from atomic_gang_provisioner.cloud.provider import CloudProvider
+from atomic_gang_provisioner.cloud.reaper import PoolView, Reap, ReapReason
+from atomic_gang_provisioner.cloud.reaper import classify as classify_for_reaping
+from atomic_gang_provisioner.cloud.types import (
+    AcquireRequest,
+    AcquireResult,
+    Instance,
+    Launched,
+    PermanentFailure,
+    QuotaExceeded,
+    ReleaseRequest,
+    ReleaseResult,
+    RetryLater,
+    Shortfall,
+    ZoneAttempt,
+)
+
+__all__ = [
+    "AcquireRequest",
+    "AcquireResult",
+    "CloudError",
+    "CloudProvider",
+    "ErrorClass",
+    "Instance",
+    "Launched",
+    "PermanentFailure",
+    "PoolView",
+    "QuotaExceeded",
+    "Reap",
+    "ReapReason",
+    "ReleaseRequest",
+    "ReleaseResult",
+    "RetryLater",
+    "Shortfall",
+    "ZoneAttempt",
+    "classify",
+    "classify_for_reaping",
+]

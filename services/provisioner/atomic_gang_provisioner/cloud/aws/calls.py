@@ -1,0 +1,81 @@
+"""One AWS call, classified and retried.
+
+botocore exceptions become :class:`CloudError` here (transport failures get
+pseudo-codes such as ``ReadTimeout``). Only throttled and transient errors are
+retried, after a jittered backoff, with the very same parameters: a launch is
+retried with the same ClientToken, so a lost response cannot double-launch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from botocore.exceptions import ClientError, ConnectTimeoutError, HTTPClientError, ReadTimeoutError
+from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.parsers import ResponseParserError
+
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper
+
+
+def to_cloud_error(exc: Exception) -> CloudError | None:
+    if isinstance(exc, ClientError):
+        err = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return CloudError(
+            str(err.get("Code", "Unknown")), str(err.get("Message", "")), http_status=status
+        )
+    if isinstance(exc, ReadTimeoutError):
+        return CloudError("ReadTimeout", str(exc))
+    if isinstance(exc, ConnectTimeoutError):
+        return CloudError("ConnectTimeout", str(exc))
+    if isinstance(exc, BotoConnectionError | HTTPClientError):
+        return CloudError("ConnectionError", str(exc))
+    if isinstance(exc, ResponseParserError):
+        return CloudError("InternalError", f"unparseable response: {exc}", http_status=500)
+    return None
+
+
+class Caller:
+    """Runs client methods with the retry policy; counts what it sent."""
+
+    def __init__(
+        self,
+        *,
+        backoff: Backoff,
+        sleeper: Sleeper,
+        on_call: Callable[[str], None] | None = None,
+    ) -> None:
+        self.backoff = backoff
+        self.sleeper = sleeper
+        self.on_call = on_call
+
+    def call(self, client: Any, operation: str, **params: Any) -> dict[str, Any]:
+        attempt = 0
+        while True:
+            if self.on_call is not None:
+                self.on_call(operation)
+            try:
+                result: dict[str, Any] = getattr(client, operation)(**params)
+                return result
+            except Exception as exc:
+                err = to_cloud_error(exc)
+                if err is None:
+                    raise
+                if not err.retryable or attempt + 1 >= self.backoff.max_attempts:
+                    raise err from exc
+            self.sleeper(self.backoff.delay(attempt))
+            attempt += 1
+
+    def pages(
+        self, client: Any, operation: str, key: str, **params: Any
+    ) -> Iterator[dict[str, Any]]:
+        """Follow NextToken; each page is retried on its own."""
+        token: str | None = None
+        while True:
+            page = self.call(client, operation, **params, **({"NextToken": token} if token else {}))
+            yield from page.get(key, [])
+            token = page.get("NextToken")
+            if not token:
+                return

@@ -1,0 +1,191 @@
+"""Everything a launch needs to know that changes rarely, with a TTL cache.
+
+Join parameters and the cluster security group come from eks:DescribeCluster;
+AZ→subnet placement from ec2:DescribeSubnets; the AMI from the EKS-optimized
+AL2023 SSM parameter; the architecture from ec2:DescribeInstanceTypes; the
+instance profile is verified with iam:GetInstanceProfile. Caching keeps a warm
+acquisition at one launch call plus the adoption read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from atomic_gang import GangSpec, patterns
+from atomic_gang_provisioner.cloud import naming
+from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.aws.session import AwsClients
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.userdata import ClusterJoin
+
+T = TypeVar("T")
+SSM_AMI = (
+    "/aws/service/eks/optimized-ami/{version}/amazon-linux-2023/{arch}/{variant}"
+    "/recommended/image_id"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    join: ClusterJoin
+    version: str
+    security_group_id: str
+    subnet_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    zone: str
+    subnet_id: str
+    free_ips: int
+
+
+class Resolver:
+    def __init__(
+        self,
+        *,
+        clients: AwsClients,
+        caller: Caller,
+        cluster: str,
+        monotonic: Callable[[], float],
+        ttl_seconds: float,
+    ) -> None:
+        self._c = clients
+        self._call = caller.call
+        self._cluster = cluster
+        self._now = monotonic
+        self._ttl = ttl_seconds
+        self._cache: dict[tuple[str, ...], tuple[float, Any]] = {}
+
+    def _cached(self, key: tuple[str, ...], load: Callable[[], T]) -> T:
+        hit = self._cache.get(key)
+        if hit is not None and self._now() - hit[0] < self._ttl:
+            value: T = hit[1]
+            return value
+        value = load()
+        self._cache[key] = (self._now(), value)
+        return value
+
+    def cluster(self) -> ClusterInfo:
+        return self._cached(("cluster",), self._load_cluster)
+
+    def _load_cluster(self) -> ClusterInfo:
+        c = self._call(self._c.eks, "describe_cluster", name=self._cluster)["cluster"]
+        vpc = c.get("resourcesVpcConfig", {})
+        join = ClusterJoin(
+            name=self._cluster,
+            endpoint=str(c["endpoint"]).rstrip("/"),
+            certificate_authority=str(c["certificateAuthority"]["data"]),
+            service_cidr=str(c.get("kubernetesNetworkConfig", {}).get("serviceIpv4Cidr", "")),
+        )
+        return ClusterInfo(
+            join=join,
+            version=str(c["version"]),
+            security_group_id=str(vpc.get("clusterSecurityGroupId", "")),
+            subnet_ids=tuple(vpc.get("subnetIds", ())),
+        )
+
+    def _subnets(self, ids: tuple[str, ...]) -> list[Placement]:
+        def load() -> list[Placement]:
+            raw = self._call(self._c.ec2, "describe_subnets", SubnetIds=list(ids))["Subnets"]
+            by_id = {
+                s["SubnetId"]: Placement(
+                    s["AvailabilityZone"], s["SubnetId"], int(s["AvailableIpAddressCount"])
+                )
+                for s in raw
+            }
+            return [by_id[i] for i in ids if i in by_id]
+
+        return self._cached(("subnets", *ids), load)
+
+    def placements(self, spec: GangSpec) -> tuple[Placement, ...]:
+        """Explicit subnets in their order; else one subnet per AZ, in sweep order."""
+        if spec.subnets:
+            return tuple(self._subnets(spec.subnets))
+        found = self._subnets(self.cluster().subnet_ids)
+        zones = spec.availability_zones or tuple(sorted({p.zone for p in found}))
+        out: list[Placement] = []
+        for zone in zones:
+            here = [p for p in found if p.zone == zone]
+            if here:
+                out.append(max(here, key=lambda p: (p.free_ips, p.subnet_id)))
+        return tuple(out)
+
+    def arch(self, instance_type: str) -> str:
+        def load() -> str:
+            types = self._call(
+                self._c.ec2, "describe_instance_types", InstanceTypes=[instance_type]
+            )["InstanceTypes"]
+            archs = types[0]["ProcessorInfo"]["SupportedArchitectures"] if types else []
+            return "arm64" if "arm64" in archs and "x86_64" not in archs else "x86_64"
+
+        return self._cached(("arch", instance_type), load)
+
+    def ami(self, spec: GangSpec) -> str:
+        if spec.ami_id:
+            return spec.ami_id
+        name = SSM_AMI.format(
+            version=self.cluster().version,
+            arch=self.arch(spec.instance_type),
+            variant=spec.ami_variant,
+        )
+
+        def load() -> str:
+            return str(self._call(self._c.ssm, "get_parameter", Name=name)["Parameter"]["Value"])
+
+        return self._cached(("ami", name), load)
+
+    def instance_profile(self, spec: GangSpec) -> str:
+        """The convention-named profile, verified to hold the node role."""
+        name = naming.instance_profile_name(cluster=self._cluster, node_role_arn=spec.node_role_arn)
+        return self._cached(("profile", name, spec.node_role_arn), lambda: self._verify(name, spec))
+
+    def _verify(self, name: str, spec: GangSpec) -> str:
+        try:
+            prof = self._call(self._c.iam, "get_instance_profile", InstanceProfileName=name)
+        except CloudError as err:
+            if err.kind == "not_found":
+                raise CloudError(
+                    "InstanceProfileNotFound", f"instance profile {name} does not exist"
+                ) from err
+            raise
+        roles = prof["InstanceProfile"].get("Roles", [])
+        want = patterns.role_name(spec.node_role_arn)
+        if not any(r.get("Arn") == spec.node_role_arn or r.get("RoleName") == want for r in roles):
+            held = ", ".join(r.get("Arn", "?") for r in roles) or "no role"
+            raise CloudError(
+                "InstanceProfileRoleMismatch",
+                f"instance profile {name} holds {held}, not {spec.node_role_arn}",
+            )
+        return name
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """An ODCR or a Capacity Block, as DescribeCapacityReservations reports it."""
+
+    reservation_id: str
+    zone: str
+    instance_type: str
+    capacity_block: bool
+    state: str
+
+
+def describe_reservation(clients: AwsClients, caller: Caller, reservation_id: str) -> Reservation:
+    found = caller.call(
+        clients.ec2, "describe_capacity_reservations", CapacityReservationIds=[reservation_id]
+    )["CapacityReservations"]
+    if not found:
+        raise CloudError(
+            "InvalidCapacityReservationId.NotFound", f"{reservation_id} does not exist"
+        )
+    cr = found[0]
+    return Reservation(
+        reservation_id=reservation_id,
+        zone=str(cr.get("AvailabilityZone", "")),
+        instance_type=str(cr.get("InstanceType", "")),
+        capacity_block=cr.get("ReservationType") == "capacity-block",
+        state=str(cr.get("State", "")),
+    )

@@ -1,0 +1,158 @@
+"""``Ec2Provider``: the boto3 implementation of the CloudProvider Protocol.
+
+It wires the resolver (cluster, subnets, AMI, profile), the launch-template
+manager, the acquirer, the releaser and the inventory around one retrying
+caller. Clock, monotonic time and sleeper are injected for tests.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from atomic_gang_provisioner.cloud import naming
+from atomic_gang_provisioner.cloud.aws.acquire import Acquirer, failure
+from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.aws.cluster import Resolver, describe_reservation
+from atomic_gang_provisioner.cloud.aws.inventory import Inventory
+from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, base_template_data
+from atomic_gang_provisioner.cloud.aws.release import Releaser
+from atomic_gang_provisioner.cloud.aws.session import AwsClients
+from atomic_gang_provisioner.cloud.aws.templates import Templates
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
+from atomic_gang_provisioner.cloud.types import (
+    AcquireRequest,
+    AcquireResult,
+    Instance,
+    ReleaseRequest,
+    ReleaseResult,
+)
+from atomic_gang_provisioner.cloud.userdata import user_data, user_data_b64
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineConfig:
+    cluster: str
+    backoff: Backoff = field(default_factory=Backoff)
+    cache_ttl_seconds: float = 600.0
+    eni_wait_seconds: float = 60.0
+    eni_poll_seconds: float = 2.0
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Ec2Provider:
+    def __init__(
+        self,
+        *,
+        clients: AwsClients,
+        config: EngineConfig,
+        sleeper: Sleeper = real_sleeper,
+        wall: Callable[[], datetime] = _utcnow,
+        monotonic: Callable[[], float] = time.monotonic,
+        on_call: Callable[[str], None] | None = None,
+    ) -> None:
+        self.config = config
+        self._clients = clients
+        self._caller = Caller(backoff=config.backoff, sleeper=sleeper, on_call=on_call)
+        self._resolver = Resolver(
+            clients=clients,
+            caller=self._caller,
+            cluster=config.cluster,
+            monotonic=monotonic,
+            ttl_seconds=config.cache_ttl_seconds,
+        )
+        self._templates = Templates(clients=clients, caller=self._caller)
+        self._inv = Inventory(clients=clients, caller=self._caller, cluster=config.cluster)
+        self._acquirer = Acquirer(
+            clients=clients,
+            caller=self._caller,
+            inventory=self._inv,
+            templates=self._templates,
+            wall=wall,
+        )
+        self._releaser = Releaser(
+            clients=clients,
+            caller=self._caller,
+            inventory=self._inv,
+            sleeper=sleeper,
+            monotonic=monotonic,
+            wait_seconds=config.eni_wait_seconds,
+            poll_seconds=config.eni_poll_seconds,
+        )
+
+    def acquire(self, request: AcquireRequest) -> AcquireResult:
+        try:
+            adopted = self._acquirer.adopt(request)
+            if adopted is not None:
+                return adopted
+            plan = self._plan(request)
+            if request.spec.mode == "fleet":
+                return self._acquirer.fleet(plan, self._user_data_b64(plan))
+            return self._acquirer.sweep(plan)
+        except CloudError as err:
+            return failure(err)
+
+    def _plan(self, request: AcquireRequest) -> LaunchPlan:
+        spec, cluster = request.spec, self.config.cluster
+        info = self._resolver.cluster()
+        data = base_template_data(
+            spec=spec,
+            ami=self._resolver.ami(spec),
+            profile=self._resolver.instance_profile(spec),
+            security_group=info.security_group_id,
+        )
+        placements = self._resolver.placements(spec)
+        reservation = None
+        if spec.capacity_reservation_id:
+            reservation = describe_reservation(
+                self._clients, self._caller, spec.capacity_reservation_id
+            )
+            placements = tuple(p for p in placements if p.zone == reservation.zone)
+        if not placements:
+            raise CloudError("NoPlacement", "no subnet in any requested or cluster AZ fits")
+        template = self._templates.ensure(
+            name=naming.launch_template_name(cluster=cluster, spec=spec),
+            data=data,
+            tags=naming.ownership_tags(cluster=cluster, pool=spec.pool),
+        )
+        labels = naming.node_labels(spec=spec, generation=request.generation)
+        return LaunchPlan(
+            spec=spec,
+            generation=request.generation,
+            template=template,
+            base_data=data,
+            placements=placements,
+            user_data=user_data(join=info.join, labels=labels, pool=spec.pool),
+            tags=naming.group_tags(cluster=cluster, spec=spec, generation=request.generation),
+            reservation=reservation,
+        )
+
+    def _user_data_b64(self, plan: LaunchPlan) -> str:
+        info = self._resolver.cluster()
+        labels = naming.node_labels(spec=plan.spec, generation=plan.generation)
+        return user_data_b64(join=info.join, labels=labels, pool=plan.spec.pool)
+
+    def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
+        return self._inv.describe(instance_ids)
+
+    def release(self, request: ReleaseRequest) -> ReleaseResult:
+        return self._releaser.release(request)
+
+    def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        return self._inv.terminate(instance_ids) if instance_ids else ()
+
+    def tag(self, instance_ids: Sequence[str], tags: Mapping[str, str]) -> None:
+        if instance_ids:
+            self._inv.tag(instance_ids, tags)
+
+    def list_owned(self) -> tuple[Instance, ...]:
+        return self._inv.list_owned()
+
+    def forget_pool(self, pool: str) -> None:
+        self._templates.delete_for_pool(cluster=self.config.cluster, pool=pool)

@@ -1,0 +1,89 @@
+"""Reading and stamping instances: describe, the group lookup, the reaper
+listing, tags and plain termination.
+
+Lookups use ``instance-id`` *filters* rather than ``InstanceIds`` so an id EC2
+has forgotten is just absent instead of failing the whole call. The reaper
+listing is one paginated DescribeInstances filtered server-side by our tags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from atomic_gang import keys
+from atomic_gang_provisioner.cloud.aws import parse
+from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.aws.session import AwsClients
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.types import LIVE_STATES, Instance
+
+PAGE = 1000
+FILTER_VALUES = 200
+
+
+def _chunks(items: Sequence[str], size: int) -> list[list[str]]:
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+class Inventory:
+    def __init__(self, *, clients: AwsClients, caller: Caller, cluster: str) -> None:
+        self._ec2 = clients.ec2
+        self._caller = caller
+        self._cluster = cluster
+
+    def _describe(self, filters: list[dict[str, Any]]) -> list[Instance]:
+        reservations = self._caller.pages(
+            self._ec2, "describe_instances", "Reservations", Filters=filters, MaxResults=PAGE
+        )
+        return parse.instances_of_reservations(reservations)
+
+    def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
+        out: list[Instance] = []
+        for chunk in _chunks(sorted(set(instance_ids)), FILTER_VALUES):
+            out.extend(self._describe([{"Name": "instance-id", "Values": chunk}]))
+        return tuple(out)
+
+    def _owned_filters(self) -> list[dict[str, Any]]:
+        return [
+            {"Name": f"tag:{keys.MANAGED}", "Values": ["true"]},
+            {"Name": f"tag:{keys.CLUSTER}", "Values": [self._cluster]},
+            {"Name": "instance-state-name", "Values": sorted(LIVE_STATES)},
+        ]
+
+    def find_group(self, *, pool: str, generation: int) -> tuple[Instance, ...]:
+        """Live instances of one (pool, generation): adoption after a crash."""
+        filters = [
+            *self._owned_filters(),
+            {"Name": f"tag:{keys.POOL}", "Values": [pool]},
+            {"Name": f"tag:{keys.GENERATION}", "Values": [str(generation)]},
+        ]
+        return tuple(self._describe(filters))
+
+    def list_owned(self) -> tuple[Instance, ...]:
+        return tuple(self._describe(self._owned_filters()))
+
+    def tag(self, instance_ids: Sequence[str], tags: Mapping[str, str]) -> None:
+        pairs = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+        for chunk in _chunks(list(instance_ids), PAGE):
+            self._caller.call(self._ec2, "create_tags", Resources=chunk, Tags=pairs)
+
+    def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        """Terminate; ids EC2 no longer knows are dropped and the rest retried."""
+        ids = sorted(set(instance_ids))
+        try:
+            self._terminate(ids)
+        except CloudError as err:
+            if err.kind != "not_found":
+                raise
+            ids = sorted(i.instance_id for i in self.describe(ids) if i.state != "terminated")
+            self._terminate(ids)
+        return tuple(ids)
+
+    def _terminate(self, ids: list[str]) -> None:
+        for chunk in _chunks(ids, PAGE):
+            self._caller.call(self._ec2, "terminate_instances", InstanceIds=chunk)
+
+    def delete_fleets(self, fleet_ids: Sequence[str]) -> None:
+        for chunk in _chunks(sorted(set(fleet_ids)), 25):
+            self._caller.call(self._ec2, "delete_fleets", FleetIds=chunk, TerminateInstances=True)

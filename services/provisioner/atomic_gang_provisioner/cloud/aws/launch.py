@@ -1,0 +1,136 @@
+"""The two N-or-0 primitives and the checks around them.
+
+``runinstances``: MinCount == MaxCount == N into one subnet, AZs swept in
+order, a capacity error moves on to the next AZ. ``fleet``: one instant
+CreateFleet with MinTargetCapacity = N over every placement. Either way the
+answer must be exactly N distinct live ids; anything else is terminated at
+once (fleet deleted too) and reported as a shortfall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from atomic_gang import GangSpec
+from atomic_gang_provisioner.cloud import naming
+from atomic_gang_provisioner.cloud.aws import parse
+from atomic_gang_provisioner.cloud.aws.cluster import Placement, Reservation
+from atomic_gang_provisioner.cloud.aws.templates import TemplateRef
+from atomic_gang_provisioner.cloud.types import Instance
+
+TAGGED = ("instance", "volume", "network-interface")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchPlan:
+    """Everything resolved for one acquisition attempt."""
+
+    spec: GangSpec
+    generation: int
+    template: TemplateRef
+    base_data: dict[str, Any]
+    placements: tuple[Placement, ...]
+    user_data: str
+    tags: dict[str, str]
+    reservation: Reservation | None = None
+
+
+def base_template_data(
+    *, spec: GangSpec, ami: str, profile: str, security_group: str
+) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "ImageId": ami,
+        "InstanceType": spec.instance_type,
+        "IamInstanceProfile": {"Name": profile},
+        "MetadataOptions": {
+            "HttpTokens": "required",
+            "HttpPutResponseHopLimit": 2,
+            "HttpEndpoint": "enabled",
+        },
+    }
+    if security_group:
+        data["SecurityGroupIds"] = [security_group]
+    return data
+
+
+def reservation_fields(res: Reservation | None) -> dict[str, Any]:
+    """ODCR: capacity-reservations-only plus the target; a Capacity Block adds its market."""
+    if res is None:
+        return {}
+    out: dict[str, Any] = {
+        "CapacityReservationSpecification": {
+            "CapacityReservationPreference": "capacity-reservations-only",
+            "CapacityReservationTarget": {"CapacityReservationId": res.reservation_id},
+        }
+    }
+    if res.capacity_block:
+        out["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+    return out
+
+
+def run_instances_params(plan: LaunchPlan, placement: Placement, token: str) -> dict[str, Any]:
+    return {
+        "LaunchTemplate": {
+            "LaunchTemplateId": plan.template.template_id,
+            "Version": str(plan.template.version),
+        },
+        "MinCount": plan.spec.count,
+        "MaxCount": plan.spec.count,
+        "SubnetId": placement.subnet_id,
+        "ClientToken": token,
+        "UserData": plan.user_data,
+        "TagSpecifications": parse.tag_specs(TAGGED, plan.tags),
+        **reservation_fields(plan.reservation),
+    }
+
+
+def fleet_template_data(plan: LaunchPlan, user_data_b64: str) -> dict[str, Any]:
+    """Per-generation version: user data and volume/ENI tags cannot go in CreateFleet."""
+    return {
+        **plan.base_data,
+        "UserData": user_data_b64,
+        "TagSpecifications": parse.tag_specs(("volume", "network-interface"), plan.tags),
+        **reservation_fields(plan.reservation),
+    }
+
+
+def fleet_params(plan: LaunchPlan, *, version: int, token: str) -> dict[str, Any]:
+    n = plan.spec.count
+    overrides = [
+        {"SubnetId": p.subnet_id, "InstanceType": plan.spec.instance_type} for p in plan.placements
+    ]
+    return {
+        "Type": "instant",
+        "ClientToken": token,
+        "TargetCapacitySpecification": {
+            "TotalTargetCapacity": n,
+            "OnDemandTargetCapacity": n,
+            "DefaultTargetCapacityType": "on-demand",
+        },
+        "OnDemandOptions": {"MinTargetCapacity": n, "SingleInstanceType": True},
+        "LaunchTemplateConfigs": [
+            {
+                "LaunchTemplateSpecification": {
+                    "LaunchTemplateId": plan.template.template_id,
+                    "Version": str(version),
+                },
+                "Overrides": overrides,
+            }
+        ],
+        "TagSpecifications": parse.tag_specs(("instance", "fleet"), plan.tags),
+    }
+
+
+def fleet_instance_ids(response: dict[str, Any]) -> list[str]:
+    return [i for group in response.get("Instances", []) for i in group.get("InstanceIds", [])]
+
+
+def exactly_n(instances: list[Instance], n: int) -> bool:
+    """The validation every launch answer must pass: N distinct, live ids."""
+    ids = {i.instance_id for i in instances}
+    return len(instances) == n and len(ids) == n and all(i.live for i in instances)
+
+
+def token_for(plan: LaunchPlan, zone: str) -> str:
+    return naming.client_token(pool=plan.spec.pool, generation=plan.generation, zone=zone)

@@ -1,0 +1,109 @@
+"""Release: terminate a gang without leaking ENIs.
+
+1. Record secondary ENIs attached to the instances with DeleteOnTermination
+   false, and VPC CNI ENIs found by their exact ``aws-K8S-<instance-id>``
+   description (this is how a retry recovers ENIs that already detached).
+2. Terminate the instances and delete any fleet.
+3. Wait (injected sleeper) for the recorded ENIs to detach, then delete them.
+ENIs still attached at the deadline are returned as pending; calling again
+with them is safe, as is releasing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.aws.inventory import Inventory
+from atomic_gang_provisioner.cloud.aws.session import AwsClients
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.retry import Sleeper
+from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
+
+CNI_PREFIX = "aws-K8S-"
+
+
+class Releaser:
+    def __init__(
+        self,
+        *,
+        clients: AwsClients,
+        caller: Caller,
+        inventory: Inventory,
+        sleeper: Sleeper,
+        monotonic: Callable[[], float],
+        wait_seconds: float,
+        poll_seconds: float,
+    ) -> None:
+        self._ec2 = clients.ec2
+        self._caller = caller
+        self._inv = inventory
+        self._sleep = sleeper
+        self._now = monotonic
+        self._wait = wait_seconds
+        self._poll = poll_seconds
+
+    def _enis(self, filters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return list(
+            self._caller.pages(
+                self._ec2, "describe_network_interfaces", "NetworkInterfaces", Filters=filters
+            )
+        )
+
+    def record(self, instance_ids: Sequence[str]) -> set[str]:
+        """ENIs we must delete ourselves after termination."""
+        if not instance_ids:
+            return set()
+        ids = sorted(instance_ids)
+        attached = self._enis([{"Name": "attachment.instance-id", "Values": ids}])
+        keep = {
+            e["NetworkInterfaceId"]
+            for e in attached
+            if e.get("Attachment", {}).get("DeviceIndex", 0) != 0
+            and not e.get("Attachment", {}).get("DeleteOnTermination", False)
+        }
+        described = [CNI_PREFIX + i for i in ids]
+        cni = self._enis([{"Name": "description", "Values": described}])
+        return keep | {e["NetworkInterfaceId"] for e in cni}
+
+    def release(self, request: ReleaseRequest) -> ReleaseResult:
+        enis = set(request.enis)
+        try:
+            enis |= self.record(request.instance_ids)
+            terminated = self._inv.terminate(request.instance_ids) if request.instance_ids else ()
+            if request.fleet_ids:
+                self._inv.delete_fleets(request.fleet_ids)
+            deleted, pending = self._delete_when_detached(enis)
+        except CloudError as err:
+            # Hand back every ENI we know of, so the next attempt still deletes them.
+            return ReleaseResult(pending_enis=tuple(sorted(enis)), error=str(err))
+        return ReleaseResult(
+            terminated=terminated, deleted_enis=tuple(deleted), pending_enis=tuple(pending)
+        )
+
+    def _delete_when_detached(self, enis: set[str]) -> tuple[list[str], list[str]]:
+        deleted: list[str] = []
+        pending = set(enis)
+        deadline = self._now() + self._wait
+        while pending:
+            state = {
+                e["NetworkInterfaceId"]: e.get("Status", "")
+                for e in self._enis([{"Name": "network-interface-id", "Values": sorted(pending)}])
+            }
+            pending &= set(state)  # gone already: deleted with the instance
+            for eni in sorted(e for e in pending if state[e] == "available"):
+                self._delete(eni)
+                deleted.append(eni)
+                pending.discard(eni)
+            if not pending or self._now() >= deadline:
+                break
+            self._sleep(self._poll)
+        return deleted, sorted(pending)
+
+    def _delete(self, eni: str) -> None:
+        try:
+            self._caller.call(self._ec2, "delete_network_interface", NetworkInterfaceId=eni)
+        except CloudError as err:
+            if err.kind != "not_found":
+                raise

@@ -1,0 +1,147 @@
+"""Launch templates: one per pool shape, versions created, defaulted and pruned.
+
+The default version holds what the shape fixes (AMI, profile, cluster security
+group, IMDSv2, ownership tags); its VersionDescription carries a digest of that
+data, so a change (a new recommended AMI) makes a new default and the old
+versions are deleted. Fleet launches also need a per-generation version
+(CreateFleet cannot override user data). It carries the full data (no
+SourceVersion) and is found again by its description, the ClientToken, which
+keeps a retried CreateFleet byte-identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from atomic_gang import keys
+from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.aws.parse import tag_specs
+from atomic_gang_provisioner.cloud.aws.session import AwsClients
+from atomic_gang_provisioner.cloud.errors import CloudError
+
+BASE_PREFIX = "base-"
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateRef:
+    template_id: str
+    name: str
+    version: int
+    digest: str
+
+
+def digest(data: dict[str, Any]) -> str:
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class Templates:
+    def __init__(self, *, clients: AwsClients, caller: Caller) -> None:
+        self._ec2 = clients.ec2
+        self._caller = caller
+        self._known: dict[str, TemplateRef] = {}
+
+    def _call(self, op: str, **params: Any) -> dict[str, Any]:
+        return self._caller.call(self._ec2, op, **params)
+
+    def ensure(self, *, name: str, data: dict[str, Any], tags: dict[str, str]) -> TemplateRef:
+        """The template's default version, equal to ``data``; created or updated."""
+        want = digest(data)
+        ref = self._known.get(name)
+        if ref is None or ref.digest != want:
+            ref = self._load_or_create(name=name, data=data, tags=tags, want=want)
+            self._known[name] = ref
+        return ref
+
+    def _load_or_create(
+        self, *, name: str, data: dict[str, Any], tags: dict[str, str], want: str
+    ) -> TemplateRef:
+        try:
+            found = self._call("describe_launch_templates", LaunchTemplateNames=[name])
+        except CloudError as err:
+            if err.kind != "not_found":
+                raise
+            created = self._call(
+                "create_launch_template",
+                LaunchTemplateName=name,
+                VersionDescription=BASE_PREFIX + want,
+                LaunchTemplateData=data,
+                TagSpecifications=tag_specs(["launch-template"], tags),
+            )["LaunchTemplate"]
+            return TemplateRef(created["LaunchTemplateId"], name, 1, want)
+        lt = found["LaunchTemplates"][0]
+        versions = self.versions(lt["LaunchTemplateId"])
+        current = next((v for v in versions if v["DefaultVersion"]), None)
+        if current is not None and current.get("VersionDescription") == BASE_PREFIX + want:
+            return TemplateRef(lt["LaunchTemplateId"], name, int(current["VersionNumber"]), want)
+        return self._new_default(lt["LaunchTemplateId"], name, data, want, versions)
+
+    def _new_default(
+        self, tid: str, name: str, data: dict[str, Any], want: str, old: list[dict[str, Any]]
+    ) -> TemplateRef:
+        made = self._call(
+            "create_launch_template_version",
+            LaunchTemplateId=tid,
+            VersionDescription=BASE_PREFIX + want,
+            LaunchTemplateData=data,
+        )["LaunchTemplateVersion"]
+        number = int(made["VersionNumber"])
+        self._call("modify_launch_template", LaunchTemplateId=tid, DefaultVersion=str(number))
+        stale = [int(v["VersionNumber"]) for v in old if int(v["VersionNumber"]) != number]
+        self._delete_versions(tid, stale)
+        return TemplateRef(tid, name, number, want)
+
+    def versions(self, template_id: str) -> list[dict[str, Any]]:
+        return list(
+            self._caller.pages(
+                self._ec2,
+                "describe_launch_template_versions",
+                "LaunchTemplateVersions",
+                LaunchTemplateId=template_id,
+            )
+        )
+
+    def _delete_versions(self, template_id: str, numbers: list[int]) -> None:
+        for i in range(0, len(numbers), 200):
+            self._call(
+                "delete_launch_template_versions",
+                LaunchTemplateId=template_id,
+                Versions=[str(n) for n in numbers[i : i + 200]],
+            )
+
+    def generation_version(self, *, base: TemplateRef, token: str, data: dict[str, Any]) -> int:
+        """A version for one fleet launch, reused on retry; older ones pruned."""
+        versions = self.versions(base.template_id)
+        mine = [v for v in versions if v.get("VersionDescription") == token]
+        if mine:
+            return int(mine[0]["VersionNumber"])
+        made = self._call(
+            "create_launch_template_version",
+            LaunchTemplateId=base.template_id,
+            VersionDescription=token,
+            LaunchTemplateData=data,
+        )["LaunchTemplateVersion"]
+        stale = [
+            int(v["VersionNumber"])
+            for v in versions
+            if not v["DefaultVersion"]
+            and not str(v.get("VersionDescription", "")).startswith(BASE_PREFIX)
+        ]
+        self._delete_versions(base.template_id, stale)
+        return int(made["VersionNumber"])
+
+    def delete_for_pool(self, *, cluster: str, pool: str) -> list[str]:
+        found = self._call(
+            "describe_launch_templates",
+            Filters=[
+                {"Name": f"tag:{keys.CLUSTER}", "Values": [cluster]},
+                {"Name": f"tag:{keys.POOL}", "Values": [pool]},
+            ],
+        )["LaunchTemplates"]
+        for lt in found:
+            self._call("delete_launch_template", LaunchTemplateId=lt["LaunchTemplateId"])
+            self._known.pop(lt["LaunchTemplateName"], None)
+        return [lt["LaunchTemplateId"] for lt in found]

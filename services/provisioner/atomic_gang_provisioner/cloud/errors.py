@@ -1,0 +1,129 @@
+"""Every AWS error code the engine acts on, classified in this one file.
+
+Only ``throttled`` and ``transient`` are retried (jittered backoff, same
+ClientToken). ``capacity`` is a shortfall (nothing billed), ``quota`` gets its
+own reason, ``not_found`` is a fact about a resource, and everything else is
+``permanent``: surfaced verbatim with a hint.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+ErrorClass = Literal["capacity", "throttled", "transient", "quota", "not_found", "permanent"]
+RETRYABLE: Final[frozenset[ErrorClass]] = frozenset({"throttled", "transient"})
+
+CAPACITY: Final = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "InsufficientHostCapacity",
+        "InsufficientReservedInstanceCapacity",
+        "InsufficientCapacity",
+        "InsufficientCapacityOnHost",
+        "ReservationCapacityExceeded",
+        "UnfulfillableCapacity",
+        "MaxSpotInstanceCountExceeded",
+        "InsufficientFreeAddressesInSubnet",
+    }
+)
+THROTTLED: Final = frozenset(
+    {
+        "RequestLimitExceeded",
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "TooManyRequestsException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "SlowDown",
+    }
+)
+TRANSIENT: Final = frozenset(
+    {
+        "InternalError",
+        "InternalFailure",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+        "Unavailable",
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "PriorRequestNotComplete",
+        "IDPCommunicationError",
+        # Pseudo-codes the adapter uses for transport failures (no HTTP answer).
+        "ReadTimeout",
+        "ConnectTimeout",
+        "ConnectionError",
+    }
+)
+QUOTA: Final = frozenset({"VcpuLimitExceeded", "InstanceLimitExceeded", "MaxFleetCountExceeded"})
+NOT_FOUND: Final = frozenset(
+    {
+        "InvalidInstanceID.NotFound",
+        "InvalidNetworkInterfaceID.NotFound",
+        "InvalidFleetId.NotFound",
+        "InvalidLaunchTemplateName.NotFoundException",
+        "InvalidLaunchTemplateId.NotFound",
+        "InvalidLaunchTemplateId.VersionNotFound",
+        "InvalidCapacityReservationId.NotFound",
+        "ParameterNotFound",
+        "NoSuchEntity",
+        "ResourceNotFoundException",
+    }
+)
+IDEMPOTENCY_MISMATCH: Final = "IdempotentParameterMismatch"
+
+_HINTS: Final[dict[str, str]] = {
+    "InvalidAMIID.NotFound": "check atomic-gang.k8s.aws/ami-id, or drop it to use the SSM image",
+    "InvalidAMIID.Malformed": "atomic-gang.k8s.aws/ami-id must look like ami-0123456789abcdef0",
+    "UnauthorizedOperation": "attach docs/iam/controller-policy.json to the controller role",
+    "AccessDenied": "attach docs/iam/controller-policy.json to the controller role",
+    "AccessDeniedException": "attach docs/iam/controller-policy.json to the controller role",
+    "NoSuchEntity": "create the convention-named instance profile holding the node role",
+    "InvalidParameterValue": "check the instance type, subnets and node role annotations",
+    "InvalidSubnetID.NotFound": "check atomic-gang.k8s.aws/subnets",
+    "InvalidInstanceType": "check atomic-gang.k8s.aws/instance-type",
+    "Unsupported": "this instance type is not offered in that AZ; list other zones",
+    "ParameterNotFound": "no EKS-optimized AL2023 AMI for this version/arch/variant; set ami-id",
+    IDEMPOTENCY_MISMATCH: "the launch inputs changed within one generation; it will be retried",
+}
+
+
+def classify(code: str, http_status: int | None = None) -> ErrorClass:
+    """The class of an AWS error code; unknown codes fall back on the HTTP status."""
+    for cls, codes in _TABLE:
+        if code in codes:
+            return cls
+    if code.endswith(".NotFound") or code.endswith("NotFoundException"):
+        return "not_found"
+    if http_status is not None and http_status >= 500:
+        return "transient"
+    return "permanent"
+
+
+def hint_for(code: str) -> str:
+    return _HINTS.get(code, "")
+
+
+_TABLE: Final[tuple[tuple[ErrorClass, frozenset[str]], ...]] = (
+    ("capacity", CAPACITY),
+    ("throttled", THROTTLED),
+    ("transient", TRANSIENT),
+    ("quota", QUOTA),
+    ("not_found", NOT_FOUND),
+)
+
+
+class CloudError(Exception):
+    """An AWS call that failed, already classified."""
+
+    def __init__(self, code: str, message: str, *, http_status: int | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.http_status = http_status
+        self.kind: ErrorClass = classify(code, http_status)
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE

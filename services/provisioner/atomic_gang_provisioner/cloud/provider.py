@@ -1,0 +1,49 @@
+"""The narrow cloud boundary the pool state machine calls.
+
+Every method is safe to call again after a crash: ``acquire`` with the same
+(pool, generation) adopts instead of launching twice, ``release`` of released
+instances is a no-op, ``tag`` overwrites. Results are our own frozen types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from atomic_gang_provisioner.cloud.types import (
+    AcquireRequest,
+    AcquireResult,
+    Instance,
+    ReleaseRequest,
+    ReleaseResult,
+)
+
+
+class CloudProvider(Protocol):
+    def acquire(self, request: AcquireRequest) -> AcquireResult:
+        """N-or-0. Adopts a set launched earlier for this (pool, generation)."""
+        ...
+
+    def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
+        """Current state of these instances; unknown ids are simply absent."""
+        ...
+
+    def release(self, request: ReleaseRequest) -> ReleaseResult:
+        """Record stray ENIs, terminate, delete fleets, then delete detached ENIs."""
+        ...
+
+    def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        """Terminate managed instances (the reaper's hammer); returns those terminated."""
+        ...
+
+    def tag(self, instance_ids: Sequence[str], tags: Mapping[str, str]) -> None:
+        """Overwrite tags, e.g. KeepWarmUntil (an empty value clears it)."""
+        ...
+
+    def list_owned(self) -> tuple[Instance, ...]:
+        """This cluster's live managed instances: one paginated, filtered listing."""
+        ...
+
+    def forget_pool(self, pool: str) -> None:
+        """Delete the pool's launch templates (after its instances are gone)."""
+        ...

@@ -1,0 +1,193 @@
+"""Frozen value types crossing the cloud boundary: never boto3 dicts.
+
+``Instance`` is what EC2 told us about one instance. ``AcquireRequest`` and the
+``AcquireResult`` variants are the contract with the pool state machine: only a
+*terminal* result lets the reconciler bump ``acquireGeneration``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar, Literal
+
+from atomic_gang import GangSpec, GoDuration, keys
+from atomic_gang.durations import DurationError
+
+InstanceState = Literal["pending", "running", "shutting-down", "terminated", "stopping", "stopped"]
+LIVE_STATES: frozenset[str] = frozenset({"pending", "running", "stopping", "stopped"})
+Tags = tuple[tuple[str, str], ...]
+
+
+def tag_tuple(tags: dict[str, str]) -> Tags:
+    return tuple(sorted(tags.items()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Instance:
+    """One EC2 instance as the engine sees it."""
+
+    instance_id: str
+    state: str
+    availability_zone: str
+    instance_type: str
+    launch_time: datetime
+    tags: Tags = ()
+    client_token: str = ""
+    private_dns_name: str = ""
+
+    def tag(self, key: str) -> str | None:
+        for k, v in self.tags:
+            if k == key:
+                return v
+        return None
+
+    @property
+    def live(self) -> bool:
+        return self.state in LIVE_STATES
+
+    @property
+    def provider_id(self) -> str:
+        """The Node's ``spec.providerID`` for this instance."""
+        return f"aws:///{self.availability_zone}/{self.instance_id}"
+
+    @property
+    def managed(self) -> bool:
+        return self.tag(keys.MANAGED) == "true"
+
+    @property
+    def pool(self) -> str | None:
+        return self.tag(keys.POOL)
+
+    @property
+    def generation(self) -> int | None:
+        raw = self.tag(keys.GENERATION)
+        return int(raw) if raw is not None and raw.isdigit() else None
+
+    @property
+    def keep_warm_until(self) -> datetime | None:
+        raw = self.tag(keys.KEEP_WARM_UNTIL)
+        if not raw:
+            return None
+        try:
+            return datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+
+    @property
+    def max_lifetime(self) -> GoDuration | None:
+        raw = self.tag(keys.MAX_LIFETIME_TAG)
+        if not raw:
+            return None
+        try:
+            return GoDuration.parse(raw)
+        except DurationError:
+            return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcquireRequest:
+    """Acquire ``spec.count`` instances for ``spec.pool`` at ``generation``.
+
+    The same (pool, generation) always derives the same ClientTokens, so
+    re-issuing a request after a crash adopts what the first one launched.
+    """
+
+    spec: GangSpec
+    generation: int
+
+    @property
+    def pool(self) -> str:
+        return self.spec.pool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ZoneAttempt:
+    """What one AZ (or the fleet) answered during a sweep."""
+
+    zone: str
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Launched:
+    """Exactly N distinct live instances, tagged with the pool and generation."""
+
+    terminal: ClassVar[bool] = True
+    instances: tuple[Instance, ...]
+    client_token: str
+    fleet_id: str | None = None
+    adopted: bool = False
+
+    @property
+    def instance_ids(self) -> tuple[str, ...]:
+        return tuple(i.instance_id for i in self.instances)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shortfall:
+    """Not enough capacity anywhere: nothing is left running or billing."""
+
+    terminal: ClassVar[bool] = True
+    attempts: tuple[ZoneAttempt, ...]
+    rolled_back: tuple[str, ...] = ()
+
+    @property
+    def message(self) -> str:
+        parts = [f"{a.zone}: {a.code}" for a in self.attempts]
+        return "insufficient capacity (" + "; ".join(parts) + ")"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuotaExceeded:
+    """An account limit (vCPU or instance count) blocks the launch."""
+
+    terminal: ClassVar[bool] = True
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermanentFailure:
+    """Retrying cannot help: AWS's error verbatim, plus what to do about it."""
+
+    terminal: ClassVar[bool] = True
+    code: str
+    message: str
+    hint: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryLater:
+    """Throttled or transient beyond the retry budget: same generation, same tokens."""
+
+    terminal: ClassVar[bool] = False
+    code: str
+    message: str
+
+
+AcquireResult = Launched | Shortfall | QuotaExceeded | PermanentFailure | RetryLater
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReleaseRequest:
+    """Instances (and any fleet) to tear down; ``enis`` are ENIs recorded earlier."""
+
+    instance_ids: tuple[str, ...]
+    fleet_ids: tuple[str, ...] = ()
+    enis: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReleaseResult:
+    """``done`` once every instance is terminated and every recorded ENI is gone."""
+
+    terminated: tuple[str, ...] = ()
+    deleted_enis: tuple[str, ...] = ()
+    pending_enis: tuple[str, ...] = ()
+    error: str = ""
+
+    @property
+    def done(self) -> bool:
+        return not self.pending_enis and not self.error
