@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from pydantic import GetCoreSchemaHandler
@@ -34,6 +35,7 @@ class DurationError(ValueError):
     """A string that is not a Go duration."""
 
 
+@lru_cache(maxsize=1024)  # pure; annotation values repeat across Jobs
 def _parse_ns(text: str) -> int:
     s = text
     sign = 1

@@ -25,7 +25,7 @@ def _map(obj: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
     value = obj.get(key)
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # dict: fast path
         raise MalformedJobError(f"{where}.{key} must be an object")
     return value
 
@@ -33,8 +33,9 @@ def _map(obj: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
 def string_map(obj: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
     """metadata.labels / metadata.annotations as dict[str, str]."""
     value = _map(obj, key, where)
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise MalformedJobError(f"{where}.{key} must map strings to strings")
+    for k, v in value.items():
+        if type(k) is not str or type(v) is not str:
+            raise MalformedJobError(f"{where}.{key} must map strings to strings")
     return dict(value)
 
 

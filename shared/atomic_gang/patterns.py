@@ -20,18 +20,19 @@ COUNT: Final = re.compile(r"^[1-9][0-9]{0,8}$")
 MAX_POOL_NAME: Final = 63
 
 
+_ZONE_SUFFIX: Final = re.compile(r"[a-z]|-[a-z]+(-[a-z]+)*-\d+[a-z]")
+_ZONE: Final = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d{1,2}([a-z]|-[a-z0-9-]+[a-z])")
+
+
 def zone_in_region(zone: str, region: str) -> bool:
     """``us-east-1a`` (AZ) or ``us-east-1-bos-1a`` (Local Zone) within ``region``."""
     if not zone.startswith(region):
         return False
-    rest = zone[len(region) :]
-    return bool(re.fullmatch(r"[a-z]|-[a-z]+(-[a-z]+)*-\d+[a-z]", rest))
+    return _ZONE_SUFFIX.fullmatch(zone, len(region)) is not None
 
 
 def zone_syntax(zone: str) -> bool:
-    return bool(
-        re.fullmatch(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d{1,2}([a-z]|-[a-z0-9-]+[a-z])", zone)
-    )
+    return _ZONE.fullmatch(zone) is not None
 
 
 def instance_type_allowed(instance_type: str, allowlist: tuple[str, ...] | list[str]) -> bool:

@@ -7,10 +7,11 @@ Nothing here does I/O.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import orjson
 
 from atomic_gang import GangSettings, GangValidationError, Violation
 from atomic_gang.job import MalformedJobError, validate_job, validate_job_update
@@ -71,7 +72,7 @@ def _is_job_kind(kind: Any) -> bool:
 def parse_review(body: bytes) -> ReviewRequest:
     """Decode and check the envelope; raise WebhookError(400) on anything off."""
     try:
-        doc = json.loads(body)
+        doc = orjson.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         # RecursionError: hostile nesting depth; still a bad request, never a 500.
         raise _bad(f"body is not valid JSON: {str(exc)[:200]}", "InvalidJSON") from exc

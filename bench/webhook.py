@@ -1,0 +1,213 @@
+"""Webhook throughput and latency, measured side by side in one run.
+
+Subjects (all HTTPS, keep-alive, one uvicorn process each, same flags):
+  baseline  a minimal FastAPI app returning a canned "allowed" (bench/baseline_app.py)
+  valid     our webhook reviewing the spec's sample Job
+  invalid   our webhook reviewing a Job with three violations
+Load: wrk (apt-get install wrk), 1 thread, --connections (default 16).
+Rounds interleave the subjects so machine noise hits all of them alike;
+the median round is reported. Also times pure validation per Job in-process.
+
+Usage: .venv/bin/python -m bench.webhook [--rounds 5] [--seconds 5] [--connections 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import timeit
+from contextlib import ExitStack
+from pathlib import Path
+
+import trustme
+
+from atomic_gang import validate_job
+from atomic_gang import keys as k
+from atomic_gang_webhook.review import build_response, decide, parse_review
+from tests.support.jobs import gang_job, settings
+from tests.support.reviews import review
+from tests.support.wait import wait_for
+from tests.support.webhook_proc import free_port, run_webhook
+
+PATH = "/validate/batch/v1/job"
+LUA = """
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = io.open("%s", "rb"):read("*a")
+done = function(summary, latency, requests)
+  io.write(string.format('RESULT {"requests": %%d, "duration_us": %%d, "p50_us": %%d,'
+    .. ' "p99_us": %%d, "errors": %%d, "non2xx": %%d}\\n', summary.requests,
+    summary.duration, latency:percentile(50), latency:percentile(99),
+    summary.errors.connect + summary.errors.read + summary.errors.write
+    + summary.errors.timeout, summary.errors.status))
+end
+"""
+INVALID = gang_job(annotations={k.MODE: "spot", k.AMI_ID: "nope"}, spec={"parallelism": 2})
+
+
+def wrk(url: str, body: Path, lua_dir: Path, *, seconds: int, conns: int) -> dict[str, float]:
+    script = lua_dir / f"{body.stem}.lua"
+    script.write_text(LUA % body)
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", str(script), url + PATH],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 60,
+    ).stdout
+    line = next(x for x in out.splitlines() if x.startswith("RESULT "))
+    r = json.loads(line.removeprefix("RESULT "))
+    return {
+        "rps": r["requests"] / (r["duration_us"] / 1e6),
+        "p50_ms": r["p50_us"] / 1000,
+        "p99_ms": r["p99_us"] / 1000,
+        "errors": r["errors"] + r["non2xx"],
+    }
+
+
+def start_baseline(tmp: Path, stack: ExitStack) -> str:
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1")
+    cert, key = tmp / "b.crt", tmp / "b.key"
+    leaf.cert_chain_pems[0].write_to_path(str(cert))
+    leaf.private_key_pem.write_to_path(str(key))
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "bench.baseline_app:app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--ssl-certfile",
+            str(cert),
+            "--ssl-keyfile",
+            str(key),
+            "--no-access-log",
+            "--log-level",
+            "warning",
+            "--timeout-keep-alive",
+            "30",
+        ],
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    stack.callback(proc.wait, 10)
+    stack.callback(proc.terminate)
+    url = f"https://127.0.0.1:{port}"
+    wait_for(
+        lambda: (
+            subprocess.run(
+                ["curl", "-sk", "-o", "/dev/null", "-XPOST", url + PATH], check=False
+            ).returncode
+            == 0
+        ),
+        timeout=30,
+        what="baseline",
+    )
+    return url
+
+
+def pure_us() -> dict[str, float]:
+    s = settings()
+    valid, invalid = gang_job(), INVALID
+    raw = json.dumps(review(valid)).encode()
+    n = 20_000
+
+    def pipeline() -> None:
+        req = parse_review(raw)
+        json.dumps(build_response(req, decide(req, s)))
+
+    def bad() -> None:
+        try:
+            validate_job(invalid, s)
+        except ValueError:
+            pass
+
+    return {
+        "validate_job(valid) us": min(
+            timeit.repeat(lambda: validate_job(valid, s), number=n, repeat=3)
+        )
+        / n
+        * 1e6,
+        "validate_job(invalid) us": min(timeit.repeat(bad, number=n, repeat=3)) / n * 1e6,
+        "parse+decide+reply(valid) us": min(timeit.repeat(pipeline, number=n, repeat=3)) / n * 1e6,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--connections", type=int, default=16)
+    args = ap.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("bench/webhook.py needs wrk: apt-get install -y wrk")
+    pure = pure_us()
+    results: dict[str, list[dict[str, float]]] = {"baseline": [], "valid": [], "invalid": []}
+    with tempfile.TemporaryDirectory() as d, ExitStack() as stack:
+        tmp = Path(d)
+        bodies = {"valid": tmp / "valid.json", "invalid": tmp / "invalid.json"}
+        bodies["valid"].write_bytes(json.dumps(review(gang_job())).encode())
+        bodies["invalid"].write_bytes(json.dumps(review(INVALID)).encode())
+        os.environ["ATOMIC_GANG_WEBHOOK_LOG_LEVEL"] = "warning"
+        ours = stack.enter_context(run_webhook(tmp)).url
+        base = start_baseline(tmp, stack)
+        urls = {"baseline": base, "valid": ours, "invalid": ours}
+        for rnd in range(args.rounds):
+            for name in results:
+                body = bodies.get(name, bodies["valid"])
+                r = wrk(urls[name], body, tmp, seconds=args.seconds, conns=args.connections)
+                results[name].append(r)
+                print(
+                    f"round {rnd + 1} {name:8s} {r['rps']:8.0f} req/s  p50 {r['p50_ms']:.2f} ms"
+                    f"  p99 {r['p99_ms']:.2f} ms  errors {r['errors']:.0f}",
+                    file=sys.stderr,
+                )
+    report(results, pure, args)
+
+
+def report(
+    results: dict[str, list[dict[str, float]]], pure: dict[str, float], args: argparse.Namespace
+) -> None:
+    med = {n: {m: statistics.median(r[m] for r in rs) for m in rs[0]} for n, rs in results.items()}
+    base = med["baseline"]["rps"]
+    print(
+        f"\n## webhook bench: {args.rounds} rounds x {args.seconds}s, "
+        f"{args.connections} connections, HTTPS keep-alive (medians)\n"
+    )
+    print("| subject | req/s | ratio to baseline | p50 ms | p99 ms | errors |")
+    print("|---|---|---|---|---|---|")
+    for name, m in med.items():
+        print(
+            f"| {name} | {m['rps']:.0f} | {m['rps'] / base:.2f} | {m['p50_ms']:.2f} | "
+            f"{m['p99_ms']:.2f} | {m['errors']:.0f} |"
+        )
+    print("\n| pure validation | µs per Job |\n|---|---|")
+    for name, us in pure.items():
+        print(f"| {name} | {us:.1f} |")
+    checks = {
+        "throughput >= 0.7 x baseline (valid)": med["valid"]["rps"] >= 0.7 * base,
+        "throughput >= 0.7 x baseline (invalid)": med["invalid"]["rps"] >= 0.7 * base,
+        "p99 <= 10 ms (valid)": med["valid"]["p99_ms"] <= 10,
+        "p99 <= 10 ms (invalid)": med["invalid"]["p99_ms"] <= 10,
+        "validation <= 100 us per Job": max(
+            pure["validate_job(valid) us"], pure["validate_job(invalid) us"]
+        )
+        <= 100,
+    }
+    print("\n| target | met |\n|---|---|")
+    for name, ok in checks.items():
+        print(f"| {name} | {'yes' if ok else 'NO'} |")
+
+
+if __name__ == "__main__":
+    main()
