@@ -1,0 +1,159 @@
+"""A deduplicating, delaying, rate-limited work queue with client-go semantics.
+
+A key is in at most one of: queued, being processed, or both "processing and
+dirty" (re-added while a worker holds it; handed out again only after
+``done``). So no two workers ever hold the same key, and a burst of adds for a
+key costs one reconcile. Delayed keys sit in a heap ordered by due time on the
+injected clock. Unlike client-go, ``shutdown`` does not drain: a controller
+that lost its leadership must stop handing out work at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+from atomic_gang_provisioner.runtime.clock import Clock
+from atomic_gang_provisioner.runtime.ratelimit import ExponentialBackoff
+
+K = TypeVar("K", bound=Hashable)
+
+
+class WorkQueue(Generic[K]):
+    """FIFO of distinct keys, with ``add_after`` and per-key backoff."""
+
+    def __init__(
+        self, *, clock: Clock = time.monotonic, rate_limiter: ExponentialBackoff | None = None
+    ) -> None:
+        self._clock = clock
+        self._limiter = rate_limiter or ExponentialBackoff()
+        self._cond = threading.Condition()
+        self._queue: deque[K] = deque()
+        self._dirty: set[K] = set()
+        self._processing: set[K] = set()
+        self._waiting: dict[K, float] = {}  # key -> earliest due time
+        self._heap: list[tuple[float, int, K]] = []  # stale entries skipped lazily
+        self._seq = itertools.count()
+        self._shutdown = False
+
+    def add(self, key: K) -> None:
+        """Queue ``key`` unless it is already queued; defer it if it is being processed."""
+        with self._cond:
+            self._add_locked(key)
+
+    def _add_locked(self, key: K) -> None:
+        if self._shutdown or key in self._dirty:
+            return
+        self._dirty.add(key)
+        if key in self._processing:
+            return  # handed out again by done()
+        self._queue.append(key)
+        self._cond.notify()
+
+    def add_after(self, key: K, seconds: float) -> None:
+        """Queue ``key`` once ``seconds`` have passed; an earlier pending time wins."""
+        if seconds <= 0:
+            self.add(key)
+            return
+        with self._cond:
+            if self._shutdown:
+                return
+            due = self._clock() + seconds
+            if self._waiting.get(key, float("inf")) <= due:
+                return
+            self._waiting[key] = due
+            heapq.heappush(self._heap, (due, next(self._seq), key))
+            self._cond.notify()  # a sleeping worker may need to wake earlier
+
+    def add_rate_limited(self, key: K) -> None:
+        """Queue ``key`` after its next backoff delay (one more failure counted)."""
+        self.add_after(key, self._limiter.when(key))
+
+    def forget(self, key: K) -> None:
+        """Reset ``key``'s backoff (after a successful reconcile)."""
+        self._limiter.forget(key)
+
+    def num_requeues(self, key: K) -> int:
+        return self._limiter.num_requeues(key)
+
+    def get(self, timeout: float | None = None) -> K | None:
+        """Block until a key is ready and hand it out; None on timeout or shutdown."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._shutdown:
+                    return None
+                self._promote_due_locked()
+                if self._queue:
+                    key = self._queue.popleft()
+                    self._dirty.discard(key)
+                    self._processing.add(key)
+                    return key
+                wait = self._wait_seconds_locked(deadline)
+                if wait is not None and wait <= 0:
+                    return None
+                self._cond.wait(wait)
+
+    def _wait_seconds_locked(self, deadline: float | None) -> float | None:
+        wait = None if deadline is None else deadline - time.monotonic()
+        if self._heap:
+            # A fake clock's seconds are waited in real time only until it wakes us.
+            due_in = max(self._heap[0][0] - self._clock(), 0.0005)
+            wait = due_in if wait is None else min(wait, due_in)
+        return wait
+
+    def _promote_due_locked(self) -> None:
+        now = self._clock()
+        while self._heap and self._heap[0][0] <= now:
+            due, _, key = heapq.heappop(self._heap)
+            if self._waiting.get(key) == due:
+                del self._waiting[key]
+                self._add_locked(key)
+
+    def done(self, key: K) -> None:
+        """Mark ``key`` processed; if it was re-added meanwhile, queue it again now."""
+        with self._cond:
+            self._processing.discard(key)
+            if key in self._dirty and not self._shutdown:
+                self._queue.append(key)
+                self._cond.notify()
+
+    def wake(self) -> None:
+        """Re-check delayed keys now (a :class:`ManualClock` calls this when it moves)."""
+        with self._cond:
+            self._cond.notify_all()
+
+    def shutdown(self) -> None:
+        """Stop handing out keys; every blocked and future ``get`` returns None."""
+        with self._cond:
+            self._shutdown = True
+            self._cond.notify_all()
+
+    @property
+    def shutting_down(self) -> bool:
+        with self._cond:
+            return self._shutdown
+
+    def __len__(self) -> int:
+        """Keys ready to be handed out (client-go's Len); see also :meth:`waiting`."""
+        with self._cond:
+            return len(self._queue)
+
+    def waiting(self) -> int:
+        """Keys held back by ``add_after`` / backoff."""
+        with self._cond:
+            return len(self._waiting)
+
+    def processing(self) -> int:
+        with self._cond:
+            return len(self._processing)
+
+    def idle(self) -> bool:
+        """Nothing queued, nothing in a worker's hands (delayed keys may remain)."""
+        with self._cond:
+            return not self._queue and not self._processing

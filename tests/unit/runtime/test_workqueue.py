@@ -1,0 +1,174 @@
+"""WorkQueue: dedup, deferral while processing, delayed adds on a fake clock, shutdown."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from atomic_gang_provisioner.runtime import ExponentialBackoff, ManualClock, WorkQueue
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def q(clock: ManualClock) -> WorkQueue[str]:
+    queue: WorkQueue[str] = WorkQueue(clock=clock)
+    clock.on_advance(queue.wake)
+    return queue
+
+
+def drain(q: WorkQueue[str]) -> list[str]:
+    out = []
+    while (k := q.get(timeout=0)) is not None:
+        out.append(k)
+        q.done(k)
+    return out
+
+
+class TestDedup:
+    def test_adds_of_a_queued_key_collapse(self, q: WorkQueue[str]) -> None:
+        for k in ("a", "b", "a", "a", "c", "b"):
+            q.add(k)
+        assert len(q) == 3
+        assert drain(q) == ["a", "b", "c"]
+
+    def test_readd_while_processing_is_deferred_until_done(self, q: WorkQueue[str]) -> None:
+        q.add("a")
+        assert q.get(timeout=0) == "a"
+        q.add("a")
+        q.add("a")
+        assert len(q) == 0
+        assert q.get(timeout=0) is None, "a key in a worker's hands is never handed out twice"
+        q.done("a")
+        assert q.get(timeout=0) == "a"
+        q.done("a")
+        assert q.get(timeout=0) is None
+
+    def test_done_without_readd_does_not_requeue(self, q: WorkQueue[str]) -> None:
+        q.add("a")
+        k = q.get(timeout=0)
+        assert k == "a"
+        q.done(k)
+        assert q.idle()
+        assert q.get(timeout=0) is None
+
+    def test_no_two_threads_hold_the_same_key(self) -> None:
+        q: WorkQueue[int] = WorkQueue()
+        held: set[int] = set()
+        lock = threading.Lock()
+        clashes: list[int] = []
+        handled = [0]
+
+        def worker() -> None:
+            while (k := q.get(timeout=0.5)) is not None:
+                with lock:
+                    if k in held:
+                        clashes.append(k)
+                    held.add(k)
+                q.add(k % 3)  # hammer re-adds of the keys in flight
+                with lock:
+                    held.discard(k)
+                    handled[0] += 1
+                q.done(k)
+                if handled[0] > 3000:
+                    q.shutdown()
+
+        for k in range(3):
+            q.add(k)
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert not clashes
+        assert handled[0] > 3000
+
+
+class TestDelayed:
+    def test_add_after_orders_by_due_time(self, q: WorkQueue[str], clock: ManualClock) -> None:
+        q.add_after("late", 30)
+        q.add_after("early", 10)
+        q.add_after("mid", 20)
+        assert q.waiting() == 3
+        assert q.get(timeout=0) is None
+        clock.advance(25)
+        assert drain(q) == ["early", "mid"]
+        clock.advance(5)
+        assert drain(q) == ["late"]
+        assert q.waiting() == 0
+
+    def test_earlier_due_time_wins(self, q: WorkQueue[str], clock: ManualClock) -> None:
+        q.add_after("a", 10)
+        q.add_after("a", 50)  # later: ignored
+        q.add_after("a", 5)  # earlier: replaces
+        assert q.waiting() == 1
+        clock.advance(5)
+        assert drain(q) == ["a"]
+        clock.advance(100)
+        assert drain(q) == [], "the superseded entries never fire"
+
+    def test_non_positive_delay_is_an_add(self, q: WorkQueue[str]) -> None:
+        q.add_after("a", 0)
+        q.add_after("b", -1)
+        assert drain(q) == ["a", "b"]
+
+    def test_delayed_key_of_a_queued_key_dedups(
+        self, q: WorkQueue[str], clock: ManualClock
+    ) -> None:
+        q.add("a")
+        q.add_after("a", 1)
+        clock.advance(1)
+        assert drain(q) == ["a"]
+
+    def test_blocked_get_wakes_when_the_fake_clock_moves(
+        self, q: WorkQueue[str], clock: ManualClock
+    ) -> None:
+        got: list[str | None] = []
+        q.add_after("a", 3600)  # an hour on the fake clock, no real waiting
+        t = threading.Thread(target=lambda: got.append(q.get(timeout=10)))
+        t.start()
+        clock.advance(3600)
+        t.join(timeout=10)
+        assert got == ["a"]
+
+    def test_get_times_out(self, q: WorkQueue[str]) -> None:
+        assert q.get(timeout=0.01) is None
+
+
+class TestRateLimited:
+    def test_backoff_is_counted_per_key_and_forgotten(self, clock: ManualClock) -> None:
+        limiter = ExponentialBackoff(base_seconds=1, cap_seconds=8, jitter=0)
+        q: WorkQueue[str] = WorkQueue(clock=clock, rate_limiter=limiter)
+        for _ in range(3):
+            q.add_rate_limited("a")
+        assert q.num_requeues("a") == 3
+        assert q.num_requeues("b") == 0
+        clock.advance(1)  # the first delay (1s) won; later ones were superseded
+        assert drain(q) == ["a"]
+        q.forget("a")
+        assert q.num_requeues("a") == 0
+
+
+class TestShutdown:
+    def test_shutdown_unblocks_every_waiter(self, q: WorkQueue[str]) -> None:
+        results: list[str | None] = []
+        threads = [threading.Thread(target=lambda: results.append(q.get())) for _ in range(3)]
+        for t in threads:
+            t.start()
+        q.shutdown()
+        for t in threads:
+            t.join(timeout=5)
+        assert results == [None, None, None]
+
+    def test_shutdown_stops_handing_out_and_accepting(self, q: WorkQueue[str]) -> None:
+        q.add("a")
+        q.shutdown()
+        assert q.shutting_down
+        assert q.get(timeout=0) is None
+        q.add("b")
+        q.add_after("c", 1)
+        assert q.waiting() == 0
