@@ -1,0 +1,32 @@
+"""The GangNodePool API (``atomic-gang.k8s.aws/v1alpha1``): pydantic models that are
+the single source of the CRD manifest (see ``api.crd``)."""
+
+from atomic_gang_provisioner.api.types import (
+    FINALIZER,
+    GROUP,
+    KIND,
+    PLURAL,
+    VERSION,
+    Claim,
+    Condition,
+    GangNodePool,
+    GangNodePoolSpec,
+    GangNodePoolStatus,
+    Phase,
+    PoolShape,
+)
+
+__all__ = [
+    "FINALIZER",
+    "GROUP",
+    "KIND",
+    "PLURAL",
+    "VERSION",
+    "Claim",
+    "Condition",
+    "GangNodePool",
+    "GangNodePoolSpec",
+    "GangNodePoolStatus",
+    "Phase",
+    "PoolShape",
+]

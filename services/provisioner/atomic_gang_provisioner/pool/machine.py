@@ -1,0 +1,129 @@
+"""Dispatch on the phase, chain immediate transitions, keep conditions current.
+
+``decide`` runs the current phase; when it moves to another phase without an
+action pending (e.g. Idle → Acquiring), the next phase runs in the same
+reconcile, so a claim launches without an extra round trip. ``after_acquire``
+and ``after_release`` turn a cloud result into the status to write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, Phase
+from atomic_gang_provisioner.cloud.types import AcquireRequest, AcquireResult, ReleaseResult
+from atomic_gang_provisioner.pool.model import Knobs, Observed, Plan, event, set_condition, update
+from atomic_gang_provisioner.pool.phases import (
+    acquiring,
+    degraded,
+    idle,
+    joining,
+    keepwarm,
+    releasing,
+    satisfied,
+)
+
+Decide = Callable[[GangNodePool, Observed, datetime], Plan]
+PHASES: dict[Phase, Decide] = {
+    "Idle": idle.decide,
+    "Acquiring": acquiring.decide,
+    "Joining": joining.decide,
+    "Satisfied": satisfied.decide,
+    "KeepWarm": keepwarm.decide,
+    "Releasing": releasing.decide,
+    "Degraded": degraded.decide,
+}
+MAX_HOPS = 4
+
+
+def _finalize(pool: GangNodePool) -> Plan:
+    status = pool.status
+    if releasing.has_resources(status):
+        n = len(status.instanceIds)
+        return Plan(
+            status=update(status, phase="Releasing"),
+            release=releasing.request(status),
+            events=(event("Finalizing", f"Pool deleted: terminating {n} instance(s)"),),
+        )
+    return Plan(status=status, remove_finalizer=True)
+
+
+def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+    if pool.deleting:
+        return _with_conditions(pool, _finalize(pool), now)
+    plan = Plan(status=pool.status)
+    current = pool
+    for _ in range(MAX_HOPS):
+        step = PHASES[current.status.phase](current, observed, now)
+        plan = plan.then(step)
+        moved = step.status.phase != current.status.phase
+        if step.acquire or step.release or step.describe or not moved:
+            break
+        current = current.model_copy(update={"status": step.status})
+    return _with_conditions(pool, plan, now)
+
+
+def after_acquire(
+    pool: GangNodePool,
+    plan: Plan,
+    *,
+    request: AcquireRequest,
+    result: AcquireResult,
+    now: datetime,
+    knobs: Knobs,
+) -> Plan:
+    step = acquiring.after_acquire(
+        pool, plan.status, request=request, result=result, now=now, knobs=knobs
+    )
+    return _with_conditions(pool, plan.then(step), now)
+
+
+def after_release(
+    pool: GangNodePool, plan: Plan, *, result: ReleaseResult, now: datetime, knobs: Knobs
+) -> Plan:
+    step = releasing.after_release(pool, plan.status, result=result, now=now, knobs=knobs)
+    return _with_conditions(pool, plan.then(step), now)
+
+
+_READY_REASON: dict[str, str] = {
+    "Idle": "Idle",
+    "Acquiring": "Acquiring",
+    "Joining": "Joining",
+    "Satisfied": "Satisfied",
+    "KeepWarm": "KeepWarm",
+    "Releasing": "Releasing",
+    "Degraded": "Degraded",
+}
+
+
+def _with_conditions(pool: GangNodePool, plan: Plan, now: datetime) -> Plan:
+    s: GangNodePoolStatus = plan.status
+    gen = pool.generation
+    ready = s.phase == "Satisfied"
+    reason = s.lastErrorReason if (not ready and s.lastErrorReason) else _READY_REASON[s.phase]
+    message = s.lastError if not ready and s.lastError else f"{s.readyCount} node(s) Ready"
+    s = set_condition(
+        s, type_="Ready", true=ready, reason=reason, message=message, now=now, generation=gen
+    )
+    deg = s.phase == "Degraded"
+    s = set_condition(
+        s,
+        type_="Degraded",
+        true=deg,
+        reason=s.lastErrorReason if deg else "Healthy",
+        message=s.lastError if deg else "",
+        now=now,
+        generation=gen,
+    )
+    return Plan(
+        status=update(s, observedGeneration=gen),
+        acquire=plan.acquire,
+        release=plan.release,
+        tag=plan.tag,
+        describe=plan.describe,
+        remove_finalizer=plan.remove_finalizer,
+        events=plan.events,
+        metrics=plan.metrics,
+        requeue_after=plan.requeue_after,
+    )

@@ -1,0 +1,192 @@
+"""Values the phases exchange: what was observed, and the plan to carry out."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.cloud.types import AcquireRequest, Instance, ReleaseRequest
+
+EventType = Literal["Normal", "Warning"]
+MetricName = Literal[
+    "acquisition", "shortfall", "satisfied", "joined", "keep_warm_reuse", "released"
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Knobs:
+    """The settings the phases read (from GangSettings, resolved once)."""
+
+    cluster: str
+    join_deadline: timedelta = timedelta(seconds=600)
+    attempts_before_retry: int = 20
+    backoff_base: float = 5.0
+    backoff_max: float = 300.0
+    health_grace: timedelta = timedelta(seconds=60)
+    release_poll: float = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeView:
+    """One Node whose providerID names an instance of the pool."""
+
+    name: str
+    instance_id: str
+    ready: bool
+    ready_since: datetime | None = None  # Ready condition's lastTransitionTime
+    pool: str | None = None
+    group: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observed:
+    nodes: tuple[NodeView, ...] = ()
+    instances: tuple[Instance, ...] | None = None  # None: not described this round
+    knobs: Knobs
+
+    def node_for(self, instance_id: str) -> NodeView | None:
+        for node in self.nodes:
+            if node.instance_id == instance_id:
+                return node
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolEvent:
+    type: EventType
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Metric:
+    name: MetricName
+    labels: tuple[tuple[str, str], ...] = ()
+    value: float = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TagRequest:
+    instance_ids: tuple[str, ...]
+    tags: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """What to do now. At most one of ``acquire``/``release`` is set."""
+
+    status: GangNodePoolStatus
+    acquire: AcquireRequest | None = None
+    release: ReleaseRequest | None = None
+    tag: TagRequest | None = None
+    describe: bool = False
+    remove_finalizer: bool = False
+    events: tuple[PoolEvent, ...] = ()
+    metrics: tuple[Metric, ...] = ()
+    requeue_after: float | None = None
+
+    def then(self, other: Plan) -> Plan:
+        """Chain two steps taken in one reconcile: keep both sets of events."""
+        return replace(
+            other,
+            events=self.events + other.events,
+            metrics=self.metrics + other.metrics,
+            tag=other.tag or self.tag,
+        )
+
+
+def event(reason: str, message: str, *, warning: bool = False) -> PoolEvent:
+    return PoolEvent(type="Warning" if warning else "Normal", reason=reason, message=message)
+
+
+def update(status: GangNodePoolStatus, **changes: Any) -> GangNodePoolStatus:
+    return status.model_copy(update=changes)
+
+
+def set_condition(
+    status: GangNodePoolStatus,
+    *,
+    type_: str,
+    true: bool,
+    reason: str,
+    message: str,
+    now: datetime,
+    generation: int,
+) -> GangNodePoolStatus:
+    """Upsert a condition; lastTransitionTime moves only when the status flips."""
+    value: Literal["True", "False"] = "True" if true else "False"
+    old = next((c for c in status.conditions if c.type == type_), None)
+    since = old.lastTransitionTime if old is not None and old.status == value else now
+    cond = Condition(
+        type=type_,
+        status=value,
+        reason=reason,
+        message=message[:1024],
+        lastTransitionTime=since,
+        observedGeneration=generation,
+    )
+    rest = [c for c in status.conditions if c.type != type_]
+    return update(status, conditions=sorted([*rest, cond], key=lambda c: c.type))
+
+
+def backoff_seconds(*, pool: str, attempt: int, base: float, cap: float) -> float:
+    """Jittered exponential backoff, deterministic in (pool, attempt) so decide stays pure."""
+    raw = min(cap, base * (2 ** max(0, attempt - 1)))
+    digest = hashlib.sha256(f"{pool}/{attempt}".encode()).digest()
+    jitter = 0.5 + digest[0] / 255 / 2  # in [0.5, 1.0]: "equal jitter"
+    return round(float(raw) * jitter, 3)
+
+
+def seconds_until(when: datetime | None, now: datetime) -> float | None:
+    if when is None:
+        return None
+    return max(0.0, (when - now).total_seconds())
+
+
+def claim_uid(pool: GangNodePool) -> str:
+    claim = pool.spec.claim
+    return claim.uid if claim is not None else ""
+
+
+def shape_text(pool: GangNodePool) -> str:
+    shape = pool.spec.shape
+    where = ",".join(shape.availabilityZones or shape.subnets) or "discovered zones"
+    return f"{shape.count}×{shape.instanceType} ({shape.mode}, {where})"
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """How the pool's live set looks right now."""
+
+    ready: int
+    missing: tuple[str, ...] = field(default=())
+    not_ready: tuple[str, ...] = field(default=())
+    wrong_group: tuple[str, ...] = field(default=())
+
+
+def health(pool: GangNodePool, observed: Observed) -> Health:
+    ready = 0
+    missing: list[str] = []
+    not_ready: list[str] = []
+    wrong: list[str] = []
+    for iid in pool.status.instanceIds:
+        node = observed.node_for(iid)
+        if node is None:
+            missing.append(iid)
+        elif node.group != pool.status.activeGroup or node.pool != pool.name:
+            wrong.append(iid)
+        elif not node.ready:
+            not_ready.append(iid)
+        else:
+            ready += 1
+    return Health(ready, tuple(missing), tuple(not_ready), tuple(wrong))
+
+
+def dead_instances(pool: GangNodePool, observed: Observed) -> tuple[str, ...]:
+    """Instance ids of the set that EC2 no longer reports live (needs a describe)."""
+    assert observed.instances is not None
+    live = {i.instance_id for i in observed.instances if i.live}
+    return tuple(i for i in pool.status.instanceIds if i not in live)

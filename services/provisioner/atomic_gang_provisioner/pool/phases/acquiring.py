@@ -1,0 +1,204 @@
+"""Acquiring: one atomic N-or-0 launch per attempt, backoff between shortfalls.
+
+The generation in status is the one the next launch uses; it is bumped only
+after a terminal result, so a crash between "EC2 returned" and "status written"
+re-issues the same ClientTokens and adopts the set instead of launching twice.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.cloud import naming
+from atomic_gang_provisioner.cloud.types import (
+    AcquireRequest,
+    AcquireResult,
+    Launched,
+    PermanentFailure,
+    QuotaExceeded,
+    RetryLater,
+    Shortfall,
+)
+from atomic_gang_provisioner.pool.model import (
+    Knobs,
+    Metric,
+    Observed,
+    Plan,
+    backoff_seconds,
+    claim_uid,
+    event,
+    seconds_until,
+    shape_text,
+    update,
+)
+
+
+def gave_up(status: GangNodePoolStatus, knobs: Knobs) -> bool:
+    """The claimant must get Retry: too many shortfalls, or an error retrying can't fix."""
+    return (
+        status.lastErrorReason == "PermanentError"
+        or status.consecutiveShortfalls >= knobs.attempts_before_retry
+    )
+
+
+def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+    status = pool.status
+    uid = claim_uid(pool)
+    if not uid:
+        idle = update(
+            status,
+            phase="Idle",
+            claimUID="",
+            consecutiveShortfalls=0,
+            nextAttemptAt=None,
+            acquiringSince=None,
+        )
+        return Plan(
+            status=idle,
+            events=(
+                event(
+                    "AcquisitionAbandoned", "The claim was released before a launch; nothing billed"
+                ),
+            ),
+        )
+    if uid != status.claimUID:  # a different claimant: its attempts start from zero
+        status = update(
+            status,
+            claimUID=uid,
+            consecutiveShortfalls=0,
+            nextAttemptAt=None,
+            acquiringSince=now,
+            lastError="",
+            lastErrorReason="",
+        )
+    if gave_up(status, observed.knobs):
+        return Plan(status=status)  # the claim drop (Kueue eviction) wakes us
+    wait = seconds_until(status.nextAttemptAt, now)
+    if wait:
+        return Plan(status=status, requeue_after=wait)
+    spec = pool.spec.shape.gang_spec(pool=pool.name, keep_warm_ttl=pool.spec.keepWarmTTL)
+    return Plan(
+        status=status, acquire=AcquireRequest(spec=spec, generation=status.acquireGeneration)
+    )
+
+
+def after_acquire(
+    pool: GangNodePool,
+    status: GangNodePoolStatus,
+    *,
+    request: AcquireRequest,
+    result: AcquireResult,
+    now: datetime,
+    knobs: Knobs,
+) -> Plan:
+    mode = pool.spec.shape.mode
+    if isinstance(result, Launched):
+        return _launched(
+            pool, status, generation=request.generation, result=result, now=now, knobs=knobs
+        )
+    if isinstance(result, RetryLater):
+        delay = min(knobs.backoff_max, knobs.backoff_base)
+        return Plan(
+            status=update(
+                status, lastError=f"{result.code}: {result.message}", lastErrorReason="Throttled"
+            ),
+            metrics=(
+                Metric(
+                    name="acquisition",
+                    labels=(("mode", mode), ("result", "retry")),
+                ),
+            ),
+            requeue_after=delay,
+        )
+    return _failed(pool, status, generation=request.generation, result=result, now=now, knobs=knobs)
+
+
+def _launched(
+    pool: GangNodePool,
+    status: GangNodePoolStatus,
+    *,
+    generation: int,
+    result: Launched,
+    now: datetime,
+    knobs: Knobs,
+) -> Plan:
+    ids = list(result.instance_ids)
+    zones = sorted({i.availability_zone for i in result.instances})
+    new = update(
+        status,
+        phase="Joining",
+        activeGeneration=generation,
+        activeGroup=naming.group_id(pool=pool.name, generation=generation),
+        acquireGeneration=generation + 1,
+        instanceIds=ids,
+        fleetIds=[result.fleet_id] if result.fleet_id else [],
+        launchedAt=now,
+        joinDeadline=now + knobs.join_deadline,
+        readyCount=0,
+        consecutiveShortfalls=0,
+        nextAttemptAt=None,
+        lastError="",
+        lastErrorReason="",
+    )
+    verb = "Adopted" if result.adopted else "Launched"
+    msg = f"{verb} {len(ids)}×{pool.spec.shape.instanceType} in {','.join(zones)}: {' '.join(ids)}"
+    outcome = "adopted" if result.adopted else "launched"
+    return Plan(
+        status=new,
+        events=(event(verb, msg),),
+        metrics=(
+            Metric(
+                name="acquisition", labels=(("mode", pool.spec.shape.mode), ("result", outcome))
+            ),
+        ),
+        requeue_after=knobs.join_deadline.total_seconds(),
+    )
+
+
+def _failed(
+    pool: GangNodePool,
+    status: GangNodePoolStatus,
+    *,
+    generation: int,
+    result: Shortfall | QuotaExceeded | PermanentFailure,
+    now: datetime,
+    knobs: Knobs,
+) -> Plan:
+    attempt = status.consecutiveShortfalls + 1
+    if isinstance(result, Shortfall):
+        reason, detail, label = "InsufficientCapacity", result.message, "capacity"
+    elif isinstance(result, QuotaExceeded):
+        reason, detail, label = "QuotaExceeded", f"{result.code}: {result.message}", "quota"
+    else:
+        hint = f" ({result.hint})" if result.hint else ""
+        reason, detail, label = (
+            "PermanentError",
+            f"{result.code}: {result.message}{hint}",
+            "permanent",
+        )
+    delay = backoff_seconds(
+        pool=pool.name, attempt=attempt, base=knobs.backoff_base, cap=knobs.backoff_max
+    )
+    new = update(
+        status,
+        acquireGeneration=generation + 1,
+        consecutiveShortfalls=attempt,
+        nextAttemptAt=now + timedelta(seconds=delay),
+        lastError=detail,
+        lastErrorReason=reason,
+    )
+    msg = (
+        f"Acquiring {shape_text(pool)} (attempt {attempt}/{knobs.attempts_before_retry}): "
+        f"{detail}; nothing billed"
+    )
+    done = gave_up(new, knobs)
+    return Plan(
+        status=new,
+        events=(event(reason, msg, warning=True),),
+        metrics=(
+            Metric(name="acquisition", labels=(("mode", pool.spec.shape.mode), ("result", label))),
+            Metric(name="shortfall", labels=(("reason", reason),)),
+        ),
+        requeue_after=None if done else delay,
+    )

@@ -1,0 +1,50 @@
+"""Shared health rule for a formed gang (Satisfied or KeepWarm).
+
+A missing Node triggers one describe: a dead instance is a loss at once. A
+NotReady (or missing but live) Node is tolerated for ``health_grace``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.pool.model import Observed, dead_instances, health, update
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    status: GangNodePoolStatus
+    describe: bool = False
+    lost: str = ""  # reason when the gang is lost: InstanceLost | NodeNotReady
+    message: str = ""
+    wait: float | None = None
+
+
+def check(pool: GangNodePool, observed: Observed, now: datetime) -> Verdict:
+    status = pool.status
+    h = health(pool, observed)
+    status = update(status, readyCount=h.ready)
+    if h.ready == len(status.instanceIds):
+        return Verdict(update(status, unhealthySince=None))
+    if h.missing and observed.instances is None:
+        return Verdict(status, describe=True)
+    dead = dead_instances(pool, observed) if observed.instances is not None else ()
+    if dead:
+        return Verdict(
+            status,
+            lost="InstanceLost",
+            message=f"Instance(s) {' '.join(dead)} terminated or stopped",
+        )
+    since = status.unhealthySince or now
+    grace = observed.knobs.health_grace
+    if now - since >= grace:
+        bad = (*h.missing, *h.not_ready, *h.wrong_group)
+        return Verdict(
+            status,
+            lost="NodeNotReady",
+            message=(f"Node(s) of {' '.join(bad)} not Ready for {grace.total_seconds():.0f}s"),
+        )
+    remaining = (since + grace - now).total_seconds()
+    return Verdict(update(status, unhealthySince=since), wait=remaining)

@@ -1,0 +1,35 @@
+"""Idle: no instances. A claim starts an acquisition; nothing else happens."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.pool.model import Observed, Plan, claim_uid, update
+from atomic_gang_provisioner.pool.phases import releasing
+
+
+def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+    status = pool.status
+    if releasing.has_resources(status):  # guard: Idle must never hold billing resources
+        return releasing.begin(
+            pool,
+            status,
+            reason="Leftover",
+            message="Idle pool still recorded instances; releasing them",
+        )
+    uid = claim_uid(pool)
+    if not uid:
+        return Plan(status=status)
+    return Plan(
+        status=update(
+            status,
+            phase="Acquiring",
+            claimUID=uid,
+            acquiringSince=now,
+            consecutiveShortfalls=0,
+            nextAttemptAt=None,
+            lastError="",
+            lastErrorReason="",
+        )
+    )

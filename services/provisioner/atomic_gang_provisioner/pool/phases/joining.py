@@ -1,0 +1,81 @@
+"""Joining: N instances launched; wait for exactly N Ready Nodes of this group.
+
+Satisfied needs N live instance ids (one describe, taken only once all N Nodes
+are Ready), N Ready Nodes whose providerIDs match, and the active group's
+labels. The join watchdog releases the whole set at the deadline: no
+half-joined pool is ever left waiting.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.pool.model import (
+    Metric,
+    Observed,
+    Plan,
+    claim_uid,
+    dead_instances,
+    event,
+    health,
+    seconds_until,
+    update,
+)
+from atomic_gang_provisioner.pool.phases import releasing
+
+
+def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+    status = pool.status
+    if not status.instanceIds:  # guard
+        return Plan(status=update(status, phase="Idle" if not claim_uid(pool) else "Acquiring"))
+    want = len(status.instanceIds)
+    h = health(pool, observed)
+    status = update(status, readyCount=h.ready)
+    if observed.instances is not None and (dead := dead_instances(pool, observed)):
+        return releasing.begin(
+            pool,
+            status,
+            reason="InstanceLost",
+            message=(
+                f"{len(dead)} instance(s) died before joining ({' '.join(dead)}); "
+                "releasing the whole set"
+            ),
+        )
+    if status.joinDeadline is not None and now >= status.joinDeadline:
+        return releasing.begin(
+            pool,
+            status,
+            reason="JoinTimeout",
+            message=(
+                f"Only {h.ready}/{want} nodes became Ready before the join deadline; "
+                "releasing the whole set and retrying"
+            ),
+        )
+    if h.ready < want:
+        return Plan(status=status, requeue_after=seconds_until(status.joinDeadline, now))
+    if observed.instances is None:
+        return Plan(status=status, describe=True)
+    return _satisfied(pool, status, now)
+
+
+def _satisfied(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) -> Plan:
+    n = len(status.instanceIds)
+    new = update(
+        status,
+        phase="Satisfied",
+        readyCount=n,
+        satisfiedAt=now,
+        claimUID=claim_uid(pool),
+        unhealthySince=None,
+        joinDeadline=None,
+    )
+    metrics: list[Metric] = []
+    if status.acquiringSince is not None:
+        metrics.append(
+            Metric(name="satisfied", value=(now - status.acquiringSince).total_seconds())
+        )
+    if status.launchedAt is not None:
+        metrics.append(Metric(name="joined", value=(now - status.launchedAt).total_seconds()))
+    msg = f"All {n} nodes of group {status.activeGroup} are Ready"
+    return Plan(status=new, events=(event("Satisfied", msg),), metrics=tuple(metrics))

@@ -1,0 +1,59 @@
+"""KeepWarm: no claim; the formed set waits for the next claimant until
+``keepWarmUntil`` (mirrored to an EC2 tag so the reaper enforces it after a
+restart). A new claim reuses the set with no launch and clears the window."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from atomic_gang import keys
+from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.pool.model import (
+    Metric,
+    Observed,
+    Plan,
+    TagRequest,
+    claim_uid,
+    event,
+    seconds_until,
+    update,
+)
+from atomic_gang_provisioner.pool.phases import health, releasing
+
+
+def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+    verdict = health.check(pool, observed, now)
+    status = verdict.status
+    if verdict.describe:
+        return Plan(status=status, describe=True)
+    if verdict.lost:
+        return releasing.begin(pool, status, reason=verdict.lost, message=verdict.message)
+    uid = claim_uid(pool)
+    ids = tuple(status.instanceIds)
+    if uid:
+        claim = pool.spec.claim
+        who = f"{claim.namespace}/{claim.name}" if claim else uid
+        return Plan(
+            status=update(
+                status, phase="Satisfied", claimUID=uid, keepWarmUntil=None, satisfiedAt=now
+            ),
+            tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, ""),)),
+            events=(
+                event(
+                    "KeepWarmReused", f"Reusing {len(ids)} warm nodes for {who}: no launch, no join"
+                ),
+            ),
+            metrics=(Metric(name="keep_warm_reuse"),),
+        )
+    if status.keepWarmUntil is None or now >= status.keepWarmUntil:
+        return releasing.begin(
+            pool,
+            status,
+            reason="KeepWarmExpired",
+            warning=False,
+            message="The keep-warm window ended; releasing the warm set",
+        )
+    wait = seconds_until(status.keepWarmUntil, now)
+    if verdict.wait is not None:
+        wait = min(wait or verdict.wait, verdict.wait)
+    return Plan(status=status, requeue_after=wait)

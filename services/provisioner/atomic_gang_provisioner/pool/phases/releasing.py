@@ -1,0 +1,105 @@
+"""Releasing: terminate the whole set (ENI-aware), then go Idle or re-acquire.
+
+Entered from any phase that must give the instances back: join watchdog,
+lost instance, keep-warm expiry, finalizer. Release is idempotent, so a crash
+here simply releases again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
+from atomic_gang_provisioner.pool.model import (
+    Knobs,
+    Metric,
+    Observed,
+    Plan,
+    claim_uid,
+    event,
+    update,
+)
+
+
+def request(status: GangNodePoolStatus) -> ReleaseRequest:
+    return ReleaseRequest(
+        instance_ids=tuple(status.instanceIds),
+        fleet_ids=tuple(status.fleetIds),
+        enis=tuple(status.pendingEnis),
+    )
+
+
+def has_resources(status: GangNodePoolStatus) -> bool:
+    return bool(status.instanceIds or status.fleetIds or status.pendingEnis)
+
+
+def begin(
+    pool: GangNodePool,
+    status: GangNodePoolStatus,
+    *,
+    reason: str,
+    message: str,
+    warning: bool = True,
+) -> Plan:
+    """Move to Releasing and release in the same reconcile."""
+    changes: dict[str, object] = {"phase": "Releasing"}
+    if warning:
+        changes.update(lastErrorReason=reason, lastError=message)
+    if reason == "JoinTimeout":  # a set that never joins counts as a failed attempt
+        changes["consecutiveShortfalls"] = status.consecutiveShortfalls + 1
+    new = update(status, **changes)
+    return Plan(status=new, release=request(new), events=(event(reason, message, warning=warning),))
+
+
+def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+    status = pool.status
+    if not has_resources(status):
+        return after_release(pool, status, result=ReleaseResult(), now=now, knobs=observed.knobs)
+    return Plan(status=status, release=request(status))
+
+
+def after_release(
+    pool: GangNodePool,
+    status: GangNodePoolStatus,
+    *,
+    result: ReleaseResult,
+    now: datetime,
+    knobs: Knobs,
+) -> Plan:
+    if not result.done:
+        pending = update(
+            status,
+            pendingEnis=list(result.pending_enis),
+            lastError=result.error or status.lastError,
+        )
+        return Plan(status=pending, requeue_after=knobs.release_poll)
+    n = len(status.instanceIds)
+    cleared = update(
+        status,
+        instanceIds=[],
+        fleetIds=[],
+        pendingEnis=[],
+        readyCount=0,
+        activeGroup="",
+        keepWarmUntil=None,
+        joinDeadline=None,
+        launchedAt=None,
+        satisfiedAt=None,
+        unhealthySince=None,
+    )
+    events = (event("Released", f"Terminated {n} instance(s); nothing left billing"),) if n else ()
+    metrics = (Metric(name="released", value=float(n)),) if n else ()
+    if pool.deleting:
+        return Plan(status=cleared, remove_finalizer=True, events=events, metrics=metrics)
+    if status.phase == "Degraded":  # wait there until the degraded claim is gone
+        return Plan(status=cleared, events=events, metrics=metrics)
+    if claim_uid(pool):
+        nxt = update(
+            cleared,
+            phase="Acquiring",
+            nextAttemptAt=None,
+            acquiringSince=status.acquiringSince or now,
+        )
+        return Plan(status=nxt, events=events, metrics=metrics)
+    return Plan(status=update(cleared, phase="Idle", claimUID=""), events=events, metrics=metrics)

@@ -1,0 +1,58 @@
+"""Satisfied: the gang exists. Watch its health; hand it to keep-warm when the
+claim drops; degrade it (claimant gets Retry, set released) when it breaks."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from atomic_gang import GoDuration, keys
+from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.pool.model import (
+    Observed,
+    Plan,
+    TagRequest,
+    claim_uid,
+    event,
+    update,
+)
+from atomic_gang_provisioner.pool.phases import degraded, health, releasing
+
+
+def iso(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+    verdict = health.check(pool, observed, now)
+    status = verdict.status
+    if verdict.describe:
+        return Plan(status=status, describe=True)
+    if verdict.lost:
+        return degraded.enter(pool, status, reason=verdict.lost, message=verdict.message)
+    uid = claim_uid(pool)
+    if uid:
+        if uid != status.claimUID:
+            status = update(status, claimUID=uid)
+        return Plan(status=status, requeue_after=verdict.wait)
+    ttl = GoDuration.parse(pool.spec.keepWarmTTL)
+    if ttl.nanoseconds <= 0:
+        return releasing.begin(
+            pool,
+            status,
+            reason="Released",
+            warning=False,
+            message="The claim was released and keep-warm is 0s",
+        )
+    until = now + ttl.to_timedelta()
+    ids = tuple(status.instanceIds)
+    return Plan(
+        status=update(status, phase="KeepWarm", keepWarmUntil=until, claimUID=""),
+        tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, iso(until)),)),
+        events=(
+            event(
+                "KeepWarm",
+                f"The claim was released; keeping {len(ids)} nodes warm until {iso(until)} ({ttl})",
+            ),
+        ),
+        requeue_after=ttl.total_seconds(),
+    )

@@ -1,0 +1,304 @@
+"""Each phase through machine.decide with a fixed clock: no I/O, no sleeping."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from atomic_gang import keys
+from atomic_gang_provisioner.cloud.types import (
+    Instance,
+    Launched,
+    PermanentFailure,
+    ReleaseResult,
+    RetryLater,
+    Shortfall,
+    ZoneAttempt,
+)
+from atomic_gang_provisioner.pool import machine
+from tests.support.pools import (
+    IDS,
+    KNOBS,
+    T0,
+    instances,
+    launched,
+    nodes,
+    observed,
+    pool,
+)
+
+ICE = Shortfall(
+    attempts=(
+        ZoneAttempt(zone="us-east-1a", code="InsufficientInstanceCapacity", message="no p4d"),
+    )
+)
+
+
+def test_idle_without_claim_does_nothing() -> None:
+    plan = machine.decide(pool(claim=None), observed(), T0)
+    assert plan.status.phase == "Idle"
+    assert plan.acquire is None
+    assert plan.requeue_after is None
+
+
+def test_claim_launches_in_the_same_reconcile() -> None:
+    plan = machine.decide(pool(), observed(), T0)
+    assert plan.status.phase == "Acquiring"
+    assert plan.acquire is not None
+    assert plan.acquire.generation == 1
+    assert plan.acquire.spec.count == 4
+    assert plan.status.acquiringSince == T0
+
+
+def test_launch_result_moves_to_joining_and_bumps_generation() -> None:
+    p = pool(phase="Acquiring", claimUID="uid-a", acquireGeneration=3)
+    plan = machine.decide(p, observed(), T0)
+    assert plan.acquire is not None
+    insts = instances("pending")
+    result = Launched(instances=insts, client_token="t")
+    after = machine.after_acquire(p, plan, request=plan.acquire, result=result, now=T0, knobs=KNOBS)
+    s = after.status
+    assert (s.phase, s.activeGeneration, s.acquireGeneration) == ("Joining", 3, 4)
+    assert s.instanceIds == IDS
+    assert s.activeGroup == "pretrain-g3"
+    assert s.joinDeadline == T0 + timedelta(seconds=600)
+    assert [e.reason for e in after.events] == ["Launched"]
+
+
+def test_shortfall_backs_off_bumps_generation_and_bills_nothing() -> None:
+    p = pool(phase="Acquiring", claimUID="uid-a", acquireGeneration=3)
+    plan = machine.decide(p, observed(), T0)
+    assert plan.acquire is not None
+    after = machine.after_acquire(p, plan, request=plan.acquire, result=ICE, now=T0, knobs=KNOBS)
+    s = after.status
+    assert s.phase == "Acquiring"
+    assert s.acquireGeneration == 4
+    assert s.consecutiveShortfalls == 1
+    assert s.lastErrorReason == "InsufficientCapacity"
+    assert s.nextAttemptAt is not None
+    assert 2.5 <= after.requeue_after <= 5  # type: ignore[operator]
+    assert "attempt 1/3" in after.events[0].message
+    assert "nothing billed" in after.events[0].message
+    # Before the backoff elapses, no launch is planned.
+    waiting = machine.decide(p.model_copy(update={"status": s}), observed(), T0)
+    assert waiting.acquire is None
+    assert waiting.requeue_after == pytest.approx(after.requeue_after)
+
+
+def test_after_k_shortfalls_stop_attempting() -> None:
+    p = pool(phase="Acquiring", claimUID="uid-a", consecutiveShortfalls=2)
+    plan = machine.decide(p, observed(), T0)
+    assert plan.acquire is not None
+    after = machine.after_acquire(p, plan, request=plan.acquire, result=ICE, now=T0, knobs=KNOBS)
+    assert after.status.consecutiveShortfalls == 3
+    assert after.requeue_after is None
+    later = machine.decide(
+        p.model_copy(update={"status": after.status}), observed(), T0 + timedelta(hours=1)
+    )
+    assert later.acquire is None
+
+
+def test_permanent_failure_gives_up_at_once() -> None:
+    p = pool(phase="Acquiring", claimUID="uid-a")
+    plan = machine.decide(p, observed(), T0)
+    assert plan.acquire is not None
+    bad = PermanentFailure(code="InvalidAMIID.NotFound", message="no such AMI", hint="check ami")
+    after = machine.after_acquire(p, plan, request=plan.acquire, result=bad, now=T0, knobs=KNOBS)
+    assert after.status.lastErrorReason == "PermanentError"
+    assert "InvalidAMIID.NotFound" in after.status.lastError
+    assert after.requeue_after is None
+
+
+def test_retry_later_keeps_the_generation() -> None:
+    p = pool(phase="Acquiring", claimUID="uid-a", acquireGeneration=5)
+    plan = machine.decide(p, observed(), T0)
+    assert plan.acquire is not None
+    slow = RetryLater(code="RequestLimitExceeded", message="slow down")
+    after = machine.after_acquire(p, plan, request=plan.acquire, result=slow, now=T0, knobs=KNOBS)
+    assert after.status.acquireGeneration == 5
+    assert after.status.consecutiveShortfalls == 0
+    assert after.requeue_after
+
+
+def test_claim_dropped_while_acquiring_goes_idle() -> None:
+    plan = machine.decide(
+        pool(claim=None, phase="Acquiring", consecutiveShortfalls=2), observed(), T0
+    )
+    assert plan.status.phase == "Idle"
+    assert plan.status.consecutiveShortfalls == 0
+    assert plan.acquire is None
+
+
+def test_joining_waits_for_exactly_n_ready_nodes() -> None:
+    p = launched()
+    plan = machine.decide(p, observed(nodes(3)), T0 + timedelta(seconds=30))
+    assert plan.status.phase == "Joining"
+    assert plan.status.readyCount == 3
+    assert plan.requeue_after == pytest.approx(570)
+    notready = machine.decide(p, observed(nodes(4, ready=False)), T0)
+    assert notready.status.phase == "Joining"
+    wrong = machine.decide(p, observed(nodes(4, group="pretrain-g0")), T0)
+    assert wrong.status.phase == "Joining"
+
+
+def test_n_ready_nodes_need_one_describe_then_satisfied() -> None:
+    p = launched()
+    first = machine.decide(p, observed(nodes(4)), T0 + timedelta(seconds=40))
+    assert first.describe is True
+    assert first.status.phase == "Joining"
+    second = machine.decide(p, observed(nodes(4), instances()), T0 + timedelta(seconds=40))
+    s = second.status
+    assert s.phase == "Satisfied"
+    assert (s.readyCount, s.claimUID) == (4, "uid-a")
+    names = {m.name: m.value for m in second.metrics}
+    assert names == {"satisfied": 45.0, "joined": 40.0}
+    ready = next(c for c in s.conditions if c.type == "Ready")
+    assert ready.status == "True"
+
+
+def test_dead_instance_while_joining_releases_whole_set() -> None:
+    plan = machine.decide(launched(), observed(nodes(4), instances(dead=1)), T0)
+    assert plan.status.phase == "Releasing"
+    assert plan.release is not None
+    assert plan.release.instance_ids == tuple(IDS)
+    assert plan.status.lastErrorReason == "InstanceLost"
+
+
+def test_join_watchdog_releases_and_reacquires() -> None:
+    p = launched()
+    plan = machine.decide(p, observed(nodes(3)), T0 + timedelta(seconds=601))
+    assert plan.status.phase == "Releasing"
+    assert plan.status.lastErrorReason == "JoinTimeout"
+    assert plan.status.consecutiveShortfalls == 1
+    assert "3/4" in plan.events[0].message
+    done = machine.after_release(
+        p, plan, result=ReleaseResult(terminated=tuple(IDS)), now=T0, knobs=KNOBS
+    )
+    assert done.status.phase == "Acquiring"
+    assert done.status.instanceIds == []
+
+
+def test_release_waits_for_enis() -> None:
+    p = launched(phase="Releasing")
+    plan = machine.decide(p, observed(), T0)
+    assert plan.release is not None
+    pending = ReleaseResult(terminated=tuple(IDS), pending_enis=("eni-1",))
+    after = machine.after_release(p, plan, result=pending, now=T0, knobs=KNOBS)
+    assert after.status.phase == "Releasing"
+    assert after.status.pendingEnis == ["eni-1"]
+    assert after.requeue_after == KNOBS.release_poll
+
+
+def test_satisfied_without_claim_keeps_warm_and_tags() -> None:
+    p = launched(phase="Satisfied", claimUID="uid-a")
+    plan = machine.decide(
+        p.model_copy(update={"spec": p.spec.model_copy(update={"claim": None})}),
+        observed(nodes(4)),
+        T0,
+    )
+    assert plan.status.phase == "KeepWarm"
+    assert plan.status.keepWarmUntil == T0 + timedelta(minutes=15)
+    assert plan.tag is not None
+    assert plan.tag.tags == ((keys.KEEP_WARM_UNTIL, "2026-11-29T12:15:00Z"),)
+    assert plan.requeue_after == 900
+
+
+def test_keep_warm_zero_releases_at_once() -> None:
+    p = launched(phase="Satisfied", claimUID="uid-a")
+    p = p.model_copy(
+        update={"spec": p.spec.model_copy(update={"claim": None, "keepWarmTTL": "0s"})}
+    )
+    plan = machine.decide(p, observed(nodes(4)), T0)
+    assert plan.status.phase == "Releasing"
+    assert plan.release is not None
+
+
+def test_warm_reuse_has_no_launch() -> None:
+    p = launched(phase="KeepWarm", claimUID="", keepWarmUntil=T0 + timedelta(minutes=5))
+    plan = machine.decide(p, observed(nodes(4)), T0)
+    assert plan.status.phase == "Satisfied"
+    assert plan.acquire is None
+    assert plan.status.claimUID == "uid-a"
+    assert plan.tag is not None
+    assert plan.tag.tags == ((keys.KEEP_WARM_UNTIL, ""),)
+    assert [m.name for m in plan.metrics] == ["keep_warm_reuse"]
+
+
+def test_keep_warm_expiry_releases() -> None:
+    p = launched(phase="KeepWarm", keepWarmUntil=T0)
+    p = p.model_copy(update={"spec": p.spec.model_copy(update={"claim": None})})
+    plan = machine.decide(p, observed(nodes(4)), T0 + timedelta(seconds=1))
+    assert plan.status.phase == "Releasing"
+    assert plan.release is not None
+
+
+def test_lost_instance_degrades_claimant_and_releases() -> None:
+    p = launched(phase="Satisfied")
+    first = machine.decide(p, observed(nodes(3)), T0)
+    assert first.describe is True
+    plan = machine.decide(p, observed(nodes(3), instances(dead=1)), T0)
+    s = plan.status
+    assert s.phase == "Degraded"
+    assert s.degradedClaimUID == "uid-a"
+    assert plan.release is not None
+    done = machine.after_release(p, plan, result=ReleaseResult(), now=T0, knobs=KNOBS)
+    assert done.status.phase == "Degraded"  # until Kueue evicts the claimant
+    assert done.status.instanceIds == []
+    held = done.status
+    again = machine.decide(p.model_copy(update={"status": held}), observed(), T0)
+    assert again.acquire is None
+    dropped = p.model_copy(
+        update={"status": held, "spec": p.spec.model_copy(update={"claim": None})}
+    )
+    assert machine.decide(dropped, observed(), T0).status.phase == "Idle"
+
+
+def test_not_ready_node_gets_a_grace_period() -> None:
+    p = launched(phase="Satisfied")
+    views = (*nodes(3), nodes(4, ready=False)[3])
+    plan = machine.decide(p, observed(views), T0)
+    assert plan.status.phase == "Satisfied"
+    assert plan.status.unhealthySince == T0
+    assert plan.requeue_after == 60
+    later = machine.decide(
+        p.model_copy(update={"status": plan.status}), observed(views), T0 + timedelta(seconds=61)
+    )
+    assert later.status.phase == "Degraded"
+    assert later.status.lastErrorReason == "NodeNotReady"
+
+
+def test_finalizer_releases_then_removes() -> None:
+    p = launched(phase="Satisfied")
+    p = p.model_copy(update={"metadata": {**p.metadata, "deletionTimestamp": "x"}})
+    plan = machine.decide(p, observed(nodes(4)), T0)
+    assert plan.release is not None
+    assert plan.remove_finalizer is False
+    done = machine.after_release(p, plan, result=ReleaseResult(), now=T0, knobs=KNOBS)
+    assert done.remove_finalizer is True
+    empty = pool(deleting=True)
+    assert machine.decide(empty, observed(), T0).remove_finalizer is True
+
+
+def test_idle_with_leftovers_releases() -> None:
+    plan = machine.decide(pool(phase="Idle", instanceIds=["i-1"]), observed(), T0)
+    assert plan.release is not None
+    assert plan.release.instance_ids == ("i-1",)
+
+
+def test_observed_generation_is_recorded() -> None:
+    plan = machine.decide(pool(generation=9), observed(), T0)
+    assert plan.status.observedGeneration == 9
+
+
+def test_instance_type_alias() -> None:
+    assert (
+        Instance(
+            instance_id="i-1",
+            state="running",
+            availability_zone="us-east-1a",
+            instance_type="p4d",
+            launch_time=T0,
+        ).provider_id
+        == "aws:///us-east-1a/i-1"
+    )
