@@ -35,7 +35,8 @@ SHAPE = PoolShape(
     maxLifetime="6h",
     amiVariant="nvidia",
 )
-CLAIM = Claim(namespace="default", name="job-a-1", uid="uid-a")
+CLAIM = Claim(namespace="default", name="job-a-1", uid="uid-a", claimedAt=T0)
+KEY = CLAIM.key
 IDS = ["i-0000000000000001", "i-0000000000000002", "i-0000000000000003", "i-0000000000000004"]
 
 
@@ -71,7 +72,7 @@ def launched(**status: Any) -> GangNodePool:
         "activeGroup": naming.group_id(pool="pretrain", generation=1),
         "launchedAt": T0,
         "joinDeadline": T0 + timedelta(seconds=600),
-        "claimUID": "uid-a",
+        "claimKey": KEY,
         "acquiringSince": T0 - timedelta(seconds=5),
     }
     base.update(status)

@@ -18,7 +18,9 @@ from atomic_gang_provisioner.cloud.types import (
 )
 from atomic_gang_provisioner.pool import machine
 from tests.support.pools import (
+    CLAIM,
     IDS,
+    KEY,
     KNOBS,
     T0,
     instances,
@@ -52,7 +54,7 @@ def test_claim_launches_in_the_same_reconcile() -> None:
 
 
 def test_launch_result_moves_to_joining_and_bumps_generation() -> None:
-    p = pool(phase="Acquiring", claimUID="uid-a", acquireGeneration=3)
+    p = pool(phase="Acquiring", claimKey=KEY, acquireGeneration=3)
     plan = machine.decide(p, observed(), T0)
     assert plan.acquire is not None
     insts = instances("pending")
@@ -67,7 +69,7 @@ def test_launch_result_moves_to_joining_and_bumps_generation() -> None:
 
 
 def test_shortfall_backs_off_bumps_generation_and_bills_nothing() -> None:
-    p = pool(phase="Acquiring", claimUID="uid-a", acquireGeneration=3)
+    p = pool(phase="Acquiring", claimKey=KEY, acquireGeneration=3)
     plan = machine.decide(p, observed(), T0)
     assert plan.acquire is not None
     after = machine.after_acquire(p, plan, request=plan.acquire, result=ICE, now=T0, knobs=KNOBS)
@@ -87,7 +89,7 @@ def test_shortfall_backs_off_bumps_generation_and_bills_nothing() -> None:
 
 
 def test_after_k_shortfalls_stop_attempting() -> None:
-    p = pool(phase="Acquiring", claimUID="uid-a", consecutiveShortfalls=2)
+    p = pool(phase="Acquiring", claimKey=KEY, consecutiveShortfalls=2)
     plan = machine.decide(p, observed(), T0)
     assert plan.acquire is not None
     after = machine.after_acquire(p, plan, request=plan.acquire, result=ICE, now=T0, knobs=KNOBS)
@@ -100,7 +102,7 @@ def test_after_k_shortfalls_stop_attempting() -> None:
 
 
 def test_permanent_failure_gives_up_at_once() -> None:
-    p = pool(phase="Acquiring", claimUID="uid-a")
+    p = pool(phase="Acquiring", claimKey=KEY)
     plan = machine.decide(p, observed(), T0)
     assert plan.acquire is not None
     bad = PermanentFailure(code="InvalidAMIID.NotFound", message="no such AMI", hint="check ami")
@@ -111,7 +113,7 @@ def test_permanent_failure_gives_up_at_once() -> None:
 
 
 def test_retry_later_keeps_the_generation() -> None:
-    p = pool(phase="Acquiring", claimUID="uid-a", acquireGeneration=5)
+    p = pool(phase="Acquiring", claimKey=KEY, acquireGeneration=5)
     plan = machine.decide(p, observed(), T0)
     assert plan.acquire is not None
     slow = RetryLater(code="RequestLimitExceeded", message="slow down")
@@ -150,7 +152,7 @@ def test_n_ready_nodes_need_one_describe_then_satisfied() -> None:
     second = machine.decide(p, observed(nodes(4), instances()), T0 + timedelta(seconds=40))
     s = second.status
     assert s.phase == "Satisfied"
-    assert (s.readyCount, s.claimUID) == (4, "uid-a")
+    assert (s.readyCount, s.claimKey) == (4, KEY)
     names = {m.name: m.value for m in second.metrics}
     assert names == {"satisfied": 45.0, "joined": 40.0}
     ready = next(c for c in s.conditions if c.type == "Ready")
@@ -191,7 +193,7 @@ def test_release_waits_for_enis() -> None:
 
 
 def test_satisfied_without_claim_keeps_warm_and_tags() -> None:
-    p = launched(phase="Satisfied", claimUID="uid-a")
+    p = launched(phase="Satisfied", claimKey=KEY)
     plan = machine.decide(
         p.model_copy(update={"spec": p.spec.model_copy(update={"claim": None})}),
         observed(nodes(4)),
@@ -205,7 +207,7 @@ def test_satisfied_without_claim_keeps_warm_and_tags() -> None:
 
 
 def test_keep_warm_zero_releases_at_once() -> None:
-    p = launched(phase="Satisfied", claimUID="uid-a")
+    p = launched(phase="Satisfied", claimKey=KEY)
     p = p.model_copy(
         update={"spec": p.spec.model_copy(update={"claim": None, "keepWarmTTL": "0s"})}
     )
@@ -215,11 +217,11 @@ def test_keep_warm_zero_releases_at_once() -> None:
 
 
 def test_warm_reuse_has_no_launch() -> None:
-    p = launched(phase="KeepWarm", claimUID="", keepWarmUntil=T0 + timedelta(minutes=5))
+    p = launched(phase="KeepWarm", claimKey="", keepWarmUntil=T0 + timedelta(minutes=5))
     plan = machine.decide(p, observed(nodes(4)), T0)
     assert plan.status.phase == "Satisfied"
     assert plan.acquire is None
-    assert plan.status.claimUID == "uid-a"
+    assert plan.status.claimKey == KEY
     assert plan.tag is not None
     assert plan.tag.tags == ((keys.KEEP_WARM_UNTIL, ""),)
     assert [m.name for m in plan.metrics] == ["keep_warm_reuse"]
@@ -240,7 +242,7 @@ def test_lost_instance_degrades_claimant_and_releases() -> None:
     plan = machine.decide(p, observed(nodes(3), instances(dead=1)), T0)
     s = plan.status
     assert s.phase == "Degraded"
-    assert s.degradedClaimUID == "uid-a"
+    assert s.degradedClaimKey == KEY
     assert plan.release is not None
     done = machine.after_release(p, plan, result=ReleaseResult(), now=T0, knobs=KNOBS)
     assert done.status.phase == "Degraded"  # until Kueue evicts the claimant
@@ -302,3 +304,22 @@ def test_instance_type_alias() -> None:
         ).provider_id
         == "aws:///us-east-1a/i-1"
     )
+
+
+def test_reclaim_by_the_same_workload_resets_attempts() -> None:
+    """After Retry, the same Workload claims again with a new claimedAt: attempts restart."""
+    gave_up = pool(
+        phase="Acquiring",
+        claimKey=KEY,
+        consecutiveShortfalls=3,
+        lastErrorReason="InsufficientCapacity",
+    )
+    assert machine.decide(gave_up, observed(), T0).acquire is None
+    again = CLAIM.model_copy(update={"claimedAt": T0 + timedelta(minutes=5)})
+    reclaimed = gave_up.model_copy(
+        update={"spec": gave_up.spec.model_copy(update={"claim": again})}
+    )
+    plan = machine.decide(reclaimed, observed(), T0 + timedelta(minutes=5))
+    assert plan.acquire is not None
+    assert plan.status.consecutiveShortfalls == 0
+    assert plan.status.claimKey == again.key

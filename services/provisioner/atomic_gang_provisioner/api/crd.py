@@ -66,6 +66,12 @@ def _schema(model: type[Any]) -> dict[str, Any]:
     return schema
 
 
+def _spec_schema() -> dict[str, Any]:
+    schema = _schema(GangNodePoolSpec)
+    schema["properties"]["claim"]["properties"]["claimedAt"]["format"] = "date-time"
+    return schema
+
+
 def _status_schema() -> dict[str, Any]:
     schema = _schema(GangNodePoolStatus)
     conditions = schema["properties"]["conditions"]
@@ -112,7 +118,7 @@ def _columns() -> list[dict[str, Any]]:
 
 
 def crd() -> dict[str, Any]:
-    spec_schema = _schema(GangNodePoolSpec)
+    spec_schema = _spec_schema()
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -89,6 +89,13 @@ class Claim(_Model):
     namespace: str
     name: str
     uid: str
+    claimedAt: Time | None = Field(default=None, description="Tells re-claims apart.")
+
+    @property
+    def key(self) -> str:
+        """Unique per claim, even when the same Workload claims again after a Retry."""
+        when = self.claimedAt.strftime("%Y%m%dT%H%M%SZ") if self.claimedAt else "-"
+        return f"{self.uid}@{when}"
 
 
 class GangNodePoolSpec(_Model):
@@ -111,7 +118,7 @@ class GangNodePoolStatus(_Model):
 
     phase: Phase = "Idle"
     observedGeneration: int = 0
-    claimUID: str = Field(default="", description="The claim this status was computed for.")
+    claimKey: str = Field(default="", description="Claim key this status was computed for.")
     acquireGeneration: int = Field(default=1, ge=1, description="Generation of the next launch.")
     activeGeneration: int = Field(default=0, ge=0, description="Generation of the live set.")
     activeGroup: str = ""
@@ -128,7 +135,7 @@ class GangNodePoolStatus(_Model):
     nextAttemptAt: Time | None = None
     lastError: str = ""
     lastErrorReason: str = ""
-    degradedClaimUID: str = Field(default="", description="Claim that must get Retry.")
+    degradedClaimKey: str = Field(default="", description="Claim that must get Retry.")
     unhealthySince: Time | None = None
     conditions: list[Condition] = Field(default_factory=list)
 

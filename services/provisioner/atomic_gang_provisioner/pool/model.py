@@ -146,9 +146,9 @@ def seconds_until(when: datetime | None, now: datetime) -> float | None:
     return max(0.0, (when - now).total_seconds())
 
 
-def claim_uid(pool: GangNodePool) -> str:
+def claim_key(pool: GangNodePool) -> str:
     claim = pool.spec.claim
-    return claim.uid if claim is not None else ""
+    return claim.key if claim is not None else ""
 
 
 def shape_text(pool: GangNodePool) -> str:

@@ -26,7 +26,7 @@ from atomic_gang_provisioner.pool.model import (
     Observed,
     Plan,
     backoff_seconds,
-    claim_uid,
+    claim_key,
     event,
     seconds_until,
     shape_text,
@@ -44,12 +44,12 @@ def gave_up(status: GangNodePoolStatus, knobs: Knobs) -> bool:
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
-    uid = claim_uid(pool)
+    uid = claim_key(pool)
     if not uid:
         idle = update(
             status,
             phase="Idle",
-            claimUID="",
+            claimKey="",
             consecutiveShortfalls=0,
             nextAttemptAt=None,
             acquiringSince=None,
@@ -62,10 +62,10 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
                 ),
             ),
         )
-    if uid != status.claimUID:  # a different claimant: its attempts start from zero
+    if uid != status.claimKey:  # a different claimant: its attempts start from zero
         status = update(
             status,
-            claimUID=uid,
+            claimKey=uid,
             consecutiveShortfalls=0,
             nextAttemptAt=None,
             acquiringSince=now,

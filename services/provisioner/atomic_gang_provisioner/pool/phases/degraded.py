@@ -1,7 +1,7 @@
 """Degraded: a formed gang lost a member while claimed.
 
 The set is released at once (never run a partial gang), the claimant's check
-goes to Retry (the Workload reconciler reads ``degradedClaimUID``), and the
+goes to Retry (the Workload reconciler reads ``degradedClaimKey``), and the
 pool stays here until Kueue has evicted that claimant, so a fresh gang is only
 acquired for a fresh claim.
 """
@@ -11,18 +11,18 @@ from __future__ import annotations
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
-from atomic_gang_provisioner.pool.model import Observed, Plan, claim_uid, event, update
+from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, event, update
 from atomic_gang_provisioner.pool.phases import releasing
 
 
 def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, message: str) -> Plan:
-    uid = claim_uid(pool)
+    uid = claim_key(pool)
     if not uid:
         return releasing.begin(pool, status, reason=reason, message=message)
     new = update(
         status,
         phase="Degraded",
-        degradedClaimUID=uid,
+        degradedClaimKey=uid,
         lastErrorReason=reason,
         lastError=message,
         unhealthySince=None,
@@ -39,7 +39,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
     if releasing.has_resources(status):
         return Plan(status=status, release=releasing.request(status))
-    uid = claim_uid(pool)
-    if uid and uid == status.degradedClaimUID:
+    uid = claim_key(pool)
+    if uid and uid == status.degradedClaimKey:
         return Plan(status=status)  # waiting for Kueue to evict the claimant
-    return Plan(status=update(status, phase="Idle", degradedClaimUID="", claimUID=""))
+    return Plan(status=update(status, phase="Idle", degradedClaimKey="", claimKey=""))

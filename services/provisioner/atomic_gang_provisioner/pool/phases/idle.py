@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool
-from atomic_gang_provisioner.pool.model import Observed, Plan, claim_uid, update
+from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, update
 from atomic_gang_provisioner.pool.phases import releasing
 
 
@@ -18,14 +18,14 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             reason="Leftover",
             message="Idle pool still recorded instances; releasing them",
         )
-    uid = claim_uid(pool)
+    uid = claim_key(pool)
     if not uid:
         return Plan(status=status)
     return Plan(
         status=update(
             status,
             phase="Acquiring",
-            claimUID=uid,
+            claimKey=uid,
             acquiringSince=now,
             consecutiveShortfalls=0,
             nextAttemptAt=None,

@@ -15,7 +15,7 @@ from atomic_gang_provisioner.pool.model import (
     Metric,
     Observed,
     Plan,
-    claim_uid,
+    claim_key,
     dead_instances,
     event,
     health,
@@ -28,7 +28,7 @@ from atomic_gang_provisioner.pool.phases import releasing
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
     if not status.instanceIds:  # guard
-        return Plan(status=update(status, phase="Idle" if not claim_uid(pool) else "Acquiring"))
+        return Plan(status=update(status, phase="Idle" if not claim_key(pool) else "Acquiring"))
     want = len(status.instanceIds)
     h = health(pool, observed)
     status = update(status, readyCount=h.ready)
@@ -66,7 +66,7 @@ def _satisfied(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) ->
         phase="Satisfied",
         readyCount=n,
         satisfiedAt=now,
-        claimUID=claim_uid(pool),
+        claimKey=claim_key(pool),
         unhealthySince=None,
         joinDeadline=None,
     )

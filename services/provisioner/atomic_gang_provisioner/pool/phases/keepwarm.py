@@ -13,7 +13,7 @@ from atomic_gang_provisioner.pool.model import (
     Observed,
     Plan,
     TagRequest,
-    claim_uid,
+    claim_key,
     event,
     seconds_until,
     update,
@@ -28,14 +28,14 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         return Plan(status=status, describe=True)
     if verdict.lost:
         return releasing.begin(pool, status, reason=verdict.lost, message=verdict.message)
-    uid = claim_uid(pool)
+    uid = claim_key(pool)
     ids = tuple(status.instanceIds)
     if uid:
         claim = pool.spec.claim
         who = f"{claim.namespace}/{claim.name}" if claim else uid
         return Plan(
             status=update(
-                status, phase="Satisfied", claimUID=uid, keepWarmUntil=None, satisfiedAt=now
+                status, phase="Satisfied", claimKey=uid, keepWarmUntil=None, satisfiedAt=now
             ),
             tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, ""),)),
             events=(

@@ -16,7 +16,7 @@ from atomic_gang_provisioner.pool.model import (
     Metric,
     Observed,
     Plan,
-    claim_uid,
+    claim_key,
     event,
     update,
 )
@@ -94,7 +94,7 @@ def after_release(
         return Plan(status=cleared, remove_finalizer=True, events=events, metrics=metrics)
     if status.phase == "Degraded":  # wait there until the degraded claim is gone
         return Plan(status=cleared, events=events, metrics=metrics)
-    if claim_uid(pool):
+    if claim_key(pool):
         nxt = update(
             cleared,
             phase="Acquiring",
@@ -102,4 +102,4 @@ def after_release(
             acquiringSince=status.acquiringSince or now,
         )
         return Plan(status=nxt, events=events, metrics=metrics)
-    return Plan(status=update(cleared, phase="Idle", claimUID=""), events=events, metrics=metrics)
+    return Plan(status=update(cleared, phase="Idle", claimKey=""), events=events, metrics=metrics)

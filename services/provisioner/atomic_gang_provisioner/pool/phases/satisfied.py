@@ -11,7 +11,7 @@ from atomic_gang_provisioner.pool.model import (
     Observed,
     Plan,
     TagRequest,
-    claim_uid,
+    claim_key,
     event,
     update,
 )
@@ -29,10 +29,10 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         return Plan(status=status, describe=True)
     if verdict.lost:
         return degraded.enter(pool, status, reason=verdict.lost, message=verdict.message)
-    uid = claim_uid(pool)
+    uid = claim_key(pool)
     if uid:
-        if uid != status.claimUID:
-            status = update(status, claimUID=uid)
+        if uid != status.claimKey:
+            status = update(status, claimKey=uid)
         return Plan(status=status, requeue_after=verdict.wait)
     ttl = GoDuration.parse(pool.spec.keepWarmTTL)
     if ttl.nanoseconds <= 0:
@@ -46,7 +46,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     until = now + ttl.to_timedelta()
     ids = tuple(status.instanceIds)
     return Plan(
-        status=update(status, phase="KeepWarm", keepWarmUntil=until, claimUID=""),
+        status=update(status, phase="KeepWarm", keepWarmUntil=until, claimKey=""),
         tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, iso(until)),)),
         events=(
             event(
