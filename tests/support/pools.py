@@ -31,7 +31,7 @@ SHAPE = PoolShape(
     mode="runinstances",
     region="us-east-1",
     availabilityZones=["us-east-1a"],
-    nodeRoleArn="arn:aws:iam::1:role/r",
+    nodeRoleArn="arn:aws:iam::123456789012:role/eks-gang-node-role",
     maxLifetime="6h",
     amiVariant="nvidia",
 )
