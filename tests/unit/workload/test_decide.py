@@ -249,7 +249,7 @@ def test_free_pool_with_same_shape_is_claimed_with_this_jobs_ttl() -> None:
     assert plan.spec_change.shape is None
     assert plan.spec_change.claim is not None
     assert plan.spec_change.claim.claimedAt == T0
-    assert [e[1] for e in plan.events] == ["GangPending", "PoolClaimed"]
+    assert [e[1] for e in plan.events] == ["PoolClaimed"]
 
 
 def test_empty_idle_pool_takes_the_new_shape() -> None:
