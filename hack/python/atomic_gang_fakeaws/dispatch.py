@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -82,6 +83,12 @@ def _before(state: FakeState, resp: Any, call: Call) -> Rule | None:
     return rule
 
 
+def _error_code(body: Any) -> str:
+    text = body.decode(errors="replace") if isinstance(body, bytes) else str(body)
+    found = re.search(r"<Code>([^<]+)</Code>", text) or re.search(r'"__type":\s*"([^"]+)"', text)
+    return found.group(1).split("#")[-1] if found else "?"
+
+
 def _lose(state: FakeState, action: str, result: Any) -> Any:
     if state.server_mode:
         _tls.drop = True
@@ -110,7 +117,7 @@ def call_action(self: Any) -> Any:
     finally:
         _tls.rule = None
     call.status = int(status)
-    call.outcome = "ok" if call.status < 400 else "error"
+    call.outcome = "ok" if call.status < 400 else f"error:{_error_code(body)}"
     if rule is not None and rule.effect == "lost_response" and call.status < 400:
         call.outcome = "lost"
         return _lose(state, call.action, (status, headers, body))

@@ -4,6 +4,8 @@
   (after ``eni_detach_polls`` DescribeNetworkInterfaces calls, if set).
 * DeleteNetworkInterface refuses an attached ENI (``InvalidNetworkInterface.InUse``).
 * ModifyNetworkInterfaceAttribute honours ``Attachment.DeleteOnTermination``.
+* DeleteFleets(TerminateInstances) terminates every live instance of the
+  fleet and tolerates a fleet whose instances are already gone.
 * DeleteLaunchTemplateVersions exists; deleted versions disappear.
 * DescribeCapacityReservations serves the layer's ODCRs and Capacity Blocks.
 """
@@ -15,6 +17,7 @@ from typing import Any
 from moto.core.responses import ActionResult
 from moto.ec2.exceptions import InvalidLaunchTemplateVersionNotFound
 from moto.ec2.models import EC2Backend
+from moto.ec2.models.fleets import Fleet
 from moto.ec2.models.instances import Instance
 from moto.ec2.models.launch_templates import LaunchTemplate
 from moto.ec2.responses import EC2Response
@@ -75,6 +78,18 @@ def modify_network_interface_attribute(self: Any) -> Any:
             if eni.attachment_id == attachment["AttachmentId"]:
                 eni.delete_on_termination = bool(attachment.get("DeleteOnTermination"))
     return _MODIFY_ENI(self)
+
+
+def fleet_terminate_instances(self: Any) -> None:
+    """Every live instance of the fleet, and no error when there is none left."""
+    backend = self.ec2_backend
+    ids = [iid for iid, tags in backend.tags.items() if tags.get("aws:ec2:fleet-id") == self.id]
+    ids += [item["instance"].id for item in self.on_demand_instances]
+    live = sorted(
+        {i.id for i in backend.all_instances() if i.id in ids and i.state != "terminated"}
+    )
+    if live:
+        backend.terminate_instances(live)
 
 
 def _deleted(template: Any) -> set[int]:
@@ -176,6 +191,7 @@ def describe_capacity_reservations(self: Any) -> Any:
 
 PATCHES: list[tuple[Any, str, Any]] = [
     (Instance, "terminate", terminate),
+    (Fleet, "terminate_instances", fleet_terminate_instances),
     (ElasticNetworkInterfaces, "delete_network_interface", delete_network_interface),
     (
         ElasticNetworkInterfaces,

@@ -126,7 +126,9 @@ def run_instances(self: Any) -> Any:
     result = _RUN(self)
     reservation: Any = result.result
     eni_tags = _request_tags(self, "network-interface")
-    fix_instances(backend, reservation.instances, data, token=token, eni_tags=eni_tags)
+    profile = self._get_param("IamInstanceProfile") or data.get("IamInstanceProfile")
+    fixes = {**data, "IamInstanceProfile": profile} if profile else data
+    fix_instances(backend, reservation.instances, fixes, token=token, eni_tags=eni_tags)
     with state.lock:
         for inst in reservation.instances:
             if target.reservation_id:

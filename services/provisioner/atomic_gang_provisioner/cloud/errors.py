@@ -86,6 +86,12 @@ _HINTS: Final[dict[str, str]] = {
     "Unsupported": "this instance type is not offered in that AZ; list other zones",
     "ParameterNotFound": "no EKS-optimized AL2023 AMI for this version/arch/variant; set ami-id",
     IDEMPOTENCY_MISMATCH: "the launch inputs changed within one generation; it will be retried",
+    "InstanceProfileNotFound": (
+        "create the instance profile atomic-gang-instance-profile-<cluster>-<role-name>"
+        " holding the node role (see the README's prerequisites)"
+    ),
+    "InstanceProfileRoleMismatch": "add the node role to the convention-named instance profile",
+    "NoPlacement": "the cluster has no subnet in the requested AZs; check the AZ annotations",
 }
 
 

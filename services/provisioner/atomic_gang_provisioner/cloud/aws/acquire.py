@@ -10,7 +10,8 @@ lost gets the original reservation back from EC2.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from atomic_gang_provisioner.cloud.aws import parse
@@ -43,6 +44,7 @@ from atomic_gang_provisioner.cloud.types import (
 )
 
 FLEET_ID_TAG = "aws:ec2:fleet-id"
+REPLAY_AGE = timedelta(minutes=2)
 
 
 def failure(err: CloudError) -> AcquireResult:
@@ -121,8 +123,21 @@ class Acquirer:
                 attempts.append(attempt)
                 continue
             found = [parse.instance(i) for i in resp.get("Instances", [])]
-            return self._validated(plan, found, token, None)
+            return self._validated(plan, self._current(found), token, None)
         return Shortfall(attempts=tuple(attempts))
+
+    def _current(self, answered: list[Instance]) -> list[Instance]:
+        """A replayed (idempotent) answer may describe instances long gone: re-read those.
+
+        A fresh launch is all ``pending`` with a launch time of about now; only
+        then is the answer trusted as is (a describe right after a launch can
+        miss the instances: EC2 reads are eventually consistent).
+        """
+        cutoff = self._wall() - REPLAY_AGE
+        if all(i.state == "pending" and i.launch_time >= cutoff for i in answered):
+            return answered
+        now = {i.instance_id: i for i in self._inv.describe([i.instance_id for i in answered])}
+        return [now.get(i.instance_id, replace(i, state="terminated")) for i in answered]
 
     def fleet(self, plan: LaunchPlan, user_data_b64: str) -> AcquireResult:
         token = token_for(plan, FLEET_ZONE)

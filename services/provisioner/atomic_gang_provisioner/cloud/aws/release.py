@@ -3,7 +3,8 @@
 1. Record secondary ENIs attached to the instances with DeleteOnTermination
    false, and VPC CNI ENIs found by their exact ``aws-K8S-<instance-id>``
    description (this is how a retry recovers ENIs that already detached).
-2. Terminate the instances and delete any fleet.
+2. Delete any fleet (with its instances, even ones a malformed answer hid),
+   then terminate the instances.
 3. Wait (injected sleeper) for the recorded ENIs to detach, then delete them.
 ENIs still attached at the deadline are returned as pending; calling again
 with them is safe, as is releasing twice.
@@ -71,9 +72,9 @@ class Releaser:
         enis = set(request.enis)
         try:
             enis |= self.record(request.instance_ids)
-            terminated = self._inv.terminate(request.instance_ids) if request.instance_ids else ()
             if request.fleet_ids:
                 self._inv.delete_fleets(request.fleet_ids)
+            terminated = self._inv.terminate(request.instance_ids) if request.instance_ids else ()
             deleted, pending = self._delete_when_detached(enis)
         except CloudError as err:
             # Hand back every ENI we know of, so the next attempt still deletes them.

@@ -1,0 +1,129 @@
+"""Never two sets for one (pool, generation): tokens, retries, lost answers, crashes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from atomic_gang import GangSpec
+from atomic_gang_fakeaws import FakeAws
+from atomic_gang_provisioner.cloud import AcquireRequest, Launched, RetryLater, Shortfall
+from atomic_gang_provisioner.cloud.aws import Ec2Provider
+from tests.integration.cloud.conftest import FakeClock, backend, pool_instances
+
+Spec = Callable[..., GangSpec]
+
+
+def tokens(fake: FakeAws, action: str = "RunInstances") -> list[str]:
+    return [c["params"].get("ClientToken", "") for c in fake.calls(action)]
+
+
+def test_lost_response_is_retried_with_the_same_token_and_adopts(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    fake.add_rule({"action": "RunInstances", "effect": "lost_response"})
+    result = provider.acquire(AcquireRequest(spec=make_spec(count=3), generation=2))
+    assert isinstance(result, Launched)
+    assert [c["outcome"] for c in fake.calls("RunInstances")] == ["lost", "ok"]
+    assert tokens(fake) == ["ag-train-g2-us-east-1a"] * 2
+    assert sorted(i.id for i in pool_instances("train")) == sorted(result.instance_ids)
+
+
+def test_lost_fleet_response_returns_the_same_fleet(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    fake.add_rule({"action": "CreateFleet", "effect": "lost_response"})
+    result = provider.acquire(AcquireRequest(spec=make_spec(mode="fleet", count=2), generation=0))
+    assert isinstance(result, Launched)
+    assert tokens(fake, "CreateFleet") == ["ag-train-g0-fleet"] * 2
+    assert len(pool_instances("train")) == 2
+
+
+def test_crash_before_ids_were_persisted_adopts_by_tag(
+    make_provider: Callable[..., Ec2Provider], make_spec: Spec, fake: FakeAws
+) -> None:
+    request = AcquireRequest(spec=make_spec(count=3), generation=5)
+    first = make_provider().acquire(request)
+    assert isinstance(first, Launched)
+    # The controller dies here; a new process knows only the generation.
+    again = make_provider().acquire(request)
+    assert isinstance(again, Launched)
+    assert again.adopted
+    assert sorted(again.instance_ids) == sorted(first.instance_ids)
+    assert len(fake.calls("RunInstances")) == 1
+    assert len(pool_instances("train", 5)) == 3
+
+
+def test_retry_budget_exhausted_then_next_attempt_adopts(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    fake.add_rule({"action": "RunInstances", "effect": "lost_response", "times": 10})
+    request = AcquireRequest(spec=make_spec(count=2), generation=0)
+    lost = provider.acquire(request)
+    assert isinstance(lost, RetryLater)
+    assert not lost.terminal
+    assert lost.code == "ReadTimeout"
+    fake.clear_rules()
+    found = provider.acquire(request)
+    assert isinstance(found, Launched)
+    assert found.adopted
+    assert len(pool_instances("train")) == 2
+    assert set(tokens(fake)) == {"ag-train-g0-us-east-1a"}
+
+
+def test_throttling_backs_off_on_the_fake_clock(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, admin: dict[str, Any], clock: FakeClock
+) -> None:
+    for _ in range(5):  # drain RunInstances' burst of 5
+        admin["ec2"].run_instances(ImageId="ami-12345678", MinCount=1, MaxCount=1)
+    result = provider.acquire(AcquireRequest(spec=make_spec(count=2), generation=0))
+    assert isinstance(result, Launched)
+    outcomes = [c["outcome"] for c in fake.calls("RunInstances")][5:]
+    assert outcomes[0] == "error:RequestLimitExceeded"
+    assert outcomes[-1] == "ok"
+    assert len(set(tokens(fake)[5:])) == 1
+    assert clock.slept
+    assert sum(clock.slept) > 0
+
+
+def test_injected_5xx_is_retried(provider: Ec2Provider, make_spec: Spec, fake: FakeAws) -> None:
+    fake.add_rule({"action": "RunInstances", "code": "InternalError", "status": 500, "times": 2})
+    result = provider.acquire(AcquireRequest(spec=make_spec(count=1), generation=0))
+    assert isinstance(result, Launched)
+    assert [c["outcome"] for c in fake.calls("RunInstances")] == [
+        "error:InternalError",
+        "error:InternalError",
+        "ok",
+    ]
+
+
+def test_a_replayed_set_that_is_gone_is_never_reported_launched(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, admin: dict[str, Any]
+) -> None:
+    request = AcquireRequest(spec=make_spec(count=2), generation=0)
+    first = provider.acquire(request)
+    assert isinstance(first, Launched)
+    admin["ec2"].terminate_instances(InstanceIds=list(first.instance_ids))
+    for inst in backend().all_instances():  # the set was launched a while ago
+        inst.launch_time -= timedelta(minutes=10)
+    again = provider.acquire(request)
+    assert isinstance(again, Shortfall)
+    assert again.terminal
+    assert again.attempts[0].code == "MalformedResponse"
+    assert pool_instances("train") == []
+
+
+def test_changed_inputs_under_one_token_move_on(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, admin: dict[str, Any]
+) -> None:
+    first = provider.acquire(AcquireRequest(spec=make_spec(count=2), generation=0))
+    assert isinstance(first, Launched)
+    admin["ec2"].terminate_instances(InstanceIds=list(first.instance_ids))
+    changed = provider.acquire(AcquireRequest(spec=make_spec(count=3), generation=0))
+    assert isinstance(changed, Launched)
+    assert [c["outcome"] for c in fake.calls("RunInstances")][1:] == [
+        "error:IdempotentParameterMismatch",
+        "ok",
+    ]
+    assert {i.availability_zone for i in changed.instances} == {"us-east-1b"}

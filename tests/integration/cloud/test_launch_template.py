@@ -1,0 +1,170 @@
+"""What each launch carries: template, AMI, profile, IMDSv2, user data, tags, reservations."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+from moto.ssm.models import ssm_backends
+
+from atomic_gang import GangSpec
+from atomic_gang_fakeaws import FakeAws
+from atomic_gang_fakeaws.eks_ssm import fake_ami
+from atomic_gang_fakeaws.world import World
+from atomic_gang_provisioner.cloud import AcquireRequest, Launched, PermanentFailure, Shortfall
+from atomic_gang_provisioner.cloud.aws import Ec2Provider
+from tests.integration.cloud.conftest import CLUSTER, TYPE, backend, pool_instances, tags_of
+
+Spec = Callable[..., GangSpec]
+AMI_PATH = (
+    "/aws/service/eks/optimized-ami/1.31/amazon-linux-2023/x86_64/nvidia/recommended/image_id"
+)
+
+
+def _template(admin: dict[str, Any]) -> dict[str, Any]:
+    (lt,) = admin["ec2"].describe_launch_templates()["LaunchTemplates"]
+    versions = admin["ec2"].describe_launch_template_versions(
+        LaunchTemplateId=lt["LaunchTemplateId"], Versions=["$Default"]
+    )["LaunchTemplateVersions"]
+    data: dict[str, Any] = versions[0]["LaunchTemplateData"]
+    return {"template": lt, "data": data}
+
+
+def test_template_per_shape_with_ssm_ami_profile_sg_and_imdsv2(
+    provider: Ec2Provider, make_spec: Spec, admin: dict[str, Any], world: World
+) -> None:
+    spec = make_spec()
+    assert isinstance(provider.acquire(AcquireRequest(spec=spec, generation=0)), Launched)
+    found = _template(admin)
+    assert (
+        found["template"]["LaunchTemplateName"]
+        == f"atomic-gang-{CLUSTER}-train-{spec.shape_hash()}"
+    )
+    data = found["data"]
+    assert data["ImageId"] == fake_ami(AMI_PATH)
+    assert data["IamInstanceProfile"] == {"Name": world.instance_profile}
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+    cluster_sg = admin["eks"].describe_cluster(name=CLUSTER)["cluster"]["resourcesVpcConfig"][
+        "clusterSecurityGroupId"
+    ]
+    assert data["SecurityGroupIds"] == [cluster_sg]
+    lt_tags = {t["Key"]: t["Value"] for t in found["template"].get("Tags", [])}
+    assert lt_tags["atomic-gang.k8s.aws/managed"] == "true"
+
+
+def test_explicit_ami_wins_over_ssm(
+    provider: Ec2Provider, make_spec: Spec, admin: dict[str, Any], fake: FakeAws
+) -> None:
+    spec = make_spec(ami_id="ami-0123456789abcdef0")
+    assert isinstance(provider.acquire(AcquireRequest(spec=spec, generation=0)), Launched)
+    assert _template(admin)["data"]["ImageId"] == "ami-0123456789abcdef0"
+    assert fake.calls("GetParameter") == []
+
+
+def test_every_instance_gets_profile_tags_and_user_data(
+    provider: Ec2Provider, make_spec: Spec, admin: dict[str, Any], world: World
+) -> None:
+    result = provider.acquire(AcquireRequest(spec=make_spec(count=3), generation=7))
+    assert isinstance(result, Launched)
+    ec2 = admin["ec2"]
+    described = ec2.describe_instances(InstanceIds=list(result.instance_ids))
+    instances = [i for r in described["Reservations"] for i in r["Instances"]]
+    assert len(instances) == 3
+    for inst in instances:
+        assert inst["IamInstanceProfile"]["Arn"].endswith("/" + world.instance_profile)
+        assert inst["MetadataOptions"]["HttpTokens"] == "required"
+        tags = tags_of(inst["InstanceId"])
+        assert tags["atomic-gang.k8s.aws/group"] == "train-g7"
+        assert tags["atomic-gang.k8s.aws/generation"] == "7"
+        volume = inst["BlockDeviceMappings"][0]["Ebs"]["VolumeId"]
+        eni = inst["NetworkInterfaces"][0]["NetworkInterfaceId"]
+        for resource in (volume, eni):
+            assert tags_of(resource)["atomic-gang.k8s.aws/pool"] == "train"
+            assert tags_of(resource)["atomic-gang.k8s.aws/generation"] == "7"
+    raw = ec2.describe_instance_attribute(
+        InstanceId=instances[0]["InstanceId"], Attribute="userData"
+    )
+    text = base64.b64decode(raw["UserData"]["Value"]).decode()
+    assert "kind: NodeConfig" in text
+    assert "atomic-gang.k8s.aws/generation=7" in text
+    assert "--register-with-taints=atomic-gang.k8s.aws/gang=train:NoSchedule" in text
+    cluster = admin["eks"].describe_cluster(name=CLUSTER)["cluster"]
+    assert cluster["endpoint"] in text
+    assert cluster["certificateAuthority"]["data"] in text
+
+
+def test_a_new_ami_makes_a_new_default_and_deletes_old_versions(
+    make_provider: Callable[..., Ec2Provider], make_spec: Spec, admin: dict[str, Any], fake: FakeAws
+) -> None:
+    spec = make_spec(count=1)
+    assert isinstance(make_provider().acquire(AcquireRequest(spec=spec, generation=0)), Launched)
+    ssm_backends["123456789012"]["us-east-1"]._parameters[AMI_PATH][
+        -1
+    ].value = "ami-00000000000000001"
+    assert isinstance(make_provider().acquire(AcquireRequest(spec=spec, generation=1)), Launched)
+    (template,) = backend().launch_templates.values()
+    assert template.default_version_number == 2
+    assert template.get_version(2).data["ImageId"] == "ami-00000000000000001"
+    (deleted,) = fake.calls("DeleteLaunchTemplateVersions")
+    assert deleted["params"]["LaunchTemplateVersion.1"] == "1"
+    assert _template(admin)["data"]["ImageId"] == "ami-00000000000000001"
+
+
+def test_odcr_targeting(provider: Ec2Provider, make_spec: Spec, fake: FakeAws) -> None:
+    fake.add_reservation("cr-0123456789abcdef0", zone="us-east-1b", instance_type=TYPE, count=2)
+    spec = make_spec(count=2, capacity_reservation_id="cr-0123456789abcdef0")
+    result = provider.acquire(AcquireRequest(spec=spec, generation=0))
+    assert isinstance(result, Launched)
+    (run,) = fake.calls("RunInstances")
+    p = run["params"]
+    assert p["CapacityReservationSpecification.CapacityReservationPreference"] == (
+        "capacity-reservations-only"
+    )
+    assert p[
+        "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"
+    ] == ("cr-0123456789abcdef0")
+    assert "InstanceMarketOptions.MarketType" not in p
+    assert {i.availability_zone for i in result.instances} == {"us-east-1b"}
+    # The reservation is now full: the next gang into it is a shortfall.
+    other = make_spec(pool="other", count=1, capacity_reservation_id="cr-0123456789abcdef0")
+    short = provider.acquire(AcquireRequest(spec=other, generation=0))
+    assert isinstance(short, Shortfall)
+    assert short.attempts[0].code == "ReservationCapacityExceeded"
+
+
+def test_capacity_block_adds_its_market_type(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    fake.add_reservation(
+        "cr-0000000000000000b",
+        zone="us-east-1a",
+        instance_type=TYPE,
+        count=4,
+        kind="capacity-block",
+    )
+    spec = make_spec(count=4, capacity_reservation_id="cr-0000000000000000b")
+    assert isinstance(provider.acquire(AcquireRequest(spec=spec, generation=0)), Launched)
+    (run,) = fake.calls("RunInstances")
+    assert run["params"]["InstanceMarketOptions.MarketType"] == "capacity-block"
+    assert len(fake.calls("DescribeCapacityReservations")) == 1
+
+
+def test_missing_or_wrong_instance_profile_is_permanent(
+    provider: Ec2Provider, make_spec: Spec, admin: dict[str, Any], world: World
+) -> None:
+    iam = admin["iam"]
+    iam.remove_role_from_instance_profile(
+        InstanceProfileName=world.instance_profile, RoleName="eks-gang-node-role"
+    )
+    result = provider.acquire(AcquireRequest(spec=make_spec(), generation=0))
+    assert isinstance(result, PermanentFailure)
+    assert result.code == "InstanceProfileRoleMismatch"
+    assert "holds no role" in result.message
+    iam.delete_instance_profile(InstanceProfileName=world.instance_profile)
+    other = make_spec(pool="b", node_role_arn=world.node_role_arn.replace("eks-gang", "other"))
+    missing = provider.acquire(AcquireRequest(spec=other, generation=0))
+    assert isinstance(missing, PermanentFailure)
+    assert missing.code == "InstanceProfileNotFound"
+    assert "instance profile" in missing.hint
+    assert pool_instances("train") == []

@@ -1,0 +1,81 @@
+"""Retry policy: only throttled/transient errors, same parameters, injected sleeper."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
+
+from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.retry import Backoff
+
+
+def client_error(code: str, status: int) -> ClientError:
+    return ClientError(
+        {"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}},
+        "RunInstances",
+    )
+
+
+class Scripted:
+    """A client whose run_instances raises the scripted errors, then succeeds."""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = list(errors)
+        self.seen: list[dict[str, Any]] = []
+
+    def run_instances(self, **params: Any) -> dict[str, Any]:
+        self.seen.append(params)
+        if self.errors:
+            raise self.errors.pop(0)
+        return {"ok": True}
+
+
+def caller(sleeps: list[float], attempts: int = 4) -> Caller:
+    backoff = Backoff(max_attempts=attempts, base_seconds=1, cap_seconds=4, rng=random.Random(7))
+    return Caller(backoff=backoff, sleeper=sleeps.append)
+
+
+def test_throttling_and_timeouts_are_retried_with_the_same_token() -> None:
+    sleeps: list[float] = []
+    client = Scripted(client_error("RequestLimitExceeded", 503), ReadTimeoutError(endpoint_url="x"))
+    assert caller(sleeps).call(client, "run_instances", ClientToken="t1", MinCount=2) == {
+        "ok": True
+    }
+    assert [p["ClientToken"] for p in client.seen] == ["t1", "t1", "t1"]
+    assert len(sleeps) == 2
+    assert 0 <= sleeps[0] <= 1
+    assert 0 <= sleeps[1] <= 2
+
+
+@pytest.mark.parametrize(
+    "code", ["InsufficientInstanceCapacity", "VcpuLimitExceeded", "UnauthorizedOperation"]
+)
+def test_other_errors_are_not_retried(code: str) -> None:
+    sleeps: list[float] = []
+    client = Scripted(client_error(code, 500 if code.startswith("Insufficient") else 400))
+    with pytest.raises(CloudError) as info:
+        caller(sleeps).call(client, "run_instances", ClientToken="t")
+    assert info.value.code == code
+    assert len(client.seen) == 1
+    assert sleeps == []
+
+
+def test_retry_budget_is_bounded() -> None:
+    sleeps: list[float] = []
+    client = Scripted(*[client_error("InternalError", 500)] * 10)
+    with pytest.raises(CloudError) as info:
+        caller(sleeps, attempts=3).call(client, "run_instances")
+    assert info.value.retryable
+    assert len(client.seen) == 3
+    assert len(sleeps) == 2
+
+
+def test_backoff_is_jittered_and_capped() -> None:
+    backoff = Backoff(base_seconds=1, cap_seconds=5, rng=random.Random(1))
+    delays = [backoff.delay(k) for k in range(10)]
+    assert all(0 <= d <= 5 for d in delays)
+    assert len(set(delays)) == len(delays)
