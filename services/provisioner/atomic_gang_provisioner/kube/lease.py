@@ -1,0 +1,71 @@
+"""The Lease record the elector reads and writes (coordination.k8s.io/v1 ``spec``).
+
+``record_of`` reduces a Lease to the fields that decide leadership; a change in
+any of them is what "observed" means. ``lease_body`` builds the next version,
+carrying the resourceVersion read so the write is conditional.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from atomic_gang_provisioner.kube.types import KubeObject, meta
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    holder: str
+    duration: float
+    acquire_time: str
+    renew_time: str
+    transitions: int
+
+
+def micro_time(at: dt.datetime | None = None) -> str:
+    """metav1.MicroTime: RFC 3339 with microseconds, UTC."""
+    return (at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def record_of(lease: KubeObject) -> LeaseRecord:
+    spec = lease.get("spec") or {}
+    return LeaseRecord(
+        holder=spec.get("holderIdentity") or "",
+        duration=float(spec.get("leaseDurationSeconds") or 0),
+        acquire_time=spec.get("acquireTime") or "",
+        renew_time=spec.get("renewTime") or "",
+        transitions=int(spec.get("leaseTransitions") or 0),
+    )
+
+
+def lease_body(
+    *,
+    old_lease: KubeObject | None,
+    name: str,
+    namespace: str,
+    holder: str,
+    duration_seconds: int,
+    now: str,
+    keep_acquire: bool,
+) -> KubeObject:
+    """The Lease to write: renewing (``keep_acquire``), taking over, or releasing (no holder)."""
+    old = record_of(old_lease) if old_lease is not None else None
+    taking_over = bool(holder) and not keep_acquire
+    transitions = 0 if old is None else old.transitions + (1 if taking_over else 0)
+    spec: dict[str, object] = {
+        "leaseDurationSeconds": duration_seconds,
+        "acquireTime": old.acquire_time if keep_acquire and old else now,
+        "renewTime": now,
+        "leaseTransitions": transitions,
+    }
+    if holder:
+        spec["holderIdentity"] = holder
+    metadata: dict[str, object] = {"name": name, "namespace": namespace}
+    if old_lease is not None:
+        metadata["resourceVersion"] = meta(old_lease)["resourceVersion"]
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": spec,
+    }
