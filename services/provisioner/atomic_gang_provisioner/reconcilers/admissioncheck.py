@@ -1,0 +1,89 @@
+"""AdmissionCheck reconciler: advertise ``Active`` on the checks that are ours.
+
+``Active=False`` with a reason when the check is misconfigured for us (we take
+no parameters) or the cloud side cannot be reached, so Kueue marks the
+ClusterQueue inactive instead of queueing into a black hole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.resources import ADMISSION_CHECKS, KUEUE, KUEUE_VERSION
+from atomic_gang_provisioner.runtime import Result
+
+
+def desired(check: Mapping[str, Any], *, cloud_error: str) -> tuple[bool, str, str]:
+    """(active, reason, message) for one of our checks (pure)."""
+    if (check.get("spec") or {}).get("parameters"):
+        return (
+            False,
+            "BadParametersRef",
+            "atomic-gang-provisioner takes no parameters; remove spec.parameters",
+        )
+    if cloud_error:
+        return False, "CloudUnavailable", f"cannot reach EC2/EKS: {cloud_error}"
+    return True, "Active", "atomic-gang-provisioner is running and will provision gangs"
+
+
+class AdmissionCheckReconciler:
+    def __init__(self, ctx: Context, *, cloud_error: Callable[[], str] = lambda: "") -> None:
+        self.ctx = ctx
+        self._cloud_error = cloud_error
+
+    def reconcile(self, name: str) -> Result:
+        check = self.ctx.checks.get(name)
+        if (
+            check is None
+            or (check.get("spec") or {}).get("controllerName") != self.ctx.settings.controllerName
+        ):
+            return Result()
+        active, reason, message = desired(check, cloud_error=self._cloud_error())
+        gen = int((check.get("metadata") or {}).get("generation", 0))
+        status = "True" if active else "False"
+        old = next(
+            (
+                c
+                for c in (check.get("status") or {}).get("conditions") or []
+                if c.get("type") == "Active"
+            ),
+            None,
+        )
+        if old and (
+            old.get("status"),
+            old.get("reason"),
+            old.get("message"),
+            old.get("observedGeneration"),
+        ) == (status, reason, message, gen):
+            return Result()
+        since = old.get("lastTransitionTime") if old and old.get("status") == status else None
+        self.ctx.must_lead()
+        self.ctx.client.apply_status(
+            ADMISSION_CHECKS,
+            {
+                "apiVersion": f"{KUEUE}/{KUEUE_VERSION}",
+                "kind": "AdmissionCheck",
+                "metadata": {"name": name},
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "Active",
+                            "status": status,
+                            "reason": reason,
+                            "message": message,
+                            "observedGeneration": gen,
+                            "lastTransitionTime": since or _ts(self.ctx.now()),
+                        }
+                    ]
+                },
+            },
+            field_manager=self.ctx.settings.controllerName,
+        )
+        return Result()
+
+
+def _ts(now: datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")

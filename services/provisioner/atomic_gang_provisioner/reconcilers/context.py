@@ -1,0 +1,83 @@
+"""Everything a reconciler needs, built once by the manager."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from atomic_gang import GangSettings
+from atomic_gang_provisioner.cloud.provider import CloudProvider
+from atomic_gang_provisioner.kube.client import KubeClient
+from atomic_gang_provisioner.kube.types import EventType, KubeObject
+from atomic_gang_provisioner.metrics import ProvisionerMetrics
+from atomic_gang_provisioner.pool.model import Knobs
+
+
+class Cache(Protocol):
+    """The read side of an informer."""
+
+    def get(self, key: str) -> KubeObject | None: ...
+    def list(self) -> Iterable[KubeObject]: ...
+    def by_index(self, index: str, value: str) -> Iterable[KubeObject]: ...
+    def has_synced(self) -> bool: ...
+
+
+class EventSink(Protocol):
+    def event(self, obj: Any, *, type: EventType, reason: str, message: str) -> None: ...
+
+
+class NotLeaderError(RuntimeError):
+    """This replica lost the lease: no write may follow."""
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Test-only crash points (``ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH=1``): the process
+    dies between "EC2 returned" and "status persisted", as a SIGKILL would."""
+
+    crash_after_launch: bool = field(
+        default_factory=lambda: os.environ.get("ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH") == "1"
+    )
+
+    def after_launch(self) -> None:
+        if self.crash_after_launch:
+            os._exit(137)
+
+
+@dataclass
+class Context:
+    client: KubeClient
+    pools: Cache
+    workloads: Cache
+    nodes: Cache
+    jobs: Cache
+    checks: Cache
+    flavors: Cache
+    cloud: CloudProvider
+    settings: GangSettings
+    knobs: Knobs
+    events: EventSink
+    metrics: ProvisionerMetrics
+    leading: Callable[[], bool] = lambda: True
+    now: Callable[[], datetime] = _utcnow
+    faults: Faults = field(default_factory=Faults)
+
+    def must_lead(self) -> None:
+        if not self.leading():
+            raise NotLeaderError("lost the leader lease; refusing to write")
+
+    def our_checks(self) -> frozenset[str]:
+        """Names of AdmissionChecks whose controllerName is ours."""
+        mine = self.settings.controllerName
+        return frozenset(
+            str(c["metadata"]["name"])
+            for c in self.checks.list()
+            if (c.get("spec") or {}).get("controllerName") == mine
+        )

@@ -1,0 +1,124 @@
+"""GangNodePool reconciler: decide, perform the one cloud call, write status once.
+
+The reconcile key is the pool name, so a pool is never reconciled by two
+workers at once (the anti-double-acquire guarantee on top of ClientTokens).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from atomic_gang_provisioner.api import FINALIZER, GangNodePool
+from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.kube.errors import ConflictError, NotFoundError
+from atomic_gang_provisioner.nodes import node_view
+from atomic_gang_provisioner.pool import machine
+from atomic_gang_provisioner.pool.model import Metric, NodeView, Observed, Plan
+from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.resources import POOLS
+from atomic_gang_provisioner.runtime import Result
+
+log = logging.getLogger("atomic_gang_provisioner.pool")
+INSTANCE_INDEX = "instance"
+
+
+class PoolReconciler:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def _nodes(self, pool: GangNodePool) -> tuple[NodeView, ...]:
+        out: list[NodeView] = []
+        for iid in pool.status.instanceIds:
+            for node in self.ctx.nodes.by_index(INSTANCE_INDEX, iid):
+                view = node_view(node)
+                if view is not None:
+                    out.append(view)
+        return tuple(out)
+
+    def reconcile(self, name: str) -> Result:
+        obj = self.ctx.pools.get(name)
+        if obj is None:
+            return Result()
+        pool = GangNodePool.from_dict(obj)
+        now = self.ctx.now()
+        observed = Observed(nodes=self._nodes(pool), knobs=self.ctx.knobs)
+        plan = machine.decide(pool, observed, now)
+        if plan.describe:
+            described: tuple[Instance, ...] = self.ctx.cloud.describe(pool.status.instanceIds)
+            plan = machine.decide(pool, replace(observed, instances=described), now)
+        plan = self._perform(pool, plan)
+        self._write(pool, plan)
+        return Result(requeue_after=plan.requeue_after)
+
+    def _perform(self, pool: GangNodePool, plan: Plan) -> Plan:
+        ctx = self.ctx
+        now = ctx.now()
+        if plan.acquire is not None:
+            ctx.must_lead()
+            result = ctx.cloud.acquire(plan.acquire)
+            ctx.faults.after_launch()
+            plan = machine.after_acquire(
+                pool, plan, request=plan.acquire, result=result, now=now, knobs=ctx.knobs
+            )
+        elif plan.release is not None:
+            ctx.must_lead()
+            released = ctx.cloud.release(plan.release)
+            plan = machine.after_release(pool, plan, result=released, now=now, knobs=ctx.knobs)
+        if plan.tag is not None and plan.tag.instance_ids:
+            ctx.must_lead()
+            ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
+        return plan
+
+    def _write(self, pool: GangNodePool, plan: Plan) -> None:
+        ctx = self.ctx
+        if plan.status != pool.status:
+            ctx.must_lead()
+            self._write_status(pool, plan)
+        if plan.remove_finalizer:
+            self._remove_finalizer(pool)
+        for ev in plan.events:
+            ctx.events.event(pool.to_dict(), type=ev.type, reason=ev.reason, message=ev.message)
+            log.info(ev.message, extra={"pool": pool.name, "reason": ev.reason})
+        for metric in plan.metrics:
+            self._observe(pool, metric)
+
+    def _write_status(self, pool: GangNodePool, plan: Plan) -> None:
+        status = plan.status.model_dump(mode="json")
+        try:
+            self.ctx.client.replace_status(POOLS, {**pool.to_dict(), "status": status})
+            return
+        except ConflictError:
+            pass
+        # The Workload reconciler changed the spec meanwhile. We are the only status writer,
+        # so if the status we started from is still the stored one, write ours on top.
+        latest = GangNodePool.from_dict(self.ctx.client.get(POOLS, pool.name))
+        if latest.status != pool.status:
+            raise ConflictError(f"status of pool {pool.name} changed under us")
+        self.ctx.must_lead()
+        self.ctx.client.replace_status(POOLS, {**latest.to_dict(), "status": status})
+
+    def _remove_finalizer(self, pool: GangNodePool) -> None:
+        finalizers = [f for f in pool.metadata.get("finalizers") or [] if f != FINALIZER]
+        patch: dict[str, Any] = {"metadata": {"finalizers": finalizers}}
+        try:
+            self.ctx.client.patch(POOLS, pool.name, patch, resource_version=pool.resource_version)
+        except NotFoundError:
+            return
+
+    def _observe(self, pool: GangNodePool, metric: Metric) -> None:
+        m = self.ctx.metrics
+        labels = dict(metric.labels)
+        if metric.name == "acquisition":
+            m.acquisitions.labels(labels["mode"], labels["result"]).inc()
+        elif metric.name == "shortfall":
+            m.shortfalls.labels(labels["reason"]).inc()
+        elif metric.name == "satisfied":
+            m.time_to_satisfied.observe(metric.value)
+        elif metric.name == "joined":
+            m.join_duration.observe(metric.value)
+        elif metric.name == "keep_warm_reuse":
+            m.keep_warm_reuses.inc()
+        elif metric.name == "released":
+            m.released.inc(metric.value)

@@ -1,0 +1,75 @@
+"""The reaper: a periodic, leader-only leak backstop.
+
+One paginated listing of this cluster's managed instances, the pure
+``classify`` against what the pool caches say, then the full release path
+(ENI-aware) for anything past max lifetime, past keep-warm, or orphaned.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+
+from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.cloud.reaper import PoolView, classify
+from atomic_gang_provisioner.cloud.types import ReleaseRequest
+from atomic_gang_provisioner.reconcilers.context import Context
+
+log = logging.getLogger("atomic_gang_provisioner.reaper")
+
+
+class Reaper:
+    def __init__(self, ctx: Context, *, interval: float) -> None:
+        self.ctx = ctx
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sweep(self) -> dict[str, int]:
+        """One pass; returns instances released by reason."""
+        ctx = self.ctx
+        if not ctx.pools.has_synced():
+            return {}  # an empty cache would make every instance look orphaned
+        pools: dict[str, PoolView] = {}
+        for obj in ctx.pools.list():
+            pool = GangNodePool.from_dict(obj)
+            pools[pool.name] = PoolView(
+                generation=pool.status.activeGeneration or None,
+                instance_ids=frozenset(pool.status.instanceIds),
+            )
+        reaps = classify(
+            ctx.cloud.list_owned(),
+            now=ctx.now(),
+            pools=pools,
+            default_max_lifetime=ctx.settings.defaults.maxLifetime,
+        )
+        if not reaps:
+            return {}
+        ctx.must_lead()
+        ctx.cloud.release(ReleaseRequest(instance_ids=tuple(r.instance_id for r in reaps)))
+        counts = Counter(r.reason for r in reaps)
+        for reason, n in counts.items():
+            ctx.metrics.reaped.labels(reason).inc(n)
+        for r in reaps:
+            log.warning(
+                "reaped instance",
+                extra={"instance": r.instance_id, "reason": r.reason, "detail": r.detail},
+            )
+        return {str(reason): n for reason, n in counts.items()}
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.sweep()
+            except Exception:
+                log.exception("reaper sweep failed; next sweep in %ss", self.interval)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="reaper", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

@@ -1,0 +1,194 @@
+"""Workload reconciler: gathers inputs from the caches, runs the pure decision,
+then creates/claims/releases the pool and server-side-applies our check state."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from atomic_gang import keys
+from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
+from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.resources import JOBS, POOLS, WORKLOADS
+from atomic_gang_provisioner.runtime import Result
+from atomic_gang_provisioner.workload.decide import (
+    CheckUpdate,
+    Claimant,
+    Inputs,
+    SpecChange,
+    WorkloadPlan,
+    decide,
+)
+from atomic_gang_provisioner.workload.view import KUEUE_API, WorkloadView, view
+
+log = logging.getLogger("atomic_gang_provisioner.workload")
+JOB_UID_INDEX = "uid"
+CLAIM_INDEX = "claim"
+
+
+class WorkloadReconciler:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def reconcile(self, key: str) -> Result:
+        obj = self.ctx.workloads.get(key)
+        if obj is None:
+            self._release_orphaned_claims(key)
+            return Result()
+        wl = view(obj)
+        job = self._job(wl)
+        pool = self._pool(job)
+        plan = decide(
+            Inputs(
+                wl=wl,
+                our_checks=self.ctx.our_checks(),
+                job=job,
+                pool=pool,
+                claimant=self._claimant(pool, wl),
+                flavor_labels=self._flavor_labels(wl),
+                settings=self.ctx.settings,
+                knobs=self.ctx.knobs,
+                now=self.ctx.now(),
+            )
+        )
+        self._perform(wl, obj, job, plan)
+        return Result(requeue_after=plan.requeue_after)
+
+    def _job(self, wl: WorkloadView) -> Mapping[str, Any] | None:
+        uid = wl.owner_job[1] if wl.owner_job else wl.job_uid_label
+        for job in self.ctx.jobs.by_index(JOB_UID_INDEX, uid):
+            return job
+        if wl.owner_job:
+            return self.ctx.jobs.get(f"{wl.namespace}/{wl.owner_job[0]}")
+        return None
+
+    def _pool(self, job: Mapping[str, Any] | None) -> GangNodePool | None:
+        name = ((job or {}).get("metadata") or {}).get("labels", {}).get(keys.POOL)
+        if not name:
+            return None
+        obj = self.ctx.pools.get(str(name))
+        return GangNodePool.from_dict(obj) if obj is not None else None
+
+    def _claimant(self, pool: GangNodePool | None, wl: WorkloadView) -> Claimant:
+        claim = pool.spec.claim if pool is not None else None
+        if claim is None or claim.uid == wl.uid:
+            return "absent"
+        other = self.ctx.workloads.get(f"{claim.namespace}/{claim.name}")
+        if other is None or (other.get("metadata") or {}).get("uid") != claim.uid:
+            return "absent"
+        return "active" if view(other).in_play else "inactive"
+
+    def _flavor_labels(self, wl: WorkloadView) -> dict[str, str]:
+        labels: dict[str, str] = {}
+        for name in wl.flavors:
+            flavor = self.ctx.flavors.get(name) or {}
+            labels.update((flavor.get("spec") or {}).get("nodeLabels") or {})
+        return labels
+
+    def _perform(
+        self,
+        wl: WorkloadView,
+        obj: Mapping[str, Any],
+        job: Mapping[str, Any] | None,
+        plan: WorkloadPlan,
+    ) -> None:
+        ctx = self.ctx
+        if plan.create_pool is not None:
+            ctx.must_lead()
+            try:
+                ctx.client.create(POOLS, plan.create_pool.to_dict())
+            except AlreadyExistsError as err:  # cache lag: the requeue sees it
+                raise ConflictError(str(err)) from err
+        if plan.spec_change is not None:
+            self._change_spec(plan.spec_change)
+        for update in plan.checks:
+            self._apply_check(wl, update)
+        for type_, reason, message in plan.events:
+            ctx.events.event(dict(obj), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
+            if job is not None:
+                ctx.events.event(dict(job), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
+            log.info(message, extra={"workload": wl.key, "reason": reason})
+
+    def _change_spec(self, change: SpecChange) -> None:
+        self.ctx.must_lead()
+        spec: dict[str, Any] = {
+            "claim": change.claim.model_dump(mode="json") if change.claim else None
+        }
+        if change.keep_warm_ttl is not None:
+            spec["keepWarmTTL"] = change.keep_warm_ttl
+        if change.shape is not None:
+            spec["shape"] = change.shape.model_dump(mode="json")
+        self.ctx.client.patch(
+            POOLS, change.pool, {"spec": spec}, resource_version=change.resource_version
+        )
+
+    def _apply_check(self, wl: WorkloadView, update: CheckUpdate) -> None:
+        self.ctx.must_lead()
+        entry: dict[str, Any] = {
+            "name": update.name,
+            "state": update.state,
+            "message": update.message,
+            "lastTransitionTime": update.last_transition_time,
+        }
+        if update.pod_set_updates:
+            entry["podSetUpdates"] = list(update.pod_set_updates)
+        if update.requeue_after_seconds is not None:
+            entry["requeueAfterSeconds"] = update.requeue_after_seconds
+        body = {
+            "apiVersion": KUEUE_API,
+            "kind": "Workload",
+            "metadata": {
+                "name": wl.name,
+                "namespace": wl.namespace,
+                "resourceVersion": wl.resource_version,
+            },
+            "status": {"admissionChecks": [entry]},
+        }
+        self.ctx.client.apply_status(
+            WORKLOADS, body, field_manager=self.ctx.settings.controllerName
+        )
+        self.ctx.metrics.check_transitions.labels(update.state).inc()
+
+    def _release_orphaned_claims(self, key: str) -> None:
+        """A deleted Workload's claim is released (its delete event brought us here)."""
+        for obj in self.ctx.pools.by_index(CLAIM_INDEX, key):
+            pool = GangNodePool.from_dict(obj)
+            self.ctx.must_lead()
+            try:
+                self.ctx.client.patch(
+                    POOLS,
+                    pool.name,
+                    {"spec": {"claim": None}},
+                    resource_version=pool.resource_version,
+                )
+            except NotFoundError:
+                continue
+            log.info(
+                "released the claim of a deleted Workload",
+                extra={"workload": key, "pool": pool.name},
+            )
+
+
+def claim_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """Index pools by ``namespace/name`` of their claimant."""
+    claim = (obj.get("spec") or {}).get("claim")
+    if not claim:
+        return ()
+    return (f"{claim.get('namespace')}/{claim.get('name')}",)
+
+
+def job_uid_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    uid = (obj.get("metadata") or {}).get("uid")
+    return (str(uid),) if uid else ()
+
+
+__all__ = [
+    "CLAIM_INDEX",
+    "JOBS",
+    "JOB_UID_INDEX",
+    "WorkloadReconciler",
+    "claim_index",
+    "job_uid_index",
+]
