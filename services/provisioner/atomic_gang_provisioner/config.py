@@ -1,0 +1,24 @@
+"""Process settings of the provisioner (env ``ATOMIC_GANG_PROVISIONER_*``).
+
+The controller knobs themselves live in the shared settings file
+(``ATOMIC_GANG_CONFIG``; see ``atomic_gang.settings``).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ATOMIC_GANG_PROVISIONER_", extra="forbid")
+
+    kubeconfig: str = Field(default="", description="Empty: $KUBECONFIG, else in-cluster.")
+    namespace: str = Field(default="atomic-gang-system", description="Lease namespace fallback.")
+    http_host: str = Field(default="0.0.0.0", description="/metrics /healthz /readyz")  # noqa: S104
+    http_port: int = Field(default=8080, ge=0, le=65535)
+    log_level: str = Field(default="info", pattern="^(debug|info|warning|error)$")
+    pool_workers: int | None = Field(default=None, ge=1, description="Overrides the setting.")
+    workload_workers: int = Field(default=4, ge=1)
+    resync_seconds: float = Field(default=300.0, ge=0)
+    eni_wait_seconds: float = Field(default=0.0, ge=0, description="0: never wait in a reconcile.")

@@ -1,0 +1,90 @@
+"""Entry point: ``atomic-gang-provisioner`` runs the controller until SIGTERM.
+
+Settings are checked before anything starts; an invalid setting exits with
+status 2 and a message naming the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+from pydantic import ValidationError
+
+from atomic_gang import logs
+from atomic_gang.settings import GangSettings, SettingsError, load_settings
+from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
+from atomic_gang_provisioner.config import ServerSettings
+from atomic_gang_provisioner.httpserver import serve
+from atomic_gang_provisioner.kube import KubeClient
+from atomic_gang_provisioner.manager import Manager
+from atomic_gang_provisioner.metrics import ProvisionerMetrics
+
+log = logging.getLogger("atomic_gang_provisioner")
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="atomic-gang-provisioner",
+        description="Kueue AdmissionCheck controller that acquires EC2 gangs N-or-0. "
+        "Process options come from ATOMIC_GANG_PROVISIONER_* env vars (KUBECONFIG, NAMESPACE, "
+        "HTTP_PORT, LOG_LEVEL, ...); controller knobs from the settings file. AWS credentials "
+        "and endpoint come from the standard AWS environment (AWS_ENDPOINT_URL for moto).",
+    )
+    p.add_argument(
+        "--config",
+        default=os.environ.get("ATOMIC_GANG_CONFIG", ""),
+        help="settings YAML (chart value names); default $ATOMIC_GANG_CONFIG",
+    )
+    p.add_argument("--identity", default=None, help="leader-election identity (default: host)")
+    return p.parse_args(argv)
+
+
+def load(argv: list[str] | None) -> tuple[argparse.Namespace, ServerSettings, GangSettings]:
+    args = _args(argv)
+    try:
+        server = ServerSettings()
+    except ValidationError as exc:
+        raise SettingsError(f"invalid ATOMIC_GANG_PROVISIONER_* settings: {exc}") from exc
+    settings = load_settings(args.config or None)
+    settings.require("clusterName", "defaults.region")
+    return args, server, settings
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        args, server, settings = load(argv)
+    except SettingsError as exc:
+        sys.stderr.write(f"atomic-gang-provisioner: {exc}\n")
+        sys.exit(2)
+    logs.configure(server.log_level)
+    metrics = ProvisionerMetrics.create()
+    client = (
+        KubeClient.from_kubeconfig(server.kubeconfig or None)
+        if server.kubeconfig or os.environ.get("KUBECONFIG")
+        else KubeClient.in_cluster()
+    )
+    cloud = Ec2Provider(
+        clients=make_clients(region=settings.defaults.region),
+        config=EngineConfig(cluster=settings.clusterName, eni_wait_seconds=server.eni_wait_seconds),
+    )
+    manager = Manager(settings=settings, server=server, client=client, cloud=cloud, metrics=metrics)
+    http = serve(
+        host=server.http_host,
+        port=server.http_port,
+        registry=metrics.registry,
+        ready=manager.synced,
+    )
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    manager.start(identity=args.identity)
+    log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})
+    done.wait()
+    log.info("shutting down")
+    manager.stop()
+    http.shutdown()
