@@ -5,7 +5,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint unit integration e2e bins venv dev-up dev-down bench clean-venv
+CRD := charts/atomic-gang-provisioner/crds/gangnodepools.atomic-gang.k8s.aws.yaml
+
+.PHONY: crd helm-sync demo test test-fast lint unit integration e2e bins venv dev-up dev-down bench clean-venv
 
 ## demo: run the whole product locally (control plane + Kueue + moto + provisioner)
 demo: venv bins
@@ -40,6 +42,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $@
+
+## crd / helm-sync: regenerate the GangNodePool CRD from the pydantic models into the chart
+crd helm-sync: venv
+	$(BIN)/python -m atomic_gang_provisioner.api.crd > $(CRD)
 
 ## bins: build (or reuse) the pinned upstream control-plane binaries
 bins:
