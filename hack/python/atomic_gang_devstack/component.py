@@ -61,7 +61,9 @@ class Context:
 
     @property
     def kubectl(self) -> Kubectl:
-        return Kubectl(self.bins.path("kubectl"), self.admin_kubeconfig())
+        return Kubectl(
+            self.bins.path("kubectl"), self.admin_kubeconfig(), self.dir / "kubectl-cache"
+        )
 
     def _require_ca(self) -> pki.Issued:
         if self.ca is None:

@@ -23,6 +23,7 @@ WEBHOOK_CONFIG = "atomic-gang-webhook"
 WEBHOOK_NAME = "jobs.atomic-gang.k8s.aws"
 WEBHOOK_PATH = "/validate/batch/v1/job"
 EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "kueue-system")
+PROBE_VALUE = "devstack-probe-not-a-number"
 QUOTA = {"cpu": "1000", "memory": "4Ti", "nvidia.com/gpu": "1000"}
 
 # Dev settings for our webhook (and later the provisioner); chart value names.
@@ -151,7 +152,7 @@ def probe_job(namespace: str) -> Obj:
         "metadata": {
             "name": "devstack-webhook-probe",
             "namespace": namespace,
-            "annotations": {keys.COUNT: "not-a-number"},
+            "annotations": {keys.COUNT: PROBE_VALUE},
         },
         "spec": {
             "template": {

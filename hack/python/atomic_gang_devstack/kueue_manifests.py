@@ -10,6 +10,9 @@ on 127.0.0.1 instead of the in-cluster Service.
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
+import os
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -76,7 +79,11 @@ def manager_config(
 
 
 def render_chart(helm: Path, chart: Path, config: Obj) -> list[Obj]:
-    """``helm template`` the chart with ``config`` as its manager configuration."""
+    """``helm template`` the chart with ``config`` as its manager configuration.
+
+    Only the integrations and namespace selectors of ``config`` shape what we
+    keep (ports and paths land in the ConfigMap, which is dropped).
+    """
     values = {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config)}}
     out = subprocess.run(
         [str(helm), "template", RELEASE, str(chart), "--namespace", NAMESPACE, "--values", "-"],
@@ -86,7 +93,23 @@ def render_chart(helm: Path, chart: Path, config: Obj) -> list[Obj]:
         check=True,
         timeout=120,
     ).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
+    return [d for d in yaml.load_all(out, Loader=yaml.CSafeLoader) if d]
+
+
+def cached_render(helm: Path, chart: Path, config: Obj, cache: Path) -> list[Obj]:
+    """:func:`render_chart` then :func:`select`, cached as JSON under ``cache``."""
+    key = hashlib.sha256(
+        json.dumps([str(helm), str(chart.resolve()), config], sort_keys=True).encode()
+    ).hexdigest()[:16]
+    path = cache / f"kueue-manifests-{key}.json"
+    if path.exists():
+        return list(json.loads(path.read_text(encoding="utf-8")))
+    docs = select(render_chart(helm, chart, config))
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(docs), encoding="utf-8")
+    os.replace(tmp, path)  # atomic: concurrent launchers may render at the same time
+    return docs
 
 
 def select(docs: Iterable[Obj]) -> list[Obj]:

@@ -14,9 +14,11 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+DEAD = frozenset({"Z", "X"})  # zombie (not yet reaped) or dead
 # Popen objects of children started by this very process, so they get reaped.
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -33,14 +35,20 @@ class ProcRecord(BaseModel):
     log: str
 
 
-def parse_stat(text: str) -> tuple[str, int]:
-    """(state letter, start time in clock ticks) from a ``/proc/<pid>/stat`` line."""
+class Stat(NamedTuple):
+    state: str
+    pgrp: int
+    start_ticks: int
+
+
+def parse_stat(text: str) -> Stat:
+    """State, process group and start time (clock ticks) from a ``/proc/<pid>/stat`` line."""
     # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
     rest = text[text.rindex(")") + 2 :].split()
-    return rest[0], int(rest[19])
+    return Stat(rest[0], int(rest[2]), int(rest[19]))
 
 
-def _stat(pid: int) -> tuple[str, int] | None:
+def _stat(pid: int | str) -> Stat | None:
     try:
         return parse_stat(Path(f"/proc/{pid}/stat").read_text(encoding="utf-8"))
     except (OSError, ValueError, IndexError):
@@ -68,7 +76,7 @@ def spawn(
     return ProcRecord(
         name=name,
         pid=child.pid,
-        start_ticks=stat[1] if stat else -1,
+        start_ticks=stat.start_ticks if stat else -1,
         argv=tuple(argv),
         log=str(log),
     )
@@ -80,7 +88,7 @@ def alive(rec: ProcRecord) -> bool:
     if child is not None and child.poll() is not None:
         return False
     stat = _stat(rec.pid)
-    return stat is not None and stat[1] == rec.start_ticks and stat[0] not in ("Z", "X")
+    return stat is not None and stat.start_ticks == rec.start_ticks and stat.state not in DEAD
 
 
 def exit_code(rec: ProcRecord) -> int | None:
@@ -89,13 +97,13 @@ def exit_code(rec: ProcRecord) -> int | None:
 
 
 def _group_exists(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether any live (non-zombie) process is still in group ``pgid``."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = _stat(entry.name)
+            if stat is not None and stat.pgrp == pgid and stat.state not in DEAD:
+                return True
+    return False
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

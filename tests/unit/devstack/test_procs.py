@@ -13,11 +13,17 @@ from atomic_gang_devstack import procs
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        pytest.param("42 (etcd) S 1 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9876 0", ("S", 9876)),
-        pytest.param("7 (a) b) c) R 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0", ("R", 55)),
+        pytest.param(
+            "42 (etcd) S 1 40 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9876 0",
+            ("S", 40, 9876),
+            id="plain",
+        ),
+        pytest.param(
+            "7 (a) b) c) R 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0", ("R", 7, 55), id="parens"
+        ),
     ],
 )
-def test_parse_stat_handles_odd_command_names(line: str, expected: tuple[str, int]) -> None:
+def test_parse_stat_handles_odd_command_names(line: str, expected: tuple[str, int, int]) -> None:
     assert procs.parse_stat(line) == expected
 
 

@@ -22,6 +22,9 @@ KCM_CONTROLLERS = (
     "serviceaccount-controller",
     "ttl-after-finished-controller",
     "root-ca-certificate-publisher-controller",
+    # Lifts the node.kubernetes.io/not-ready taint the NodeTaint admission plugin
+    # puts on every new Node, once kwok reports it Ready (and watches its lease).
+    "node-lifecycle-controller",
 )
 
 

@@ -30,30 +30,22 @@ class Kueue(ProcessComponent):
 
     def prepare(self, ctx: Context) -> None:
         d = ctx.dir / "kueue"
-        ca = pki.new_ca(km.CA_NAME, rsa_pkcs1=True, dns_names=(km.CA_NAME,))
-        ca.write(d, "ca")
-        server = pki.issue(
-            ca, km.SERVICE_DNS, hosts=(km.SERVICE_DNS, "127.0.0.1", "localhost"), server=True
-        )
-        server.write(d, "server")
-        cert_dir = d / "certs"
-        cert_dir.mkdir(parents=True, exist_ok=True)
-        (cert_dir / "tls.crt").write_bytes(server.cert_pem)
-        (cert_dir / "tls.key").write_bytes(server.key_pem)
+        ca, server = self._certs(ctx)
         config = km.manager_config(
             health_port=ctx.port("kueue-health"),
             webhook_port=ctx.port("kueue-webhook"),
-            cert_dir=cert_dir,
+            cert_dir=d / "certs",
         )
         (d / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        # Ports and paths only reach the chart's ConfigMap (dropped), so the
+        # rendering is cached with placeholders and reused across launches.
+        chart_config = km.manager_config(health_port=0, webhook_port=0, cert_dir=d)
+        chart = ctx.bins.source("kueue") / "charts" / "kueue"
+        rendered = km.cached_render(
+            ctx.bins.path("helm"), chart, chart_config, ctx.bins.root / "rendered"
+        )
         docs = km.point_at(
-            km.select(
-                km.render_chart(
-                    ctx.bins.path("helm"), ctx.bins.source("kueue") / "charts" / "kueue", config
-                )
-            ),
-            base_url=f"https://127.0.0.1:{ctx.port('kueue-webhook')}",
-            ca_pem=ca.cert_pem,
+            rendered, base_url=f"https://127.0.0.1:{ctx.port('kueue-webhook')}", ca_pem=ca.cert_pem
         )
         secret = km.seeded_secret(
             ca_crt=ca.cert_pem, ca_key=ca.key_pem, tls_crt=server.cert_pem, tls_key=server.key_pem
@@ -71,6 +63,17 @@ class Kueue(ProcessComponent):
             f"system:serviceaccount:{km.NAMESPACE}:{km.SERVICE_ACCOUNT}",
             orgs=("system:serviceaccounts", f"system:serviceaccounts:{km.NAMESPACE}"),
         )
+
+    @staticmethod
+    def _certs(ctx: Context) -> tuple[pki.Issued, pki.Issued]:
+        d = ctx.dir / "kueue"
+        ca = pki.new_ca(km.CA_NAME, rsa_pkcs1=True, dns_names=(km.CA_NAME,))
+        ca.write(d, "ca")
+        hosts = (km.SERVICE_DNS, "127.0.0.1", "localhost")
+        server = pki.issue(ca, km.SERVICE_DNS, hosts=hosts, server=True)
+        server.write(d, "server")
+        server.write(d / "certs", "tls")  # what kubelet would mount from the Secret
+        return ca, server
 
     def argv(self, ctx: Context) -> list[str]:
         return [

@@ -76,6 +76,7 @@ class WebhookRegistration(Component):
             done = ctx.kubectl.run(
                 "create", "--dry-run=server", "-f", "-", stdin=probe, check=False
             )
-            return done.returncode != 0 and dev_objects.WEBHOOK_NAME in done.stderr
+            # Only our webhook knows the annotation; its denial names key and value.
+            return done.returncode != 0 and dev_objects.PROBE_VALUE in done.stderr
 
         waits.wait_until(denied_by_us, name=self.name, what="enforced", timeout=self.ready_timeout)

@@ -1,0 +1,92 @@
+"""The e2e harness: one real local control plane per session, one namespace per test.
+
+Missing binaries are built (hack/build-bins.sh) right after collection, outside
+any per-test timeout; a build failure fails the session, it never skips. The
+stack is the same launcher ``make dev-up`` uses, in a temporary state dir, so
+it coexists with a running dev stack.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from atomic_gang_devstack import dev_objects
+from atomic_gang_devstack.bins import Bins
+from atomic_gang_devstack.component import Context
+from atomic_gang_devstack.components import default_components
+from atomic_gang_devstack.stack import Stack
+from atomic_gang_devstack.state import StackOptions
+from tests.e2e.kube import Kube, wait_for
+
+_TIMINGS: dict[str, float] = {}
+
+
+@dataclass(frozen=True)
+class LocalStack:
+    stack: Stack
+    ctx: Context
+    kube: Kube
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any(item.get_closest_marker("e2e") for item in session.items):
+        t0 = time.monotonic()
+        Bins.load().ensure()  # raises BinaryMissingError: the session fails, nothing is skipped
+        _TIMINGS["binaries checked/built (s)"] = time.monotonic() - t0
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _TIMINGS:
+        terminalreporter.section("local control plane")
+        for what, seconds in _TIMINGS.items():
+            terminalreporter.write_line(f"{what}: {seconds:.1f}")
+
+
+@pytest.fixture(scope="session")
+def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    options = StackOptions(state_dir=tmp_path_factory.mktemp("devstack"))
+    stack = Stack(options, default_components(options))
+    t0 = time.monotonic()
+    ctx = stack.up()
+    _TIMINGS["stack start (s)"] = time.monotonic() - t0
+    try:
+        kube = Kube(ctx.bins.path("kubectl"), ctx.admin_kubeconfig(), ctx.dir / "kubectl-cache")
+        yield LocalStack(stack, ctx, kube)
+    finally:
+        t1 = time.monotonic()
+        stack.down()
+        _TIMINGS["stack stop (s)"] = time.monotonic() - t1
+
+
+@pytest.fixture
+def kube(local_stack: LocalStack) -> Kube:
+    return local_stack.kube
+
+
+def _namespace_name(test_name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")[:40].rstrip("-")
+    return f"e2e-{slug}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace with a LocalQueue ``atomic-gang-queue`` on our ClusterQueue."""
+    name = _namespace_name(request.node.name)
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    kube.apply(dev_objects.local_queue(name))
+    # Pods cannot be created before the serviceaccount controller made "default".
+    wait_for(
+        lambda: (
+            kube.run("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0
+        ),
+        timeout=30,
+        what=f"serviceaccount default in {name}",
+    )
+    yield name
+    kube.run("delete", "namespace", name, "--wait=false", check=False)
