@@ -323,3 +323,17 @@ def test_reclaim_by_the_same_workload_resets_attempts() -> None:
     assert plan.acquire is not None
     assert plan.status.consecutiveShortfalls == 0
     assert plan.status.claimKey == again.key
+
+
+def test_generation_is_seeded_from_the_creation_time() -> None:
+    p = pool()
+    p = p.model_copy(
+        update={"metadata": {**p.metadata, "creationTimestamp": "2026-11-29T12:00:00Z"}}
+    )
+    plan = machine.decide(p, observed(), T0)
+    assert plan.acquire is not None
+    assert plan.acquire.generation == int(T0.timestamp())
+    written = p.model_copy(update={"status": plan.status})
+    again = machine.decide(written, observed(), T0)
+    assert again.acquire is not None
+    assert again.acquire.generation == int(T0.timestamp())

@@ -295,3 +295,20 @@ def test_pool_being_deleted_waits() -> None:
     plan = run(pool=p)
     assert plan.checks[0].state == "Pending"
     assert plan.create_pool is None
+
+
+def test_admitted_job_with_our_selector_is_not_revalidated() -> None:
+    """Kueue merges our podSetUpdates into the template on admission: still fine."""
+    p = _claimed_pool(phase="Satisfied", readyCount=4)
+    job = gang_job(
+        spec={
+            "template": {
+                "spec": {"nodeSelector": {keys.POOL: "pretrain", keys.GROUP: "pretrain-g1"}}
+            }
+        }
+    )
+    ready = run(pool=p).checks[0]
+    admitted = workload(
+        state="Ready", message=ready.message, podSetUpdates=list(ready.pod_set_updates)
+    )
+    assert run(admitted, pool=p, job=job) == WorkloadPlan()

@@ -49,7 +49,24 @@ def _finalize(pool: GangNodePool) -> Plan:
     return Plan(status=status, remove_finalizer=True)
 
 
+def seed_generation(pool: GangNodePool) -> GangNodePool:
+    """A new pool starts its generations at its creation time (epoch seconds).
+
+    ClientTokens stay valid at EC2 long after termination, so a pool deleted and
+    created again under the same name must never derive a token it used before.
+    The seed is a pure function of the object, so a lost first write re-derives it.
+    """
+    s = pool.status
+    stamp = pool.metadata.get("creationTimestamp")
+    if s.observedGeneration or s.activeGeneration or s.acquireGeneration != 1 or not stamp:
+        return pool
+    created = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    seeded = update(s, acquireGeneration=max(1, int(created.timestamp())))
+    return pool.model_copy(update={"status": seeded})
+
+
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+    pool = seed_generation(pool)
     if pool.deleting:
         return _with_conditions(pool, _finalize(pool), now)
     plan = Plan(status=pool.status)

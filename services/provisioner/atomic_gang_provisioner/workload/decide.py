@@ -124,6 +124,15 @@ def decide(inp: Inputs) -> WorkloadPlan:
     current = ours[0]
     if current.state in ("Retry", "Rejected"):
         return WorkloadPlan()  # Kueue resets it to Pending after the eviction
+    if current.state == "Ready":
+        # Admitted: Kueue has merged our podSetUpdates into the Job's template, so the
+        # Job must not be validated again (its selector now carries our keys). Only a
+        # broken gang changes anything from here.
+        pool = inp.pool
+        mine = (
+            pool is not None and pool.spec.claim is not None and pool.spec.claim.uid == inp.wl.uid
+        )
+        return _claimed(inp, current, pool) if mine and pool is not None else WorkloadPlan()
     if inp.job is None:
         return _merge(
             _set(inp, current, "Pending", "Waiting for the owner Job to be visible"), requeue=5.0
