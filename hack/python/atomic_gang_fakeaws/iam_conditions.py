@@ -11,6 +11,7 @@ moto (5.2) evaluates identity policies with *no* condition context, so every
 * RunInstances/CreateFleet also need ``iam:PassRole`` on each role of the
   instance profile they pass (directly or via the launch template), with
   ``iam:PassedToService = ec2.amazonaws.com``.
+* body-less REST calls (EKS) are signed over an empty body, as botocore does.
 Other condition keys still pass unchecked (moto's behaviour), and moto only
 knows the ``StringEquals`` operator; any other operator is ignored.
 """
@@ -29,6 +30,7 @@ from atomic_gang_fakeaws.state import active
 
 ABSENT = "\x00absent"
 _ORIGINAL = IAMRequestBase.check_action_permitted
+_CREATE_REQUEST = IAMRequestBase._create_aws_request
 ARN_RESOURCES = {"ec2:DeleteNetworkInterface": ("NetworkInterfaceId", "network-interface")}
 
 
@@ -121,6 +123,15 @@ def passed_roles(req: Any, params: dict[str, str]) -> list[str]:
     return roles
 
 
+def create_aws_request(self: Any) -> Any:
+    """moto signs a body-less REST request (EKS GETs) over its parsed parameters,
+    so every EKS call fails SignatureDoesNotMatch once IAM is enforced."""
+    request = _CREATE_REQUEST(self)
+    if active() is not None and not self._body and self._method in ("GET", "DELETE", "HEAD"):
+        request.data = b""
+    return request
+
+
 def check_action_permitted(self: Any, resource: str) -> None:
     if active() is None or self._action == "sts:GetCallerIdentity":
         return _ORIGINAL(self, resource)
@@ -139,4 +150,5 @@ def check_action_permitted(self: Any, resource: str) -> None:
 
 PATCHES: list[tuple[Any, str, Any]] = [
     (IAMRequestBase, "check_action_permitted", check_action_permitted),
+    (IAMRequestBase, "_create_aws_request", create_aws_request),
 ]

@@ -1,0 +1,214 @@
+"""The engine's whole lifecycle under docs/iam/controller-policy.json, moto IAM on.
+
+Every call must be allowed; anything outside the policy comes back denied and
+fails the lifecycle. What moto enforces (and what the layer adds) is pinned
+down by the last tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from botocore.exceptions import ClientError
+from moto.core import set_initial_no_auth_action_count
+from moto.iam.access_control import IAMPolicy, PermissionResult
+from moto.ssm.models import ssm_backends
+
+from atomic_gang import GangSpec, keys
+from atomic_gang_fakeaws import FakeAws
+from atomic_gang_fakeaws.world import TRUST, World
+from atomic_gang_provisioner.cloud import (
+    AcquireRequest,
+    Launched,
+    PermanentFailure,
+    ReleaseRequest,
+)
+from atomic_gang_provisioner.cloud.aws import Ec2Provider, make_clients
+from tests.integration.cloud.conftest import REGION, TYPE, backend, live
+
+POLICY = Path(__file__).parents[3] / "docs" / "iam" / "controller-policy.json"
+DENIED = ("AccessDenied", "UnauthorizedOperation", "AccessDeniedException")
+T = TypeVar("T")
+Spec = Callable[..., GangSpec]
+
+
+def enforced(fn: Callable[[], T]) -> T:
+    """Run ``fn`` with moto checking every request against IAM from the first one."""
+    result: T = set_initial_no_auth_action_count(0)(fn)()
+    return result
+
+
+class Keyed:
+    """A session whose clients sign with the controller's access key."""
+
+    def __init__(self, session: Any, key: dict[str, str]) -> None:
+        self._session, self._key = session, key
+
+    def client(self, name: str, **kwargs: Any) -> Any:
+        return self._session.client(
+            name,
+            aws_access_key_id=self._key["AccessKeyId"],
+            aws_secret_access_key=self._key["SecretAccessKey"],
+            **kwargs,
+        )
+
+
+@pytest.fixture
+def controller(
+    admin: dict[str, Any], session: Any, world: World, make_provider: Callable[..., Ec2Provider]
+) -> tuple[Ec2Provider, Keyed]:
+    iam = admin["iam"]
+    iam.create_user(UserName="atomic-gang-controller")
+    iam.put_user_policy(
+        UserName="atomic-gang-controller",
+        PolicyName="controller",
+        PolicyDocument=POLICY.read_text(),
+    )
+    key = iam.create_access_key(UserName="atomic-gang-controller")["AccessKey"]
+    keyed = Keyed(session, key)
+    return make_provider(clients=make_clients(region=REGION, session=keyed)), keyed
+
+
+def denied_calls(fake: FakeAws) -> list[dict[str, Any]]:
+    return [c for c in fake.calls() if any(d in c["outcome"] for d in DENIED)]
+
+
+def attach_cni_eni(world: World, instance_id: str) -> str:
+    """What the VPC CNI does on the node (straight into moto: no API call, no auth)."""
+    ec2 = backend()
+    subnet = ec2.get_subnet(world.subnets["us-east-1a"])
+    eni = ec2.create_network_interface(subnet, None, description=f"aws-K8S-{instance_id}")
+    ec2.attach_network_interface(eni.id, instance_id, 1)
+    return str(eni.id)
+
+
+def test_whole_lifecycle_is_allowed(
+    controller: tuple[Ec2Provider, Keyed], make_spec: Spec, fake: FakeAws, world: World
+) -> None:
+    engine, _ = controller
+    fake.add_reservation("cr-0123456789abcdef0", zone="us-east-1b", instance_type=TYPE, count=2)
+
+    def lifecycle() -> None:
+        runs = engine.acquire(AcquireRequest(spec=make_spec(pool="p1", count=2), generation=0))
+        fleet = engine.acquire(
+            AcquireRequest(spec=make_spec(pool="f1", mode="fleet"), generation=0)
+        )
+        odcr = make_spec(pool="r1", count=2, capacity_reservation_id="cr-0123456789abcdef0")
+        reserved = engine.acquire(AcquireRequest(spec=odcr, generation=0))
+        for result in (runs, fleet, reserved):
+            assert isinstance(result, Launched), result
+        assert isinstance(runs, Launched)
+        assert isinstance(fleet, Launched)
+        engine.tag(runs.instance_ids, {keys.KEEP_WARM_UNTIL: "2030-01-01T00:00:00Z"})
+        eni = attach_cni_eni(world, runs.instance_ids[0])
+        released = engine.release(ReleaseRequest(instance_ids=runs.instance_ids))
+        assert released.done, released
+        assert released.deleted_enis == (eni,)
+        gone = engine.release(
+            ReleaseRequest(instance_ids=fleet.instance_ids, fleet_ids=(fleet.fleet_id or "",))
+        )
+        assert gone.done, gone
+        leftovers = [i.instance_id for i in engine.list_owned()]
+        assert sorted(engine.terminate(leftovers)) == sorted(leftovers)
+        for pool in ("p1", "f1", "r1"):
+            engine.forget_pool(pool)
+
+    enforced(lifecycle)
+    assert denied_calls(fake) == []
+    assert live() == []
+    assert backend().launch_templates == {}
+    actions = {c["action"] for c in fake.calls()}
+    assert {
+        "RunInstances",
+        "CreateFleet",
+        "DeleteNetworkInterface",
+        "DeleteLaunchTemplate",
+    } <= actions
+
+
+def test_launch_template_update_is_allowed(
+    controller: tuple[Ec2Provider, Keyed], make_spec: Spec, fake: FakeAws
+) -> None:
+    engine, _ = controller
+
+    def two_amis() -> None:
+        assert isinstance(engine.acquire(AcquireRequest(spec=make_spec(), generation=0)), Launched)
+        params = ssm_backends["123456789012"][REGION]._parameters
+        (name,) = [n for n in params if "/eks/optimized-ami/" in n]
+        params[name][-1].value = "ami-00000000000000002"
+        engine._resolver._cache.clear()
+        assert isinstance(engine.acquire(AcquireRequest(spec=make_spec(), generation=1)), Launched)
+
+    enforced(two_amis)
+    assert denied_calls(fake) == []
+    assert {"ModifyLaunchTemplate", "DeleteLaunchTemplateVersions"} <= {
+        c["action"] for c in fake.calls()
+    }
+
+
+def test_calls_outside_the_policy_are_denied(
+    controller: tuple[Ec2Provider, Keyed], world: World, fake: FakeAws
+) -> None:
+    _, keyed = controller
+    ec2 = keyed.client("ec2", region_name=REGION)
+    unmanaged = backend().run_instances("ami-12345678", 1, None, [], is_instance_type_default=True)
+    unmanaged_id = unmanaged.instances[0].id
+
+    def attempts() -> dict[str, str]:
+        out = {}
+        probes: dict[str, Callable[[], Any]] = {
+            "not-in-policy": lambda: ec2.create_vpc(CidrBlock="10.9.0.0/16"),
+            "launch-without-managed-tag": lambda: ec2.run_instances(
+                ImageId="ami-12345678", MinCount=1, MaxCount=1, SubnetId=world.subnets["us-east-1a"]
+            ),
+            "terminate-unmanaged": lambda: ec2.terminate_instances(InstanceIds=[unmanaged_id]),
+        }
+        for name, probe in probes.items():
+            with pytest.raises(ClientError) as err:
+                probe()
+            out[name] = str(err.value.response["Error"]["Code"])
+        return out
+
+    codes = enforced(attempts)
+    assert set(codes) == {"not-in-policy", "launch-without-managed-tag", "terminate-unmanaged"}
+    assert all(code in DENIED for code in codes.values()), codes
+    assert [i.id for i in live()] == [unmanaged_id]
+
+
+def test_passing_a_role_outside_the_policy_is_denied(
+    controller: tuple[Ec2Provider, Keyed], admin: dict[str, Any], make_spec: Spec, fake: FakeAws
+) -> None:
+    engine, _ = controller
+    iam = admin["iam"]
+    other = iam.create_role(RoleName="other-node-role", AssumeRolePolicyDocument=TRUST)["Role"]
+    profile = "atomic-gang-instance-profile-demo-other-node-role"
+    iam.create_instance_profile(InstanceProfileName=profile)
+    iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName="other-node-role")
+    spec = make_spec(pool="p2", node_role_arn=other["Arn"])
+    result = enforced(lambda: engine.acquire(AcquireRequest(spec=spec, generation=0)))
+    assert isinstance(result, PermanentFailure)
+    assert result.code in DENIED
+    assert "iam:PassRole" in result.message
+    assert live() == []
+
+
+def test_what_moto_itself_enforces() -> None:
+    """Without the layer, moto ignores our conditions and never matches an ARN-scoped
+    Resource for EC2 (it authorises every EC2 call against ``*``)."""
+    policy = IAMPolicy(POLICY.read_text())
+    assert policy.is_action_permitted("ec2:RunInstances", "*") == PermissionResult.PERMITTED
+    assert policy.is_action_permitted("ec2:TerminateInstances") == PermissionResult.PERMITTED
+    assert policy.is_action_permitted("ec2:DeleteNetworkInterface", "*") == PermissionResult.NEUTRAL
+    assert policy.is_action_permitted("ec2:CreateVpc", "*") == PermissionResult.NEUTRAL
+    arn = "arn:aws:ec2:us-east-1:123456789012:network-interface/eni-1"
+    assert policy.is_action_permitted("ec2:DeleteNetworkInterface", arn) == (
+        PermissionResult.PERMITTED
+    )
+    statement = json.loads(POLICY.read_text())["Statement"][0]
+    assert statement["Condition"]["StringEquals"] == {
+        "aws:RequestTag/atomic-gang.k8s.aws/managed": "true"
+    }

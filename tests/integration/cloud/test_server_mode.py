@@ -1,0 +1,114 @@
+"""The layer as a separate moto server: a controller in another process sees it
+over HTTP, including a response lost after the side effect (dropped connection)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from atomic_gang import GangSpec, GoDuration
+from atomic_gang_fakeaws import ControlClient
+from atomic_gang_provisioner.cloud import AcquireRequest, Launched, Shortfall
+from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
+from tests.integration.cloud.conftest import REGION, TYPE, FakeClock
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    world_file = tmp_path_factory.mktemp("fakeaws") / "world.json"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "atomic_gang_fakeaws",
+            "serve",
+            "--port",
+            "0",
+            "--region",
+            REGION,
+            "--seed-cluster",
+            "demo",
+            "--world-file",
+            str(world_file),
+            "--no-throttling",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "AWS_ACCESS_KEY_ID": "x",
+            "AWS_SECRET_ACCESS_KEY": "x",
+            "MOTO_EC2_LOAD_DEFAULT_AMIS": "false",
+        },
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # printed once the world is seeded
+        endpoint = json.loads(line)["endpoint"]
+        world = json.loads(Path(world_file).read_text())
+        yield {"endpoint": endpoint, "world": world}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def provider_for(endpoint: str, clock: FakeClock) -> Ec2Provider:
+    session = boto3.session.Session(
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        region_name=REGION,
+    )
+    return Ec2Provider(
+        clients=make_clients(region=REGION, endpoint_url=endpoint, session=session),
+        config=EngineConfig(cluster="demo"),
+        sleeper=clock.sleep,
+        wall=clock.now,
+        monotonic=clock.monotonic,
+    )
+
+
+def spec(world: dict[str, Any], pool: str, count: int) -> GangSpec:
+    return GangSpec(
+        pool=pool,
+        count=count,
+        instance_type=TYPE,
+        mode="runinstances",
+        region=REGION,
+        node_role_arn=world["node_role_arn"],
+        keep_warm_ttl=GoDuration.of(minutes=10),
+        max_lifetime=GoDuration.of(hours=4),
+        ami_variant="nvidia",
+    )
+
+
+def test_dropped_connection_after_launch_is_adopted_over_http(server: dict[str, Any]) -> None:
+    control = ControlClient(server["endpoint"])
+    control.clear_calls()
+    control.add_rule({"action": "RunInstances", "effect": "lost_response"})
+    engine = provider_for(server["endpoint"], FakeClock())
+    result = engine.acquire(AcquireRequest(spec=spec(server["world"], "remote", 2), generation=0))
+    assert isinstance(result, Launched)
+    runs = control.calls("RunInstances")
+    assert [c["outcome"] for c in runs] == ["lost", "ok"]
+    assert {c["params"]["ClientToken"] for c in runs} == {"ag-remote-g0-us-east-1a"}
+    owned = [i for i in engine.list_owned() if i.pool == "remote"]
+    assert sorted(i.instance_id for i in owned) == sorted(result.instance_ids)
+    control.close()
+
+
+def test_capacity_set_over_the_control_api(server: dict[str, Any]) -> None:
+    control = ControlClient(server["endpoint"])
+    for zone in ("a", "b", "c"):
+        control.set_capacity(REGION + zone, TYPE, 1)
+    engine = provider_for(server["endpoint"], FakeClock())
+    result = engine.acquire(AcquireRequest(spec=spec(server["world"], "big", 2), generation=0))
+    assert isinstance(result, Shortfall)
+    assert [a.code for a in result.attempts] == ["InsufficientInstanceCapacity"] * 3
+    control.close()
