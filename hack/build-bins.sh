@@ -3,6 +3,9 @@
 # cache each one by version under $ATOMIC_GANG_CACHE/bin (default ~/.cache/atomic-gang).
 # Only what is missing is rebuilt. Usage: hack/build-bins.sh [component...]
 # Components: etcd kube kueue kwok helm  (default: all)
+# Also links the Kueue and kwok module sources (chart, CRDs, kwok stages) to
+# $ATOMIC_GANG_CACHE/<name>-<version>-src. Concurrent runs are serialised by a lock.
+# The pins below are read by hack/python/atomic_gang_devstack/bins.py too.
 set -euo pipefail
 
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
@@ -20,6 +23,20 @@ START=$(date +%s)
 
 log() { printf '[build-bins %4ss] %s\n' "$(( $(date +%s) - START ))" "$*" >&2; }
 have() { [[ -x "$BIN/$1" ]]; }
+
+# One build at a time per cache (make test and make dev-up may both call us).
+exec 9>"$CACHE/.build-bins.lock"
+if ! flock -n 9; then
+  log "another hack/build-bins.sh holds $CACHE/.build-bins.lock; waiting for it"
+  flock 9
+fi
+
+# link_src NAME MODULE VERSION: $CACHE/NAME-VERSION-src -> the module's source in GOMODCACHE
+link_src() {
+  local dir
+  dir=$(cd "$SRC" && go mod download -json "$2@$3" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  ln -sfn "$dir" "$CACHE/$1-$3-src"
+}
 
 # wrapper MODDIR REQUIRE...: fresh wrapper module that requires the given module@versions
 wrapper() {
@@ -111,14 +128,12 @@ build_simple() {  # name module pkg version ldflags
 build_kueue() {
   build_simple kueue sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue "$KUEUE_VERSION" \
     "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION"
-  # The CRDs/webhook manifests come from the module zip (already in GOMODCACHE).
-  local zipdir; zipdir=$(cd "$SRC/kueue-$KUEUE_VERSION" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
-  ln -sfn "$zipdir" "$CACHE/kueue-$KUEUE_VERSION-src"
+  # The chart and CRDs come from the module zip; linked even when the binary was cached.
+  link_src kueue sigs.k8s.io/kueue "$KUEUE_VERSION"
 }
 build_kwok() {
   build_simple kwok sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ""
-  local zipdir; zipdir=$(cd "$SRC/kwok-$KWOK_VERSION" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
-  ln -sfn "$zipdir" "$CACHE/kwok-$KWOK_VERSION-src"
+  link_src kwok sigs.k8s.io/kwok "$KWOK_VERSION"  # for kustomize/stage/*
 }
 build_helm() {
   build_simple helm helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm "$HELM_VERSION" \
@@ -127,5 +142,10 @@ build_helm() {
 
 components=("$@")
 [[ ${#components[@]} == 0 ]] && components=(etcd kube kueue kwok helm)
-for c in "${components[@]}"; do "build_$c"; done
+for c in "${components[@]}"; do
+  declare -F "build_$c" >/dev/null || { log "unknown component '$c' (etcd kube kueue kwok helm)"; exit 2; }
+  t0=$(date +%s)
+  "build_$c"
+  log "$c: $(( $(date +%s) - t0 ))s"
+done
 log "all requested binaries present in $BIN ($(du -sh "$BIN" | cut -f1))"

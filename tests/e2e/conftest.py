@@ -35,10 +35,13 @@ class LocalStack:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if any(item.get_closest_marker("e2e") for item in session.items):
-        t0 = time.monotonic()
+    if not any(item.get_closest_marker("e2e") for item in session.items):
+        return
+    t0 = time.monotonic()
+    capture = session.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():  # show the build's progress live
         Bins.load().ensure()  # raises BinaryMissingError: the session fails, nothing is skipped
-        _TIMINGS["binaries checked/built (s)"] = time.monotonic() - t0
+    _TIMINGS["binaries checked/built (s)"] = time.monotonic() - t0
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -50,7 +53,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    options = StackOptions(state_dir=tmp_path_factory.mktemp("devstack"))
+    # detach=False: if this session dies hard, its control plane dies with it.
+    options = StackOptions(state_dir=tmp_path_factory.mktemp("devstack"), detach=False)
     stack = Stack(options, default_components(options))
     t0 = time.monotonic()
     ctx = stack.up()

@@ -125,7 +125,13 @@ class ProcessComponent(Component):
 
     def start(self, ctx: Context) -> None:
         self.prepare(ctx)
-        rec = procs.spawn(self.name, self.argv(ctx), log=ctx.log_path(self.name), env=self.env(ctx))
+        rec = procs.spawn(
+            self.name,
+            self.argv(ctx),
+            log=ctx.log_path(self.name),
+            env=self.env(ctx),
+            die_with_parent=not ctx.options.detach,
+        )
         ctx.state.procs[self.name] = rec
 
     def wait_ready(self, ctx: Context) -> None:

@@ -8,6 +8,7 @@ Teardown signals the whole group the launcher created, never anything else.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -55,10 +56,24 @@ def _stat(pid: int | str) -> Stat | None:
         return None
 
 
+def _die_with_parent() -> None:
+    """Runs in the child before exec: SIGTERM it when the launcher dies (PR_SET_PDEATHSIG)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
 def spawn(
-    name: str, argv: Sequence[str], *, log: Path, env: Mapping[str, str] | None = None
+    name: str,
+    argv: Sequence[str],
+    *,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    die_with_parent: bool = False,
 ) -> ProcRecord:
-    """Start ``argv`` in a new session (own process group), output appended to ``log``."""
+    """Start ``argv`` in a new session (own process group), output appended to ``log``.
+
+    ``die_with_parent`` ties the child's life to this process (test sessions);
+    without it the child outlives the launcher (``make dev-up``).
+    """
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         out.write(f"--- devstack: starting {' '.join(argv)}\n".encode())
@@ -70,6 +85,7 @@ def spawn(
             stderr=subprocess.STDOUT,
             env=dict(env) if env is not None else None,
             start_new_session=True,
+            preexec_fn=_die_with_parent if die_with_parent else None,  # noqa: PLW1509
         )
     _CHILDREN[child.pid] = child
     stat = _stat(child.pid)

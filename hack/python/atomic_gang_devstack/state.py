@@ -35,6 +35,10 @@ class StackOptions(BaseModel):
     )
     fake_nodes: int = Field(default=0, ge=0, le=100, description="General-purpose kwok nodes.")
     namespace: str = Field(default="default", description="Namespace of the dev LocalQueue.")
+    detach: bool = Field(
+        default=True,
+        description="Processes outlive the launcher (dev-up); False ties them to it (tests).",
+    )
 
 
 class StackState(BaseModel):

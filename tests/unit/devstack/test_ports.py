@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -41,7 +42,7 @@ def test_candidate_range_avoids_ephemeral(
 
 
 def test_picker_gives_distinct_bindable_ports() -> None:
-    picker = ports.PortPicker(rng=random.Random(7))
+    picker = ports.PortPicker(rng=random.Random(7), registry=None)
     picked = [picker.pick() for _ in range(20)]
 
     assert len(set(picked)) == 20
@@ -62,9 +63,9 @@ def test_picker_skips_a_port_in_use() -> None:
 
             def randint(self, a: int, b: int) -> int:
                 self.calls += 1
-                return taken if self.calls == 1 else a
+                return taken if self.calls == 1 else a + self.calls
 
-        picker = ports.PortPicker(rng=Scripted())
+        picker = ports.PortPicker(rng=Scripted(), registry=None)
         assert picker.pick() != taken
 
 
@@ -78,4 +79,38 @@ def test_picker_gives_up_loudly() -> None:
                 return int(taken)
 
         with pytest.raises(ports.NoFreePortError):
-            ports.PortPicker(rng=Always()).pick(attempts=3)
+            ports.PortPicker(rng=Always(), registry=None).pick(attempts=3)
+
+
+def test_registry_keeps_two_launchers_apart(tmp_path: Path) -> None:
+    registry = tmp_path / "ports.json"
+
+    class Same(random.Random):
+        """Both launchers' RNGs propose the same ports in the same order."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+
+        def randint(self, a: int, b: int) -> int:
+            self.n += 1
+            return a + 500 + self.n
+
+    first = ports.PortPicker(rng=Same(), registry=registry, clock=1000.0)
+    second = ports.PortPicker(rng=Same(), registry=registry, clock=1001.0)
+    a = [first.pick() for _ in range(3)]
+    b = [second.pick() for _ in range(3)]
+    assert not set(a) & set(b)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param('{"20000": 990.0, "20001": 900.0}', {20000: 990.0}, id="expiry"),
+        pytest.param("", {}, id="empty"),
+        pytest.param("not json", {}, id="garbage"),
+        pytest.param("[1, 2]", {}, id="wrong-shape"),
+    ],
+)
+def test_recent_picks(text: str, expected: dict[int, float]) -> None:
+    assert ports.recent_picks(text, now=1000.0) == expected

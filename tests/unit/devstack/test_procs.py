@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from atomic_gang_devstack import procs
+from atomic_gang_devstack import procs, waits
 
 
 @pytest.mark.parametrize(
@@ -55,3 +56,18 @@ def test_log_tail(tmp_path: Path) -> None:
     log.write_text("".join(f"line {i}\n" for i in range(100)))
     assert procs.log_tail(log, 2) == "line 98\nline 99"
     assert procs.log_tail(tmp_path / "missing") == "(no log)"
+
+
+def test_die_with_parent_ends_the_child_with_its_launcher(tmp_path: Path) -> None:
+    # A short-lived launcher starts a sleeper tied to it, reports it, and exits.
+    code = (
+        "from pathlib import Path; from atomic_gang_devstack import procs; "
+        f"r = procs.spawn('s', ['sleep', '60'], log=Path({str(tmp_path / 's.log')!r}), "
+        "die_with_parent=True); print(r.model_dump_json())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    rec = procs.ProcRecord.model_validate_json(out)
+
+    waits.wait_until(lambda: not procs.alive(rec), name="sleeper", what="gone", timeout=10)
