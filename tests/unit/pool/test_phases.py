@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -44,13 +45,17 @@ def test_idle_without_claim_does_nothing() -> None:
     assert plan.requeue_after is None
 
 
-def test_claim_launches_in_the_same_reconcile() -> None:
-    plan = machine.decide(pool(), observed(), T0)
+def test_claim_writes_acquiring_ahead_then_launches() -> None:
+    p = pool()
+    plan = machine.decide(p, observed(), T0)
     assert plan.status.phase == "Acquiring"
-    assert plan.acquire is not None
-    assert plan.acquire.generation == 1
-    assert plan.acquire.spec.count == 4
+    assert plan.acquire is None  # write-ahead: status first
+    assert plan.requeue_after == machine.WRITE_AHEAD_REQUEUE
     assert plan.status.acquiringSince == T0
+    launch = machine.decide(p.model_copy(update={"status": plan.status}), observed(), T0)
+    assert launch.acquire is not None
+    assert launch.acquire.generation == 1
+    assert launch.acquire.spec.count == 4
 
 
 def test_launch_result_moves_to_joining_and_bumps_generation() -> None:
@@ -123,10 +128,12 @@ def test_retry_later_keeps_the_generation() -> None:
     assert after.requeue_after
 
 
-def test_claim_dropped_while_acquiring_goes_idle() -> None:
-    plan = machine.decide(
-        pool(claim=None, phase="Acquiring", consecutiveShortfalls=2), observed(), T0
-    )
+def test_claim_dropped_while_acquiring_looks_for_a_lost_launch_then_goes_idle() -> None:
+    p = pool(claim=None, phase="Acquiring", consecutiveShortfalls=2, acquireGeneration=7)
+    first = machine.decide(p, observed(), T0)
+    assert first.find == 7
+    assert first.status.phase == "Acquiring"
+    plan = machine.decide(p, replace(observed(), found=()), T0)
     assert plan.status.phase == "Idle"
     assert plan.status.consecutiveShortfalls == 0
     assert plan.acquire is None
@@ -331,9 +338,27 @@ def test_generation_is_seeded_from_the_creation_time() -> None:
         update={"metadata": {**p.metadata, "creationTimestamp": "2026-11-29T12:00:00Z"}}
     )
     plan = machine.decide(p, observed(), T0)
-    assert plan.acquire is not None
-    assert plan.acquire.generation == int(T0.timestamp())
+    assert plan.status.acquireGeneration == int(T0.timestamp())
     written = p.model_copy(update={"status": plan.status})
     again = machine.decide(written, observed(), T0)
     assert again.acquire is not None
     assert again.acquire.generation == int(T0.timestamp())
+
+
+def test_lost_launch_found_after_abandon_is_released() -> None:
+    p = pool(claim=None, phase="Acquiring", acquireGeneration=7)
+    plan = machine.decide(p, replace(observed(), found=instances()), T0)
+    assert plan.status.phase == "Releasing"
+    assert plan.release is not None
+    assert plan.release.instance_ids == tuple(IDS)
+    assert plan.status.acquireGeneration == 8
+
+
+def test_finalizer_while_acquiring_finds_lost_launches() -> None:
+    p = pool(deleting=True, phase="Acquiring", acquireGeneration=3)
+    assert machine.decide(p, observed(), T0).find == 3
+    plan = machine.decide(p, replace(observed(), found=instances()), T0)
+    assert plan.release is not None
+    assert not plan.remove_finalizer
+    nothing = machine.decide(p, replace(observed(), found=()), T0)
+    assert nothing.remove_finalizer

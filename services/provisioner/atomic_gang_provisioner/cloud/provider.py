@@ -24,6 +24,11 @@ class CloudProvider(Protocol):
         """N-or-0. Adopts a set launched earlier for this (pool, generation)."""
         ...
 
+    def find(self, *, pool: str, generation: int) -> tuple[Instance, ...]:
+        """Live instances tagged with (pool, generation), launching nothing: how a set
+        whose launch response was lost is found when its claim is gone."""
+        ...
+
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         """Current state of these instances; unknown ids are simply absent."""
         ...

@@ -9,6 +9,7 @@ and ``after_release`` turn a cloud result into the status to write.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, Phase
@@ -35,10 +36,16 @@ PHASES: dict[Phase, Decide] = {
     "Degraded": degraded.decide,
 }
 MAX_HOPS = 4
+WRITE_AHEAD_REQUEUE = 0.01
 
 
-def _finalize(pool: GangNodePool) -> Plan:
+def _finalize(pool: GangNodePool, observed: Observed) -> Plan:
     status = pool.status
+    if status.phase == "Acquiring" and not releasing.has_resources(status):
+        if observed.found is None:  # a lost launch response may have left a set
+            return Plan(status=status, find=status.acquireGeneration)
+        if observed.found:
+            status = update(status, instanceIds=[i.instance_id for i in observed.found])
     if releasing.has_resources(status):
         n = len(status.instanceIds)
         return Plan(
@@ -68,14 +75,19 @@ def seed_generation(pool: GangNodePool) -> GangNodePool:
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     pool = seed_generation(pool)
     if pool.deleting:
-        return _with_conditions(pool, _finalize(pool), now)
+        return _with_conditions(pool, _finalize(pool, observed), now)
     plan = Plan(status=pool.status)
     current = pool
     for _ in range(MAX_HOPS):
         step = PHASES[current.status.phase](current, observed, now)
+        if step.acquire is not None and current.status.phase != pool.status.phase:
+            # Write-ahead: launch only once "Acquiring at generation G" is persisted, so
+            # a crash after EC2 answered always leaves a status that looks for the set.
+            plan = plan.then(replace(step, acquire=None, requeue_after=WRITE_AHEAD_REQUEUE))
+            break
         plan = plan.then(step)
         moved = step.status.phase != current.status.phase
-        if step.acquire or step.release or step.describe or not moved:
+        if step.acquire or step.release or step.describe or step.find or not moved:
             break
         current = current.model_copy(update={"status": step.status})
     return _with_conditions(pool, plan, now)
@@ -139,6 +151,7 @@ def _with_conditions(pool: GangNodePool, plan: Plan, now: datetime) -> Plan:
         release=plan.release,
         tag=plan.tag,
         describe=plan.describe,
+        find=plan.find,
         remove_finalizer=plan.remove_finalizer,
         events=plan.events,
         metrics=plan.metrics,

@@ -45,6 +45,7 @@ class NodeView:
 class Observed:
     nodes: tuple[NodeView, ...] = ()
     instances: tuple[Instance, ...] | None = None  # None: not described this round
+    found: tuple[Instance, ...] | None = None  # None: no tag lookup this round
     knobs: Knobs
 
     def node_for(self, instance_id: str) -> NodeView | None:
@@ -83,6 +84,7 @@ class Plan:
     release: ReleaseRequest | None = None
     tag: TagRequest | None = None
     describe: bool = False
+    find: int | None = None  # look up (pool, generation) by tag; launches nothing
     remove_finalizer: bool = False
     events: tuple[PoolEvent, ...] = ()
     metrics: tuple[Metric, ...] = ()

@@ -48,6 +48,9 @@ class PoolReconciler:
         if plan.describe:
             described: tuple[Instance, ...] = self.ctx.cloud.describe(pool.status.instanceIds)
             plan = machine.decide(pool, replace(observed, instances=described), now)
+        if plan.find is not None:
+            found = self.ctx.cloud.find(pool=pool.name, generation=plan.find)
+            plan = machine.decide(pool, replace(observed, found=found), now)
         plan = self._perform(pool, plan)
         self._write(pool, plan)
         return Result(requeue_after=plan.requeue_after)

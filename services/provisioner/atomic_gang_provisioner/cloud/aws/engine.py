@@ -138,6 +138,9 @@ class Ec2Provider:
         labels = naming.node_labels(spec=plan.spec, generation=plan.generation)
         return user_data_b64(join=info.join, labels=labels, pool=plan.spec.pool)
 
+    def find(self, *, pool: str, generation: int) -> tuple[Instance, ...]:
+        return self._inv.find_group(pool=pool, generation=generation)
+
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         return self._inv.describe(instance_ids)
 

@@ -32,6 +32,7 @@ from atomic_gang_provisioner.pool.model import (
     shape_text,
     update,
 )
+from atomic_gang_provisioner.pool.phases import releasing
 
 
 def gave_up(status: GangNodePoolStatus, knobs: Knobs) -> bool:
@@ -42,18 +43,22 @@ def gave_up(status: GangNodePoolStatus, knobs: Knobs) -> bool:
     )
 
 
-def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+def abandon(pool: GangNodePool, observed: Observed) -> Plan:
+    """The claim is gone mid-acquisition. A launch whose response was lost (crash) may
+    have left a set at EC2 that status never recorded: look it up by tag and release it
+    before going Idle, or it would bill until the reaper's max-lifetime sweep."""
     status = pool.status
-    uid = claim_key(pool)
-    if not uid:
-        idle = update(
-            status,
-            phase="Idle",
-            claimKey="",
-            consecutiveShortfalls=0,
-            nextAttemptAt=None,
-            acquiringSince=None,
-        )
+    if observed.found is None:
+        return Plan(status=status, find=status.acquireGeneration)
+    idle = update(
+        status,
+        phase="Idle",
+        claimKey="",
+        consecutiveShortfalls=0,
+        nextAttemptAt=None,
+        acquiringSince=None,
+    )
+    if not observed.found:
         return Plan(
             status=idle,
             events=(
@@ -62,6 +67,27 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
                 ),
             ),
         )
+    ids = [i.instance_id for i in observed.found]
+    orphans = update(
+        idle, phase="Releasing", instanceIds=ids, acquireGeneration=status.acquireGeneration + 1
+    )
+    return releasing.begin(
+        pool,
+        orphans,
+        reason="LostLaunchFound",
+        warning=False,
+        message=(
+            f"Found {len(ids)} instance(s) of an unrecorded launch after the claim was released; "
+            "releasing them"
+        ),
+    )
+
+
+def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+    status = pool.status
+    uid = claim_key(pool)
+    if not uid:
+        return abandon(pool, observed)
     if uid != status.claimKey:  # a different claimant: its attempts start from zero
         status = update(
             status,

@@ -1,0 +1,225 @@
+"""Hypothesis state machine: the pool lifecycle against a fake cloud with random
+faults, lost responses and crashes. The pool's status is the only memory that
+survives a crash, exactly as in the real controller.
+
+Invariants after every step:
+- never more than N live instances, and never two generations live at once;
+- Satisfied means exactly N live instances, each with a Ready node of the group;
+- everything launched is either recorded in status or adoptable by its token;
+- once unclaimed and past keep-warm, reconciling leaves nothing live.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from atomic_gang_provisioner.api import Claim
+from atomic_gang_provisioner.cloud import naming
+from atomic_gang_provisioner.cloud.types import (
+    AcquireRequest,
+    AcquireResult,
+    Instance,
+    Launched,
+    ReleaseRequest,
+    ReleaseResult,
+    RetryLater,
+    Shortfall,
+    ZoneAttempt,
+)
+from atomic_gang_provisioner.pool import machine
+from atomic_gang_provisioner.pool.model import NodeView, Observed
+from tests.support.pools import KNOBS, T0, pool
+
+N = 4
+
+
+class LostResponseError(Exception):
+    """The launch happened at EC2 but the answer never arrived."""
+
+
+@dataclass
+class FakeCloud:
+    capacity: int = 8
+    live: dict[str, int] = field(default_factory=dict)  # instance id -> generation
+    tokens: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    next_fault: str = ""
+    seq: int = 0
+
+    def acquire(self, req: AcquireRequest) -> AcquireResult:
+        fault, self.next_fault = self.next_fault, ""
+        if req.generation in self.tokens:  # ClientToken idempotency: adopt
+            ids = self.tokens[req.generation]
+            return Launched(instances=self._insts(ids), client_token="t", adopted=True)
+        if fault == "throttle":
+            return RetryLater(code="RequestLimitExceeded", message="slow down")
+        if self.capacity - len(self.live) < N:
+            return Shortfall(
+                attempts=(
+                    ZoneAttempt(
+                        zone="us-east-1a", code="InsufficientInstanceCapacity", message="no"
+                    ),
+                )
+            )
+        ids = tuple(f"i-{self.seq + k:017x}" for k in range(N))
+        self.seq += N
+        for iid in ids:
+            self.live[iid] = req.generation
+        self.tokens[req.generation] = ids
+        if fault == "lost":
+            raise LostResponseError
+        return Launched(instances=self._insts(ids), client_token="t")
+
+    def _insts(self, ids: tuple[str, ...]) -> tuple[Instance, ...]:
+        return tuple(
+            Instance(
+                instance_id=i,
+                state="running" if i in self.live else "terminated",
+                availability_zone="us-east-1a",
+                instance_type="p4d.24xlarge",
+                launch_time=T0,
+            )
+            for i in ids
+        )
+
+    def describe(self, ids: tuple[str, ...]) -> tuple[Instance, ...]:
+        return self._insts(ids)
+
+    def find(self, generation: int) -> tuple[Instance, ...]:
+        return tuple(i for i in self._insts(self.tokens.get(generation, ())) if i.live)
+
+    def release(self, req: ReleaseRequest) -> ReleaseResult:
+        for iid in req.instance_ids:
+            self.live.pop(iid, None)
+        return ReleaseResult(terminated=req.instance_ids)
+
+
+class PoolLifecycle(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cloud = FakeCloud()
+        self.pool = pool(claim=None)
+        self.now = T0
+        self.joined: set[str] = set()
+        self.claims = 0
+
+    def _nodes(self) -> tuple[NodeView, ...]:
+        s = self.pool.status
+        return tuple(
+            NodeView(
+                name=iid,
+                instance_id=iid,
+                ready=True,
+                pool=self.pool.name,
+                group=naming.group_id(pool=self.pool.name, generation=self.cloud.live[iid]),
+            )
+            for iid in s.instanceIds
+            if iid in self.joined and iid in self.cloud.live
+        )
+
+    @rule(crash=st.booleans())
+    def reconcile(self, crash: bool) -> None:
+        obs = Observed(nodes=self._nodes(), knobs=KNOBS)
+        plan = machine.decide(self.pool, obs, self.now)
+        if plan.describe:
+            obs = replace(obs, instances=self.cloud.describe(tuple(self.pool.status.instanceIds)))
+            plan = machine.decide(self.pool, obs, self.now)
+        if plan.find is not None:
+            obs = replace(obs, found=self.cloud.find(plan.find))
+            plan = machine.decide(self.pool, obs, self.now)
+        if plan.acquire is not None:
+            try:
+                result = self.cloud.acquire(plan.acquire)
+            except LostResponseError:
+                return  # nothing persisted: the next reconcile must adopt
+            plan = machine.after_acquire(
+                self.pool, plan, request=plan.acquire, result=result, now=self.now, knobs=KNOBS
+            )
+        elif plan.release is not None:
+            plan = machine.after_release(
+                self.pool, plan, result=self.cloud.release(plan.release), now=self.now, knobs=KNOBS
+            )
+        if crash:
+            return  # the process died before the status write
+        self.pool = self.pool.model_copy(update={"status": plan.status})
+
+    @rule()
+    def claim(self) -> None:
+        self.claims += 1
+        c = Claim(
+            namespace="ns", name=f"wl-{self.claims}", uid=f"u{self.claims}", claimedAt=self.now
+        )
+        self._set_claim(c)
+
+    @rule()
+    def unclaim(self) -> None:
+        self._set_claim(None)
+
+    def _set_claim(self, c: Claim | None) -> None:
+        spec = self.pool.spec.model_copy(update={"claim": c})
+        meta = {**self.pool.metadata, "generation": self.pool.generation + 1}
+        self.pool = self.pool.model_copy(update={"spec": spec, "metadata": meta})
+
+    @rule(seconds=st.sampled_from([1, 30, 120, 700, 1000]))
+    def tick(self, seconds: int) -> None:
+        self.now += timedelta(seconds=seconds)
+
+    @rule()
+    def join_all(self) -> None:
+        self.joined.update(self.cloud.live)
+
+    @rule(k=st.integers(min_value=0, max_value=N - 1))
+    def join_some(self, k: int) -> None:
+        self.joined.update(sorted(self.cloud.live)[:k])
+
+    @rule(fault=st.sampled_from(["throttle", "lost", ""]))
+    def inject(self, fault: str) -> None:
+        self.cloud.next_fault = fault
+
+    @rule(capacity=st.sampled_from([0, 3, 4, 8]))
+    def set_capacity(self, capacity: int) -> None:
+        self.cloud.capacity = capacity
+
+    @precondition(lambda self: bool(self.cloud.live))
+    @rule()
+    def kill_one(self) -> None:
+        victim = sorted(self.cloud.live)[0]
+        del self.cloud.live[victim]
+
+    @invariant()
+    def at_most_one_gang_live(self) -> None:
+        assert len(self.cloud.live) <= N
+        assert len(set(self.cloud.live.values())) <= 1
+
+    @invariant()
+    def satisfied_means_n_ready(self) -> None:
+        s = self.pool.status
+        if s.phase == "Satisfied":
+            assert len(s.instanceIds) == N
+            assert s.readyCount == N
+
+    @invariant()
+    def nothing_untracked(self) -> None:
+        s = self.pool.status
+        recorded = set(s.instanceIds)
+        for iid, gen in self.cloud.live.items():
+            # Untracked only in the crash window, and then adoptable by the current token.
+            assert iid in recorded or gen == s.acquireGeneration
+
+    def teardown(self) -> None:
+        """Unclaimed and past keep-warm: a few reconciles leave nothing live."""
+        self._set_claim(None)
+        self.cloud.next_fault = ""
+        self.joined.update(self.cloud.live)
+        for _ in range(8):
+            self.now += timedelta(hours=1)
+            self.reconcile(crash=False)
+        assert self.cloud.live == {}, (self.pool.status.phase, self.cloud.live)
+
+
+PoolLifecycle.TestCase.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
+TestPoolLifecycle = PoolLifecycle.TestCase
