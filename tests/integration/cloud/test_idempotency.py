@@ -65,6 +65,8 @@ def test_retry_budget_exhausted_then_next_attempt_adopts(
     assert not lost.terminal
     assert lost.code == "ReadTimeout"
     fake.clear_rules()
+    assert len(provider.find(pool="train", generation=0)) == 2
+    assert provider.find(pool="train", generation=1) == ()
     found = provider.acquire(request)
     assert isinstance(found, Launched)
     assert found.adopted
