@@ -45,6 +45,7 @@ EVENTS = Resource("", "v1", "events", namespaced=True, kind="Event")
 NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
 NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
 PODS = Resource("", "v1", "pods", namespaced=True, kind="Pod")
+SECRETS = Resource("", "v1", "secrets", namespaced=True, kind="Secret")
 JOBS = Resource("batch", "v1", "jobs", namespaced=True, kind="Job")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", namespaced=True, kind="Lease")
 CRDS = Resource(

@@ -1,0 +1,239 @@
+"""Leader election on a real Lease: one leader, prompt step-down, takeover, release."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from atomic_gang.settings import LeaderElection
+from atomic_gang_provisioner.kube import (
+    KubeClient,
+    LeaderElectionConfig,
+    LeaderElector,
+    TransportError,
+)
+from atomic_gang_provisioner.kube import resource as r
+from atomic_gang_provisioner.kube.types import KubeObject
+from tests.integration.kube.conftest import FIGURES, ControlPlane
+from tests.integration.kube.timings import DURATION, RENEW, RETRY
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.kube
+REPO = Path(__file__).resolve().parents[3]
+
+
+@dataclass
+class Timeline:
+    """When each candidate started and stopped leading (monotonic seconds)."""
+
+    spans: dict[str, list[list[float]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def started(self, who: str) -> None:
+        with self.lock:
+            self.spans.setdefault(who, []).append([time.monotonic(), float("inf")])
+
+    def stopped(self, who: str) -> None:
+        with self.lock:
+            self.spans[who][-1][1] = time.monotonic()
+
+    def leaders(self) -> list[str]:
+        with self.lock:
+            return [w for w, s in self.spans.items() if s and s[-1][1] == float("inf")]
+
+    def assert_no_overlap(self) -> None:
+        with self.lock:
+            spans = sorted((a, b, w) for w, ss in self.spans.items() for a, b in ss)
+        for (_, end, who), (start, _, nxt) in itertools.pairwise(spans):
+            assert end <= start, f"{who} still led when {nxt} started"
+
+
+class Cuttable(KubeClient):
+    """The real client; once ``cut`` is set, the elector's reads and writes fail."""
+
+    def __init__(self, inner: KubeClient) -> None:
+        super().__init__(inner.transport, timeout=inner.timeout)
+        self.cut = threading.Event()
+
+    def _check(self) -> None:
+        if self.cut.is_set():
+            raise TransportError("partitioned by the test")
+
+    def get(self, *a: Any, **kw: Any) -> KubeObject:
+        self._check()
+        return super().get(*a, **kw)
+
+    def replace(self, *a: Any, **kw: Any) -> KubeObject:
+        self._check()
+        return super().replace(*a, **kw)
+
+    def create(self, *a: Any, **kw: Any) -> KubeObject:
+        self._check()
+        return super().create(*a, **kw)
+
+
+@pytest.fixture
+def make(client: KubeClient, namespace: str) -> Iterator[Any]:
+    electors: list[LeaderElector] = []
+    lease = f"lease-{uuid.uuid4().hex[:6]}"
+
+    def _make(who: str, timeline: Timeline, c: KubeClient | None = None) -> LeaderElector:
+        config = LeaderElectionConfig(
+            lease_name=lease,
+            namespace=namespace,
+            identity=who,
+            lease_duration=DURATION,
+            renew_deadline=RENEW,
+            retry_period=RETRY,
+        )
+        e = LeaderElector(
+            c or client,
+            config,
+            on_started_leading=lambda: timeline.started(who),
+            on_stopped_leading=lambda: timeline.stopped(who),
+        )
+        electors.append(e)
+        e.start()
+        return e
+
+    yield _make
+    for e in electors:
+        e.stop()
+
+
+def until(cond: Any, timeout: float = 10.0, what: str = "") -> Any:
+    return wait_for(cond, timeout=timeout, interval=0.005, what=what)
+
+
+def test_exactly_one_of_two_leads(make: Any, client: KubeClient, namespace: str) -> None:
+    tl = Timeline()
+    a, b = make("a", tl), make("b", tl)
+    until(lambda: len(tl.leaders()) == 1, what="a leader")
+    deadline = time.monotonic() + DURATION  # through several renewals
+    while time.monotonic() < deadline:
+        assert len(tl.leaders()) == 1
+        assert [a.is_leader(), b.is_leader()].count(True) <= 1
+        time.sleep(0.01)
+    (leader,) = tl.leaders()
+    lease = client.get(r.LEASES, a.config.lease_name, namespace=namespace)
+    assert lease["spec"]["holderIdentity"] == leader
+    assert lease["spec"]["leaseDurationSeconds"] == 2
+    assert a.leader == b.leader == leader
+
+
+def test_clean_stop_releases_and_the_standby_takes_over_at_once(make: Any) -> None:
+    tl = Timeline()
+    first = make("first", tl)
+    assert first.wait_until_leading(10)
+    second = make("second", tl)
+    until(lambda: second.leader == "first", what="standby sees the leader")
+    t0 = time.monotonic()
+    first.stop()
+    assert second.wait_until_leading(10)
+    took = time.monotonic() - t0
+    FIGURES["leader release -> standby leading (s)"] = f"{took:.3f}"
+    assert took < RETRY, "a released Lease is taken without waiting for expiry"
+    assert tl.spans["first"][0][1] < tl.spans["second"][0][0], "stop callback before takeover"
+    tl.assert_no_overlap()
+
+
+def test_a_leader_that_cannot_renew_steps_down_before_anyone_takes_over(
+    make: Any, client: KubeClient
+) -> None:
+    tl = Timeline()
+    cuttable = Cuttable(client)
+    old = make("old", tl, cuttable)
+    assert old.wait_until_leading(10)
+    new = make("new", tl)
+    until(lambda: new.leader == "old")
+    cut_at = time.monotonic()
+    cuttable.cut.set()
+    until(lambda: tl.spans["old"][0][1] < float("inf"), what="old leader's stop callback")
+    stepped_down = tl.spans["old"][0][1] - cut_at
+    assert not old.is_leader()
+    assert stepped_down <= RENEW + 0.1, "at the renew deadline at the latest"
+    assert new.wait_until_leading(DURATION + 2)
+    took_over = tl.spans["new"][0][0] - cut_at
+    FIGURES["partitioned leader: cut -> stop callback / standby leading (s)"] = (
+        f"{stepped_down:.3f} / {took_over:.3f} (renew deadline {RENEW}, lease {DURATION})"
+    )
+    assert took_over <= DURATION + 0.25
+    tl.assert_no_overlap()
+
+
+def test_sigkilled_leader_is_replaced_within_the_lease_duration(
+    control_plane: ControlPlane, make: Any, namespace: str
+) -> None:
+    lease = f"lease-{uuid.uuid4().hex[:6]}"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("leader_proc.py")),
+            str(control_plane.kubeconfig),
+            namespace,
+            lease,
+            "doomed",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "LEADING"
+        tl = Timeline()
+        config = LeaderElectionConfig(
+            lease_name=lease,
+            namespace=namespace,
+            identity="survivor",
+            lease_duration=DURATION,
+            renew_deadline=RENEW,
+            retry_period=RETRY,
+        )
+        client = KubeClient.from_kubeconfig(control_plane.kubeconfig)
+        survivor = LeaderElector(
+            client,
+            config,
+            on_started_leading=lambda: tl.started("survivor"),
+            on_stopped_leading=lambda: tl.stopped("survivor"),
+        )
+        survivor.start()
+        try:
+            until(lambda: survivor.leader == "doomed", what="survivor sees the leader")
+            killed_at = time.monotonic()
+            os.kill(proc.pid, signal.SIGKILL)
+            assert survivor.wait_until_leading(DURATION + 2)
+            took = tl.spans["survivor"][0][0] - killed_at
+            FIGURES["SIGKILLed leader -> standby leading (s)"] = f"{took:.3f} (lease {DURATION})"
+            assert took <= DURATION + 0.1
+        finally:
+            survivor.stop()
+            client.close()
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_config_from_settings_and_timing_rules() -> None:
+    s = LeaderElection(namespace="", leaseName="agp")
+    cfg = LeaderElectionConfig.from_settings(s, namespace="kube-system")
+    assert (cfg.lease_name, cfg.namespace) == ("agp", "kube-system")
+    assert (cfg.lease_duration, cfg.renew_deadline, cfg.retry_period) == (15.0, 10.0, 2.0)
+    assert "_" in cfg.identity
+    with pytest.raises(ValueError, match="retry_period"):
+        LeaderElectionConfig(
+            lease_name="x", namespace="y", identity="z", lease_duration=5, renew_deadline=5
+        )

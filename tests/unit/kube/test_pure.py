@@ -1,0 +1,158 @@
+"""The kube adapter's pure parts: paths, error mapping, the Lease record, events' refs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from atomic_gang_provisioner.kube import (
+    AlreadyExistsError,
+    ConflictError,
+    GoneError,
+    InvalidError,
+    KubeError,
+    NotFoundError,
+    Resource,
+    ServerError,
+    TooManyRequestsError,
+    reference,
+)
+from atomic_gang_provisioner.kube import resource as r
+from atomic_gang_provisioner.kube.errors import error_from_response, error_from_status
+from atomic_gang_provisioner.kube.lease import lease_body, micro_time, record_of
+from atomic_gang_provisioner.kube.types import object_key
+
+
+@pytest.mark.parametrize(
+    ("res", "kwargs", "path"),
+    [
+        pytest.param(r.NODES, {}, "/api/v1/nodes", id="core-cluster-list"),
+        pytest.param(
+            r.NODES,
+            {"name": "n1", "subresource": "status"},
+            "/api/v1/nodes/n1/status",
+            id="core-status",
+        ),
+        pytest.param(r.JOBS, {}, "/apis/batch/v1/jobs", id="all-namespaces"),
+        pytest.param(
+            r.JOBS, {"namespace": "ns"}, "/apis/batch/v1/namespaces/ns/jobs", id="namespaced-list"
+        ),
+        pytest.param(
+            r.WORKLOADS,
+            {"namespace": "ns", "name": "w", "subresource": "status"},
+            "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/w/status",
+            id="crd-status",
+        ),
+    ],
+)
+def test_paths(res: Resource, kwargs: dict[str, Any], path: str) -> None:
+    assert res.path(**kwargs) == path
+
+
+def test_a_namespaced_object_needs_a_namespace() -> None:
+    with pytest.raises(ValueError, match="namespaced"):
+        r.JOBS.path(name="j")
+    assert r.JOBS.api_version == "batch/v1"
+    assert r.NODES.api_version == "v1"
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "cls"),
+    [
+        pytest.param(404, "NotFound", NotFoundError, id="404"),
+        pytest.param(409, "Conflict", ConflictError, id="409-conflict"),
+        pytest.param(409, "AlreadyExists", AlreadyExistsError, id="409-exists"),
+        pytest.param(410, "Expired", GoneError, id="410"),
+        pytest.param(422, "Invalid", InvalidError, id="422"),
+        pytest.param(429, "TooManyRequests", TooManyRequestsError, id="429"),
+        pytest.param(503, "ServiceUnavailable", ServerError, id="503"),
+        pytest.param(418, "Teapot", KubeError, id="unknown"),
+    ],
+)
+def test_error_mapping(status: int, reason: str, cls: type[KubeError]) -> None:
+    err = error_from_status(status, {"reason": reason, "message": "m"})
+    assert type(err) is cls
+    assert (err.status, err.reason, err.message) == (status, reason, "m")
+    assert err.retryable == (status in (429, 503))
+
+
+def test_error_from_a_non_json_body() -> None:
+    err = error_from_response(502, b"<html>bad gateway</html>")
+    assert isinstance(err, ServerError)
+    assert "bad gateway" in err.message
+
+
+def test_object_keys_and_references() -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "ns", "uid": "u"},
+    }
+    assert object_key(job) == "ns/j"
+    assert object_key({"metadata": {"name": "n"}}) == "n"
+    assert reference(job) == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "j",
+        "namespace": "ns",
+        "uid": "u",
+    }
+
+
+def test_lease_body_acquire_renew_take_over_release() -> None:
+    now = micro_time()
+    first = lease_body(
+        old_lease=None,
+        name="l",
+        namespace="ns",
+        holder="a",
+        duration_seconds=15,
+        now=now,
+        keep_acquire=False,
+    )
+    assert first["spec"] == {
+        "holderIdentity": "a",
+        "leaseDurationSeconds": 15,
+        "acquireTime": now,
+        "renewTime": now,
+        "leaseTransitions": 0,
+    }
+    assert "resourceVersion" not in first["metadata"]
+    stored = {**first, "metadata": {**first["metadata"], "resourceVersion": "7"}}
+    renewed = lease_body(
+        old_lease=stored,
+        name="l",
+        namespace="ns",
+        holder="a",
+        duration_seconds=15,
+        now="later",
+        keep_acquire=True,
+    )
+    assert renewed["metadata"]["resourceVersion"] == "7"
+    assert renewed["spec"]["acquireTime"] == now
+    assert renewed["spec"]["renewTime"] == "later"
+    taken = lease_body(
+        old_lease=stored,
+        name="l",
+        namespace="ns",
+        holder="b",
+        duration_seconds=15,
+        now="t",
+        keep_acquire=False,
+    )
+    assert record_of(taken).transitions == 1
+    assert record_of(taken).holder == "b"
+    released = lease_body(
+        old_lease=stored,
+        name="l",
+        namespace="ns",
+        holder="",
+        duration_seconds=1,
+        now="t",
+        keep_acquire=False,
+    )
+    assert record_of(released).holder == ""
+    assert record_of(released).transitions == 0
+    assert micro_time().endswith("Z")
+    assert len(micro_time()) == len("2026-01-01T00:00:00.000000Z")
