@@ -91,6 +91,7 @@ def test_list_follows_continue_tokens(client: KubeClient, namespace: str) -> Non
         client.create(r.CONFIGMAPS, cm(f"p{i}", namespace))
     listing = client.list(r.CONFIGMAPS, namespace=namespace, page_size=2)
     assert sorted(o["metadata"]["name"] for o in listing.items) == [f"p{i}" for i in range(7)]
+    assert {(o["apiVersion"], o["kind"]) for o in listing.items} == {("v1", "ConfigMap")}
     assert int(listing.resource_version) > 0
     client.patch(r.CONFIGMAPS, "p3", {"metadata": {"labels": {"pick": "me"}}}, namespace=namespace)
     picked = client.list(r.CONFIGMAPS, namespace=namespace, label_selector="pick=me")

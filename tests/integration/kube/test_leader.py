@@ -84,32 +84,39 @@ class Cuttable(KubeClient):
         return super().create(*a, **kw)
 
 
-@pytest.fixture
-def make(client: KubeClient, namespace: str) -> Iterator[Any]:
-    electors: list[LeaderElector] = []
-    lease = f"lease-{uuid.uuid4().hex[:6]}"
+class Electors:
+    """Makes candidates for one fresh Lease; stops them all at teardown."""
 
-    def _make(who: str, timeline: Timeline, c: KubeClient | None = None) -> LeaderElector:
+    def __init__(self, client: KubeClient, namespace: str) -> None:
+        self.client, self.namespace = client, namespace
+        self.lease = f"lease-{uuid.uuid4().hex[:6]}"
+        self.made: list[LeaderElector] = []
+
+    def __call__(self, who: str, timeline: Timeline, c: KubeClient | None = None) -> LeaderElector:
         config = LeaderElectionConfig(
-            lease_name=lease,
-            namespace=namespace,
+            lease_name=self.lease,
+            namespace=self.namespace,
             identity=who,
             lease_duration=DURATION,
             renew_deadline=RENEW,
             retry_period=RETRY,
         )
         e = LeaderElector(
-            c or client,
+            c or self.client,
             config,
             on_started_leading=lambda: timeline.started(who),
             on_stopped_leading=lambda: timeline.stopped(who),
         )
-        electors.append(e)
+        self.made.append(e)
         e.start()
         return e
 
-    yield _make
-    for e in electors:
+
+@pytest.fixture
+def make(client: KubeClient, namespace: str) -> Iterator[Electors]:
+    electors = Electors(client, namespace)
+    yield electors
+    for e in electors.made:
         e.stop()
 
 
@@ -117,7 +124,7 @@ def until(cond: Any, timeout: float = 10.0, what: str = "") -> Any:
     return wait_for(cond, timeout=timeout, interval=0.005, what=what)
 
 
-def test_exactly_one_of_two_leads(make: Any, client: KubeClient, namespace: str) -> None:
+def test_exactly_one_of_two_leads(make: Electors, client: KubeClient, namespace: str) -> None:
     tl = Timeline()
     a, b = make("a", tl), make("b", tl)
     until(lambda: len(tl.leaders()) == 1, what="a leader")
@@ -133,7 +140,7 @@ def test_exactly_one_of_two_leads(make: Any, client: KubeClient, namespace: str)
     assert a.leader == b.leader == leader
 
 
-def test_clean_stop_releases_and_the_standby_takes_over_at_once(make: Any) -> None:
+def test_clean_stop_releases_and_the_standby_takes_over_at_once(make: Electors) -> None:
     tl = Timeline()
     first = make("first", tl)
     assert first.wait_until_leading(10)
@@ -150,7 +157,7 @@ def test_clean_stop_releases_and_the_standby_takes_over_at_once(make: Any) -> No
 
 
 def test_a_leader_that_cannot_renew_steps_down_before_anyone_takes_over(
-    make: Any, client: KubeClient
+    make: Electors, client: KubeClient
 ) -> None:
     tl = Timeline()
     cuttable = Cuttable(client)
@@ -173,55 +180,32 @@ def test_a_leader_that_cannot_renew_steps_down_before_anyone_takes_over(
     tl.assert_no_overlap()
 
 
-def test_sigkilled_leader_is_replaced_within_the_lease_duration(
-    control_plane: ControlPlane, make: Any, namespace: str
-) -> None:
-    lease = f"lease-{uuid.uuid4().hex[:6]}"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def spawn_leader(control_plane: ControlPlane, make: Electors) -> subprocess.Popen[str]:
+    """A candidate in another process; returns once it leads."""
+    argv = [sys.executable, str(Path(__file__).with_name("leader_proc.py"))]
+    argv += [str(control_plane.kubeconfig), make.namespace, make.lease, "doomed"]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(Path(__file__).with_name("leader_proc.py")),
-            str(control_plane.kubeconfig),
-            namespace,
-            lease,
-            "doomed",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
+        argv, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}
     )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "LEADING"
+    return proc
+
+
+def test_sigkilled_leader_is_replaced_within_the_lease_duration(
+    control_plane: ControlPlane, make: Electors
+) -> None:
+    proc = spawn_leader(control_plane, make)
     try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "LEADING"
         tl = Timeline()
-        config = LeaderElectionConfig(
-            lease_name=lease,
-            namespace=namespace,
-            identity="survivor",
-            lease_duration=DURATION,
-            renew_deadline=RENEW,
-            retry_period=RETRY,
-        )
-        client = KubeClient.from_kubeconfig(control_plane.kubeconfig)
-        survivor = LeaderElector(
-            client,
-            config,
-            on_started_leading=lambda: tl.started("survivor"),
-            on_stopped_leading=lambda: tl.stopped("survivor"),
-        )
-        survivor.start()
-        try:
-            until(lambda: survivor.leader == "doomed", what="survivor sees the leader")
-            killed_at = time.monotonic()
-            os.kill(proc.pid, signal.SIGKILL)
-            assert survivor.wait_until_leading(DURATION + 2)
-            took = tl.spans["survivor"][0][0] - killed_at
-            FIGURES["SIGKILLed leader -> standby leading (s)"] = f"{took:.3f} (lease {DURATION})"
-            assert took <= DURATION + 0.1
-        finally:
-            survivor.stop()
-            client.close()
+        survivor = make("survivor", tl)
+        until(lambda: survivor.leader == "doomed", what="survivor sees the leader")
+        killed_at = time.monotonic()
+        os.kill(proc.pid, signal.SIGKILL)
+        assert survivor.wait_until_leading(DURATION + 2)
+        took = tl.spans["survivor"][0][0] - killed_at
+        FIGURES["SIGKILLed leader -> standby leading (s)"] = f"{took:.3f} (lease {DURATION})"
+        assert took <= DURATION + 0.1
     finally:
         proc.kill()
         proc.wait(10)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -100,17 +101,21 @@ def test_object_keys_and_references() -> None:
     }
 
 
-def test_lease_body_acquire_renew_take_over_release() -> None:
-    now = micro_time()
-    first = lease_body(
-        old_lease=None,
+def body(old: dict[str, Any] | None, holder: str, now: str, *, keep: bool = False) -> Any:
+    return lease_body(
+        old_lease=old,
         name="l",
         namespace="ns",
-        holder="a",
-        duration_seconds=15,
+        holder=holder,
+        duration_seconds=15 if holder else 1,
         now=now,
-        keep_acquire=False,
+        keep_acquire=keep,
     )
+
+
+def test_lease_body_acquire_renew_take_over_release() -> None:
+    now = micro_time()
+    first = body(None, "a", now)
     assert first["spec"] == {
         "holderIdentity": "a",
         "leaseDurationSeconds": 15,
@@ -120,39 +125,17 @@ def test_lease_body_acquire_renew_take_over_release() -> None:
     }
     assert "resourceVersion" not in first["metadata"]
     stored = {**first, "metadata": {**first["metadata"], "resourceVersion": "7"}}
-    renewed = lease_body(
-        old_lease=stored,
-        name="l",
-        namespace="ns",
-        holder="a",
-        duration_seconds=15,
-        now="later",
-        keep_acquire=True,
-    )
+    renewed = body(stored, "a", "later", keep=True)
     assert renewed["metadata"]["resourceVersion"] == "7"
     assert renewed["spec"]["acquireTime"] == now
     assert renewed["spec"]["renewTime"] == "later"
-    taken = lease_body(
-        old_lease=stored,
-        name="l",
-        namespace="ns",
-        holder="b",
-        duration_seconds=15,
-        now="t",
-        keep_acquire=False,
+    taken = record_of(body(stored, "b", "t"))
+    assert (taken.holder, taken.transitions) == ("b", 1)
+    released = record_of(body(stored, "", "t"))
+    assert (released.holder, released.transitions, released.duration) == ("", 0, 1.0)
+
+
+def test_micro_time_format() -> None:
+    assert micro_time(dt.datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC)) == (
+        "2026-01-02T03:04:05.000006Z"
     )
-    assert record_of(taken).transitions == 1
-    assert record_of(taken).holder == "b"
-    released = lease_body(
-        old_lease=stored,
-        name="l",
-        namespace="ns",
-        holder="",
-        duration_seconds=1,
-        now="t",
-        keep_acquire=False,
-    )
-    assert record_of(released).holder == ""
-    assert record_of(released).transitions == 0
-    assert micro_time().endswith("Z")
-    assert len(micro_time()) == len("2026-01-01T00:00:00.000000Z")

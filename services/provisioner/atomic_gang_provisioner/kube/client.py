@@ -91,7 +91,7 @@ class KubeClient:
         while True:
             query = [*base, ("limit", str(page_size))] + ([("continue", token)] if token else [])
             page = self._call("GET", res.path(namespace=namespace), query=query)
-            items.extend(page.get("items") or [])
+            items.extend(_with_type(page))
             token = (page.get("metadata") or {}).get("continue") or ""
             if not token:
                 rv = str(page["metadata"].get("resourceVersion", ""))
@@ -254,6 +254,17 @@ class WatchStream:
 
     def __exit__(self, *exc: object) -> None:
         self._lines.__exit__(*exc)
+
+
+def _with_type(page: KubeObject) -> list[KubeObject]:
+    """List items as watch events carry them: with apiVersion and kind (lists omit them)."""
+    kind = str(page.get("kind", "")).removesuffix("List")
+    api_version = page.get("apiVersion", "")
+    items: list[KubeObject] = page.get("items") or []
+    for item in items:
+        item.setdefault("apiVersion", api_version)
+        item.setdefault("kind", kind)
+    return items
 
 
 def _selectors(label: str | None, field: str | None) -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ failed or dropped Event is logged, never raised (events are best effort).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import queue
@@ -96,7 +97,9 @@ class EventRecorder:
         return done.wait(timeout)
 
     def close(self, timeout: float = 5.0) -> None:
-        self._queue.put(None, timeout=timeout)
+        """Write what is queued, then stop the writer thread."""
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=timeout)
         self._thread.join(timeout)
 
     def _run(self) -> None:

@@ -145,8 +145,8 @@ class Informer:
             except GoneError as exc:
                 self.stats.gone += 1
                 log.info("%s: %s; relisting", self.name, exc.message)
+                failures = failures + 1 if not rv else 0  # the list itself expired: back off
                 rv = ""
-                continue
             except KubeError as exc:
                 failures += 1
                 self.stats.errors += 1

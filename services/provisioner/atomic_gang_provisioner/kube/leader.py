@@ -124,7 +124,7 @@ class LeaderElector:
         """Stop leading (callback first, then release the Lease) and stop campaigning."""
         self._stop.set()
         self._wake.set()
-        if threading.current_thread() is not self._thread:
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
         if self._informer is not None:
             self._informer.stop(timeout)
