@@ -205,7 +205,7 @@ def test_sigkilled_leader_is_replaced_within_the_lease_duration(
         assert survivor.wait_until_leading(DURATION + 2)
         took = tl.spans["survivor"][0][0] - killed_at
         FIGURES["SIGKILLed leader -> standby leading (s)"] = f"{took:.3f} (lease {DURATION})"
-        assert took <= DURATION + 0.1
+        assert took <= DURATION + RETRY, "expiry + one write, measured from the kill"
     finally:
         proc.kill()
         proc.wait(10)
