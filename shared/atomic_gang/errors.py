@@ -68,7 +68,10 @@ class GangValidationError(ValueError):
         if not violations:
             raise ValueError("GangValidationError needs at least one violation")
         self.violations: tuple[Violation, ...] = tuple(violations)
-        super().__init__(self.summary())
+        super().__init__()
+
+    def __str__(self) -> str:  # rendered on demand: the webhook renders each line once
+        return self.summary()
 
     @property
     def reasons(self) -> tuple[Reason, ...]:

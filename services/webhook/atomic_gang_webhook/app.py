@@ -31,11 +31,35 @@ JSON = "application/json"
 
 
 @dataclass
+class LogBudget:
+    """At most ``per_second`` denial lines a second: a CI job looping on a bad Job must
+    not flood the log (every denial is still counted in the metrics)."""
+
+    per_second: int = 20
+    window: int = 0
+    used: int = 0
+    suppressed: int = 0
+
+    def take(self, now: float) -> int | None:
+        """None: stay quiet; else the number of lines suppressed since the last one."""
+        second = int(now)
+        if second != self.window:
+            self.window, self.used = second, 0
+        if self.used >= self.per_second:
+            self.suppressed += 1
+            return None
+        self.used += 1
+        skipped, self.suppressed = self.suppressed, 0
+        return skipped
+
+
+@dataclass
 class AppState:
     settings: GangSettings
     metrics: WebhookMetrics = field(default_factory=WebhookMetrics.create)
     max_body_bytes: int = MAX_BODY_BYTES
     ready: bool = True
+    log_budget: LogBudget = field(default_factory=LogBudget)
 
 
 def get_state(request: Request) -> AppState:
@@ -86,16 +110,19 @@ async def validate_job(request: Request) -> Response:
     if decision.verdict == "denied":
         for v in decision.violations:
             m.violations.labels(v.reason).inc()
-        log.info(
-            "denied",
-            extra={
-                "uid": req.uid,
-                "operation": req.operation,
-                "namespace": req.namespace,
-                "job": req.name,
-                "reasons": [v.reason for v in decision.violations],
-            },
-        )
+        skipped = state.log_budget.take(time.monotonic())
+        if skipped is not None:
+            log.info(
+                "denied",
+                extra={
+                    "uid": req.uid,
+                    "operation": req.operation,
+                    "namespace": req.namespace,
+                    "job": req.name,
+                    "reasons": [v.reason for v in decision.violations],
+                    "suppressed_since_last": skipped,
+                },
+            )
     return _json(200, build_response(req, decision))
 
 

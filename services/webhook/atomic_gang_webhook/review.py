@@ -135,10 +135,10 @@ def _display_name(req: ReviewRequest) -> str:
     return f"{req.namespace}/{name}" if req.namespace else name
 
 
-def denial_message(req: ReviewRequest, violations: tuple[Violation, ...]) -> str:
-    n = len(violations)
+def denial_message(req: ReviewRequest, lines: list[str]) -> str:
+    n = len(lines)
     head = f"Job {_display_name(req)} has {n} invalid gang setting{'s' if n != 1 else ''}"
-    body = "; ".join(f"({i}) {v.render()}" for i, v in enumerate(violations, 1))
+    body = "; ".join(f"({i}) {line}" for i, line in enumerate(lines, 1))
     return f"{head}: {body}"
 
 
@@ -146,18 +146,19 @@ def build_response(req: ReviewRequest, decision: Decision) -> dict[str, Any]:
     """The AdmissionReview reply for ``decision``."""
     response: dict[str, Any] = {"uid": req.uid, "allowed": decision.verdict == "allowed"}
     if decision.verdict == "denied":
+        lines = [v.render() for v in decision.violations]
         response["status"] = {
             "status": "Failure",
             "code": 422,
             "reason": "Invalid",
-            "message": denial_message(req, decision.violations),
+            "message": denial_message(req, lines),
             "details": {
                 "group": "batch",
                 "kind": "jobs",
                 "name": req.name,
                 "causes": [
-                    {"reason": v.reason, "message": v.render(), "field": v.field}
-                    for v in decision.violations
+                    {"reason": v.reason, "message": line, "field": v.field}
+                    for v, line in zip(decision.violations, lines, strict=True)
                 ],
             },
         }

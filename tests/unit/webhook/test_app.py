@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from atomic_gang import keys as k
-from atomic_gang_webhook.app import AppState, create_app
+from atomic_gang_webhook.app import AppState, LogBudget, create_app
 from tests.support.jobs import gang_job, settings
 from tests.support.reviews import body
 
@@ -64,3 +64,12 @@ def test_probes() -> None:
 def test_wrong_method_is_not_5xx() -> None:
     client, _ = _client()
     assert client.get(PATH).status_code == 405
+
+
+def test_denial_log_budget() -> None:
+    budget = LogBudget(per_second=2)
+    assert budget.take(10.0) == 0
+    assert budget.take(10.5) == 0
+    assert budget.take(10.9) is None
+    assert budget.take(10.95) is None
+    assert budget.take(11.0) == 2  # the next second reports what was skipped
