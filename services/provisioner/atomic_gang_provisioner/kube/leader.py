@@ -14,58 +14,28 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import random
-import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from atomic_gang.settings import LeaderElection
 from atomic_gang_provisioner.kube.client import KubeClient
 from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFoundError
 from atomic_gang_provisioner.kube.informer import Handlers, Informer
-from atomic_gang_provisioner.kube.lease import LeaseRecord, lease_body, micro_time, record_of
+from atomic_gang_provisioner.kube.lease import (
+    LeaderElectionConfig,
+    LeaseRecord,
+    default_identity,
+    lease_body,
+    micro_time,
+    record_of,
+)
 from atomic_gang_provisioner.kube.resource import LEASES
 from atomic_gang_provisioner.kube.types import KubeObject
 
 log = logging.getLogger(__name__)
+__all__ = ["LeaderElectionConfig", "LeaderElector", "default_identity"]
 _rng = random.Random()  # noqa: S311 - jitter, not secrets
-
-
-def default_identity() -> str:
-    """``<pod name or hostname>_<random>``: unique even across restarts of one pod."""
-    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{secrets.token_hex(4)}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LeaderElectionConfig:
-    lease_name: str
-    namespace: str
-    identity: str
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-
-    def __post_init__(self) -> None:
-        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
-            raise ValueError("need 0 < retry_period < renew_deadline < lease_duration")
-
-    @classmethod
-    def from_settings(
-        cls, s: LeaderElection, *, namespace: str, identity: str | None = None
-    ) -> LeaderElectionConfig:
-        """From the chart's ``leaderElection`` block; ``namespace`` is the fallback."""
-        return cls(
-            lease_name=s.leaseName,
-            namespace=s.namespace or namespace,
-            identity=identity or default_identity(),
-            lease_duration=s.leaseDurationSeconds,
-            renew_deadline=s.renewDeadlineSeconds,
-            retry_period=s.retryPeriodSeconds,
-        )
 
 
 class LeaderElector:
@@ -92,6 +62,7 @@ class LeaderElector:
         self._lease: KubeObject | None = None  # our last write, to renew without a GET
         self._observed: LeaseRecord | None = None
         self._observed_at = 0.0
+        self._observed_rv = -1
         self._renewed_at = 0.0
         self._thread = threading.Thread(target=self._run, name="leader-elector", daemon=True)
         self._informer = self._lease_informer() if watch else None
@@ -244,10 +215,13 @@ class LeaderElector:
 
     def _observe(self, lease: KubeObject) -> LeaseRecord:
         """Remember the record and, when it changed, the moment we first saw it."""
-        rec = record_of(lease)
+        rec, rv = record_of(lease), _rv(lease)
         with self._lock:
+            if 0 <= rv < self._observed_rv:  # a watch event older than what a write returned
+                return self._observed or rec
             changed = rec != self._observed
             new_holder = self._observed is None or rec.holder != self._observed.holder
+            self._observed_rv = rv
             if changed:
                 self._observed, self._observed_at = rec, self._clock()
         if new_holder and rec.holder and self._new_leader_cb is not None:
@@ -294,3 +268,11 @@ class LeaderElector:
             fn(*args)
         except Exception:
             log.exception("%s: leader-election callback failed", self.identity)
+
+
+def _rv(lease: KubeObject) -> int:
+    """The resourceVersion as a number (etcd revisions), or -1 when it is not one."""
+    try:
+        return int(lease.get("metadata", {}).get("resourceVersion", ""))
+    except ValueError:
+        return -1

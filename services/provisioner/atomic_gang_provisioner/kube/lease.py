@@ -1,16 +1,54 @@
-"""The Lease record the elector reads and writes (coordination.k8s.io/v1 ``spec``).
+"""Leader election's configuration and the Lease record it reads and writes.
 
-``record_of`` reduces a Lease to the fields that decide leadership; a change in
-any of them is what "observed" means. ``lease_body`` builds the next version,
-carrying the resourceVersion read so the write is conditional.
+``record_of`` reduces a coordination.k8s.io/v1 Lease to the fields that decide
+leadership; a change in any of them is what "observed" means. ``lease_body``
+builds the next version, carrying the resourceVersion read so the write is
+conditional.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
+import secrets
+import socket
 from dataclasses import dataclass
 
+from atomic_gang.settings import LeaderElection
 from atomic_gang_provisioner.kube.types import KubeObject, meta
+
+
+def default_identity() -> str:
+    """``<pod name or hostname>_<random>``: unique even across restarts of one pod."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{secrets.token_hex(4)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderElectionConfig:
+    lease_name: str
+    namespace: str
+    identity: str
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+            raise ValueError("need 0 < retry_period < renew_deadline < lease_duration")
+
+    @classmethod
+    def from_settings(
+        cls, s: LeaderElection, *, namespace: str, identity: str | None = None
+    ) -> LeaderElectionConfig:
+        """From the chart's ``leaderElection`` block; ``namespace`` is the fallback."""
+        return cls(
+            lease_name=s.leaseName,
+            namespace=s.namespace or namespace,
+            identity=identity or default_identity(),
+            lease_duration=s.leaseDurationSeconds,
+            renew_deadline=s.renewDeadlineSeconds,
+            retry_period=s.retryPeriodSeconds,
+        )
 
 
 @dataclass(frozen=True, slots=True)
