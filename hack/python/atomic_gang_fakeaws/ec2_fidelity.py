@@ -110,6 +110,14 @@ def describe_launch_template_versions(self: Any, **kwargs: Any) -> Any:
     return [(t, v) for t, v in found if v.number not in _deleted(t)][:limit]
 
 
+def _refusal(template: Any, number: int) -> str | None:
+    if number == template.default_version_number:
+        return "launchTemplateVersionIsDefault"
+    if number in _deleted(template) or not 1 <= number <= len(template.versions):
+        return "launchTemplateVersionDoesNotExist"
+    return None
+
+
 def delete_launch_template_versions(self: Any) -> Any:
     backend = self.ec2_backend
     tid, name = self._get_param("LaunchTemplateId"), self._get_param("LaunchTemplateName")
@@ -119,33 +127,17 @@ def delete_launch_template_versions(self: Any) -> Any:
     deleted = _deleted(template)
     ok, bad = [], []
     for raw in self._get_param("Versions", []):
-        number = int(raw)
-        item = {"LaunchTemplateId": template.id, "LaunchTemplateName": template.name}
-        if number == template.default_version_number:
-            bad.append(
-                {
-                    **item,
-                    "VersionNumber": number,
-                    "ResponseError": {
-                        "Code": "launchTemplateVersionIsDefault",
-                        "Message": "default version",
-                    },
-                }
-            )
-        elif number in deleted or not 1 <= number <= len(template.versions):
-            bad.append(
-                {
-                    **item,
-                    "VersionNumber": number,
-                    "ResponseError": {
-                        "Code": "launchTemplateVersionDoesNotExist",
-                        "Message": "no such version",
-                    },
-                }
-            )
+        item = {
+            "LaunchTemplateId": template.id,
+            "LaunchTemplateName": template.name,
+            "VersionNumber": int(raw),
+        }
+        refusal = _refusal(template, int(raw))
+        if refusal:
+            bad.append({**item, "ResponseError": {"Code": refusal, "Message": refusal}})
         else:
-            deleted.add(number)
-            ok.append({**item, "VersionNumber": number})
+            deleted.add(int(raw))
+            ok.append(item)
     template.fake_deleted_versions = deleted
     return ActionResult(
         {

@@ -9,7 +9,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from atomic_gang_fakeaws import dispatch, ec2_fidelity, ec2_launch, eks_ssm, iam_conditions
+from atomic_gang_fakeaws import (
+    dispatch,
+    ec2_fidelity,
+    ec2_launch,
+    eks_ssm,
+    iam_conditions,
+    perf,
+)
 
 _lock = threading.Lock()
 _done: list[bool] = []
@@ -23,7 +30,7 @@ def install_patches() -> None:
     with _lock:
         if _done:
             return
-        for module in (dispatch, ec2_launch, ec2_fidelity, eks_ssm, iam_conditions):
+        for module in (dispatch, ec2_launch, ec2_fidelity, eks_ssm, iam_conditions, perf):
             for owner, name, fn in module.PATCHES:
                 patch(owner, name, fn)
         dispatch.BEFORE.update(ec2_fidelity.BEFORE)

@@ -10,7 +10,13 @@ import pytest
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.world import World
-from atomic_gang_provisioner.cloud import AcquireRequest, Launched, Shortfall
+from atomic_gang_provisioner.cloud import (
+    AcquireRequest,
+    Launched,
+    PermanentFailure,
+    QuotaExceeded,
+    Shortfall,
+)
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, acquire, launch
 from tests.integration.cloud.conftest import TYPE, pool_instances
 
@@ -91,4 +97,30 @@ def test_a_malformed_answer_is_rolled_back(
     assert isinstance(result, Shortfall)
     assert result.attempts[0].code == "MalformedResponse"
     assert len(result.rolled_back) == 2
+    assert pool_instances("train") == []
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "kind"),
+    [
+        pytest.param("VcpuLimitExceeded", 400, QuotaExceeded, id="quota"),
+        pytest.param("InstanceLimitExceeded", 400, QuotaExceeded, id="instance-quota"),
+        pytest.param("InvalidAMIID.NotFound", 400, PermanentFailure, id="bad-ami"),
+        pytest.param("UnauthorizedOperation", 403, PermanentFailure, id="unauthorized"),
+    ],
+)
+def test_quota_and_permanent_errors_stop_the_sweep_verbatim(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, code: str, status: int, kind: type
+) -> None:
+    message = f"{code}: as AWS worded it"
+    fake.add_rule({"action": "RunInstances", "code": code, "status": status, "message": message})
+    result = provider.acquire(AcquireRequest(spec=make_spec(), generation=0))
+    assert isinstance(result, kind)
+    assert isinstance(result, QuotaExceeded | PermanentFailure)
+    assert result.code == code
+    assert result.message == message
+    assert result.terminal
+    if isinstance(result, PermanentFailure):
+        assert result.hint
+    assert len(fake.calls("RunInstances")) == 1
     assert pool_instances("train") == []
