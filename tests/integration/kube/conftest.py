@@ -76,7 +76,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    options = StackOptions(state_dir=tmp_path_factory.mktemp("kube-apiserver"))
+    # detach=False: if this session dies hard, its etcd and apiserver die with it.
+    options = StackOptions(state_dir=tmp_path_factory.mktemp("kube-apiserver"), detach=False)
     stack = Stack(options, [Etcd(), _ApiServer()])
     ctx = stack.up()
     try:
