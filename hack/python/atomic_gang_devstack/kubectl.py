@@ -51,8 +51,9 @@ class Kubectl:
         args = ["apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-f", "-"]
         if force:
             args.insert(2, "--force-conflicts")
-        # JSON, not YAML: Kueue's CRDs are ~2 MB and PyYAML needs seconds for that.
-        self.run(*args, stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+        # A stream of JSON documents: PyYAML needs seconds to dump Kueue's 2 MB of
+        # CRDs, and a v1 List makes kubectl fetch and parse all of /openapi/v2.
+        self.run(*args, stdin="\n---\n".join(json.dumps(d) for d in docs))
 
     def get(self, *args: str) -> Any:
         """``kubectl get ... -o json`` decoded."""

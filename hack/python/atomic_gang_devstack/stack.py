@@ -101,10 +101,11 @@ class Stack:
         t0 = time.monotonic()
         for wave in waves(self.components):
             for c in wave:
-                log.info("starting %s", c.name)
+                t = time.monotonic()
                 ctx.state.started.append(c.name)
                 c.start(ctx)
                 ctx.state.save()
+                log.info("started %s (%.1fs)", c.name, time.monotonic() - t)
             for c in wave:
                 t = time.monotonic()
                 c.wait_ready(ctx)

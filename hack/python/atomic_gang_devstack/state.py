@@ -34,6 +34,8 @@ class StackOptions(BaseModel):
         description="Mark the AdmissionCheck Active ourselves, until the provisioner does it.",
     )
     fake_nodes: int = Field(default=0, ge=0, le=100, description="General-purpose kwok nodes.")
+    cloud: bool = Field(default=False, description="moto + fault layer and the GangNodePool CRD.")
+    provisioners: int = Field(default=0, ge=0, le=3, description="Provisioner replicas to run.")
     namespace: str = Field(default="default", description="Namespace of the dev LocalQueue.")
     detach: bool = Field(
         default=True,

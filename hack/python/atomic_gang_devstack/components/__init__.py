@@ -7,6 +7,7 @@ simulator) are appended in :func:`default_components`.
 from __future__ import annotations
 
 from atomic_gang_devstack.component import Component
+from atomic_gang_devstack.components.cloud import FakeAws, GangCrd, Provisioner
 from atomic_gang_devstack.components.control_plane import (
     ApiServer,
     ControllerManager,
@@ -35,4 +36,7 @@ def default_components(options: StackOptions) -> list[Component]:
         comps.append(KueueQueues())
     if options.fake_nodes:
         comps.append(FakeNodes())
+    if options.cloud or options.provisioners:
+        comps += [FakeAws(), GangCrd()]
+        comps += [Provisioner(i) for i in range(options.provisioners)]
     return comps
