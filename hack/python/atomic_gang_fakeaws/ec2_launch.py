@@ -222,6 +222,10 @@ def _launch_fleet(self: Any, state: FakeState, token: str | None) -> dict[str, A
     counts, errors = _allocate(state, backend, self._get_param("LaunchTemplateConfigs", []), total)
     if sum(counts) < max(minimum, 1):
         return {"FleetId": random_fleet_id(), "Instances": [], "Errors": errors}
+    target = self._get_param("TargetCapacitySpecification", {})
+    if target.get("DefaultTargetCapacityType") == "capacity-block":
+        # moto knows only spot and on-demand; a block launches like on-demand here.
+        target["DefaultTargetCapacityType"] = "on-demand"
     _plan.counts = counts
     try:
         launched: Any = _FLEET(self).result

@@ -168,3 +168,41 @@ def test_missing_or_wrong_instance_profile_is_permanent(
     assert missing.code == "InstanceProfileNotFound"
     assert "instance profile" in missing.hint
     assert pool_instances("train") == []
+
+
+def test_capacity_block_through_a_fleet(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, admin: dict[str, Any]
+) -> None:
+    fake.add_reservation(
+        "cr-0000000000000000c",
+        zone="us-east-1c",
+        instance_type=TYPE,
+        count=2,
+        kind="capacity-block",
+    )
+    spec = make_spec(mode="fleet", count=2, capacity_reservation_id="cr-0000000000000000c")
+    result = provider.acquire(AcquireRequest(spec=spec, generation=0))
+    assert isinstance(result, Launched)
+    assert {i.availability_zone for i in result.instances} == {"us-east-1c"}
+    (fleet,) = fake.calls("CreateFleet")
+    p = fleet["params"]
+    assert p["TargetCapacitySpecification.DefaultTargetCapacityType"] == "capacity-block"
+    assert sum(1 for k in p if k.endswith(".SubnetId")) == 1
+    (cr,) = admin["ec2"].describe_capacity_reservations(
+        CapacityReservationIds=["cr-0000000000000000c"]
+    )["CapacityReservations"]
+    assert cr["AvailableInstanceCount"] == 0
+
+
+def test_reservation_outside_the_pools_zones_is_permanent(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    fake.add_reservation("cr-0000000000000000d", zone="us-east-1c", instance_type=TYPE, count=2)
+    spec = make_spec(
+        availability_zones=("us-east-1a",), capacity_reservation_id="cr-0000000000000000d"
+    )
+    result = provider.acquire(AcquireRequest(spec=spec, generation=0))
+    assert isinstance(result, PermanentFailure)
+    assert result.code == "CapacityReservationMismatch"
+    assert "us-east-1c" in result.message
+    assert fake.calls("RunInstances") == []

@@ -210,7 +210,7 @@ class GangMachine(RuleBasedStateMachine):
 
 
 GangMachine.TestCase.settings = settings(
-    max_examples=12,
+    max_examples=10,
     stateful_step_count=10,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

@@ -92,6 +92,9 @@ _HINTS: Final[dict[str, str]] = {
     ),
     "InstanceProfileRoleMismatch": "add the node role to the convention-named instance profile",
     "NoPlacement": "the cluster has no subnet in the requested AZs; check the AZ annotations",
+    "CapacityReservationMismatch": (
+        "the reservation's AZ and instance type must match the pool's annotations"
+    ),
 }
 
 

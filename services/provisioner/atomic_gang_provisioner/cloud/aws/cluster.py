@@ -189,3 +189,23 @@ def describe_reservation(clients: AwsClients, caller: Caller, reservation_id: st
         capacity_block=cr.get("ReservationType") == "capacity-block",
         state=str(cr.get("State", "")),
     )
+
+
+def fit_reservation(
+    spec: GangSpec, reservation: Reservation, placements: tuple[Placement, ...]
+) -> tuple[Placement, ...]:
+    """A reservation is zonal and for one instance type: keep the placements it fits."""
+    rid = reservation.reservation_id
+    if reservation.instance_type != spec.instance_type:
+        raise CloudError(
+            "CapacityReservationMismatch",
+            f"{rid} reserves {reservation.instance_type}, the pool asks for {spec.instance_type}",
+        )
+    fitting = tuple(p for p in placements if p.zone == reservation.zone)
+    if not fitting:
+        zones = ", ".join(sorted({p.zone for p in placements})) or "none"
+        raise CloudError(
+            "CapacityReservationMismatch",
+            f"{rid} is in {reservation.zone}; the pool may use {zones}",
+        )
+    return fitting

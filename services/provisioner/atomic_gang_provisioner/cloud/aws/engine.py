@@ -15,7 +15,11 @@ from datetime import UTC, datetime
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer, failure
 from atomic_gang_provisioner.cloud.aws.calls import Caller
-from atomic_gang_provisioner.cloud.aws.cluster import Resolver, describe_reservation
+from atomic_gang_provisioner.cloud.aws.cluster import (
+    Resolver,
+    describe_reservation,
+    fit_reservation,
+)
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
 from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, base_template_data
 from atomic_gang_provisioner.cloud.aws.release import Releaser
@@ -113,7 +117,7 @@ class Ec2Provider:
             reservation = describe_reservation(
                 self._clients, self._caller, spec.capacity_reservation_id
             )
-            placements = tuple(p for p in placements if p.zone == reservation.zone)
+            placements = fit_reservation(spec, reservation, placements)
         if not placements:
             raise CloudError("NoPlacement", "no subnet in any requested or cluster AZ fits")
         template = self._templates.ensure(

@@ -103,11 +103,7 @@ def fleet_params(plan: LaunchPlan, *, version: int, token: str) -> dict[str, Any
     return {
         "Type": "instant",
         "ClientToken": token,
-        "TargetCapacitySpecification": {
-            "TotalTargetCapacity": n,
-            "OnDemandTargetCapacity": n,
-            "DefaultTargetCapacityType": "on-demand",
-        },
+        "TargetCapacitySpecification": _target(plan),
         "OnDemandOptions": {"MinTargetCapacity": n, "SingleInstanceType": True},
         "LaunchTemplateConfigs": [
             {
@@ -119,6 +115,18 @@ def fleet_params(plan: LaunchPlan, *, version: int, token: str) -> dict[str, Any
             }
         ],
         "TagSpecifications": parse.tag_specs(("instance", "fleet"), plan.tags),
+    }
+
+
+def _target(plan: LaunchPlan) -> dict[str, Any]:
+    """On-demand, or a Capacity Block (which EC2 Fleet takes as its own capacity type)."""
+    n = plan.spec.count
+    if plan.reservation is not None and plan.reservation.capacity_block:
+        return {"TotalTargetCapacity": n, "DefaultTargetCapacityType": "capacity-block"}
+    return {
+        "TotalTargetCapacity": n,
+        "OnDemandTargetCapacity": n,
+        "DefaultTargetCapacityType": "on-demand",
     }
 
 
