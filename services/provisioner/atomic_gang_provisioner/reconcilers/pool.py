@@ -7,6 +7,8 @@ workers at once (the anti-double-acquire guarantee on top of ClientTokens).
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -24,9 +26,31 @@ log = logging.getLogger("atomic_gang_provisioner.pool")
 INSTANCE_INDEX = "instance"
 
 
+def _rv(obj: Mapping[str, Any]) -> int:
+    raw = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    return int(raw) if raw.isdigit() else -1
+
+
 class PoolReconciler:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        # Our own last write per pool. The informer may not have delivered it yet; deciding
+        # from an older cached copy would redo (or undo) a step. etcd resourceVersions are
+        # increasing integers, so the newer of the two copies is the one to trust.
+        self._written: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _current(self, name: str) -> dict[str, Any] | None:
+        cached = self.ctx.pools.get(name)
+        with self._lock:
+            mine = self._written.get(name)
+            if cached is None:
+                self._written.pop(name, None)
+                return None
+            if mine is not None and _rv(mine) > _rv(cached):
+                return mine
+            self._written.pop(name, None)
+            return dict(cached)
 
     def _nodes(self, pool: GangNodePool) -> tuple[NodeView, ...]:
         out: list[NodeView] = []
@@ -38,7 +62,7 @@ class PoolReconciler:
         return tuple(out)
 
     def reconcile(self, name: str) -> Result:
-        obj = self.ctx.pools.get(name)
+        obj = self._current(name)
         if obj is None:
             return Result()
         pool = GangNodePool.from_dict(obj)
@@ -52,7 +76,11 @@ class PoolReconciler:
             found = self.ctx.cloud.find(pool=pool.name, generation=plan.find)
             plan = machine.decide(pool, replace(observed, found=found), now)
         plan = self._perform(pool, plan)
-        self._write(pool, plan)
+        try:
+            self._write(pool, plan)
+        except ConflictError as err:
+            log.info("pool write conflicted; retrying", extra={"pool": name, "error": str(err)})
+            return Result(requeue=True)
         return Result(requeue_after=plan.requeue_after)
 
     def _perform(self, pool: GangNodePool, plan: Plan) -> Plan:
@@ -90,7 +118,9 @@ class PoolReconciler:
     def _write_status(self, pool: GangNodePool, plan: Plan) -> None:
         status = plan.status.model_dump(mode="json")
         try:
-            self.ctx.client.replace_status(POOLS, {**pool.to_dict(), "status": status})
+            self._remember(
+                self.ctx.client.replace_status(POOLS, {**pool.to_dict(), "status": status})
+            )
             return
         except ConflictError:
             pass
@@ -100,7 +130,14 @@ class PoolReconciler:
         if latest.status != pool.status:
             raise ConflictError(f"status of pool {pool.name} changed under us")
         self.ctx.must_lead()
-        self.ctx.client.replace_status(POOLS, {**latest.to_dict(), "status": status})
+        self._remember(
+            self.ctx.client.replace_status(POOLS, {**latest.to_dict(), "status": status})
+        )
+
+    def _remember(self, written: dict[str, Any]) -> None:
+        name = str((written.get("metadata") or {}).get("name", ""))
+        with self._lock:
+            self._written[name] = written
 
     def _remove_finalizer(self, pool: GangNodePool) -> None:
         finalizers = [f for f in pool.metadata.get("finalizers") or [] if f != FINALIZER]

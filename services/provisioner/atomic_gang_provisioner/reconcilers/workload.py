@@ -33,6 +33,13 @@ class WorkloadReconciler:
         self.ctx = ctx
 
     def reconcile(self, key: str) -> Result:
+        try:
+            return self._reconcile(key)
+        except ConflictError as err:  # a stale cache or a racing writer: look again
+            log.info("conflict; retrying", extra={"workload": key, "error": str(err)})
+            return Result(requeue=True)
+
+    def _reconcile(self, key: str) -> Result:
         obj = self.ctx.workloads.get(key)
         if obj is None:
             self._release_orphaned_claims(key)
@@ -95,6 +102,15 @@ class WorkloadReconciler:
         plan: WorkloadPlan,
     ) -> None:
         ctx = self.ctx
+
+        def emit(events: tuple[tuple[str, str, str], ...]) -> None:
+            for type_, reason, message in events:
+                ctx.events.event(dict(obj), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
+                if job is not None:
+                    ctx.events.event(dict(job), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
+                log.info(message, extra={"workload": wl.key, "reason": reason})
+
+        pool_events = tuple(e for e in plan.events if not e[1].startswith("Gang"))
         if plan.create_pool is not None:
             ctx.must_lead()
             try:
@@ -103,13 +119,10 @@ class WorkloadReconciler:
                 raise ConflictError(str(err)) from err
         if plan.spec_change is not None:
             self._change_spec(plan.spec_change)
+        emit(pool_events)  # the pool changes happened, whatever follows
         for update in plan.checks:
             self._apply_check(wl, update)
-        for type_, reason, message in plan.events:
-            ctx.events.event(dict(obj), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
-            if job is not None:
-                ctx.events.event(dict(job), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
-            log.info(message, extra={"workload": wl.key, "reason": reason})
+        emit(tuple(e for e in plan.events if e[1].startswith("Gang")))
 
     def _change_spec(self, change: SpecChange) -> None:
         self.ctx.must_lead()
