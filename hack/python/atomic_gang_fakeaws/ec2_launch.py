@@ -102,6 +102,13 @@ def run_instances(self: Any) -> Any:
     token = self._get_param("ClientToken")
     if state is None or not token:
         return _RUN(self)
+    # Check, launch and record as one step: a retry racing its original (server
+    # mode is threaded) must get the original's answer, not a second launch.
+    with state.lock:
+        return _run_instances(self, state, token)
+
+
+def _run_instances(self: Any, state: FakeState, token: str) -> Any:
     backend = self.ec2_backend
     subnet_id, placement = (
         self._get_param("SubnetId"),
@@ -199,6 +206,11 @@ def create_fleet(self: Any) -> Any:
     token = self._get_param("ClientToken")
     if state is None or self._get_param("Type") != "instant":
         return _FLEET(self)
+    with state.lock:  # as in run_instances
+        return _create_fleet(self, state, token)
+
+
+def _create_fleet(self: Any, state: FakeState, token: str | None) -> Any:
     key = (self.current_account, self.region, "CreateFleet", token or "", "regional")
     fp = fingerprint(self)
     if token:
