@@ -1,7 +1,8 @@
 """Seed what the engine expects to find: a VPC with one subnet per AZ, an EKS
 cluster on them, and the node role with its convention-named instance profile.
 
-Works through any boto3 session (in-process moto or a server endpoint).
+:func:`seed_world` works through any boto3 client (in-process moto or a server
+endpoint); :func:`seed_backends` writes straight into moto's backends, for tests.
 """
 
 from __future__ import annotations
@@ -9,6 +10,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from moto.core.models import DEFAULT_ACCOUNT_ID
+from moto.ec2.models import ec2_backends
+from moto.eks.models import eks_backends
+from moto.iam.models import iam_backends
 
 from atomic_gang_provisioner.cloud.naming import instance_profile_name
 
@@ -67,3 +73,34 @@ def seed_world(
         resourcesVpcConfig={"subnetIds": list(subnets.values())},
     )
     return World(region, cluster, vpc, subnets, role, profile)
+
+
+def seed_backends(
+    *,
+    region: str,
+    cluster: str = "demo",
+    zones: tuple[str, ...] = ("a", "b", "c"),
+    role_name: str = "eks-gang-node-role",
+    version: str = "1.31",
+    account: str = DEFAULT_ACCOUNT_ID,
+) -> World:
+    """:func:`seed_world` straight into moto's backends: in-process only, ~10× faster."""
+    ec2 = ec2_backends[account][region]
+    vpc = ec2.create_vpc(cidr_block="10.0.0.0/16")
+    subnets = {
+        region + s: ec2.create_subnet(
+            vpc_id=vpc.id, cidr_block=f"10.0.{i}.0/24", availability_zone=region + s
+        ).id
+        for i, s in enumerate(zones)
+    }
+    iam = iam_backends[account]["aws"]
+    role = iam.create_role(role_name, TRUST, "/", None, "", [], None)
+    profile = instance_profile_name(cluster=cluster, node_role_arn=role.arn)
+    iam.create_instance_profile(profile, "/", [role_name])
+    eks_backends[account][region].create_cluster(
+        name=cluster,
+        role_arn=f"arn:aws:iam::{account}:role/eks-cluster-role",
+        resources_vpc_config={"subnetIds": list(subnets.values())},
+        version=version,
+    )
+    return World(region, cluster, vpc.id, subnets, role.arn, profile)

@@ -16,7 +16,7 @@ from moto.ec2.models import ec2_backends
 
 from atomic_gang import GangSpec, GoDuration
 from atomic_gang_fakeaws import FakeAws, installed
-from atomic_gang_fakeaws.world import World, seed_world
+from atomic_gang_fakeaws.world import World, seed_backends
 from atomic_gang_provisioner.cloud.aws import AwsClients, Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.cloud.retry import Backoff
 
@@ -100,8 +100,8 @@ def fake(clock: FakeClock) -> Iterator[FakeAws]:
 
 
 @pytest.fixture
-def world(fake: FakeAws, admin: dict[str, Any]) -> World:
-    return seed_world(admin.__getitem__, region=REGION, cluster=CLUSTER)
+def world(fake: FakeAws) -> World:
+    return seed_backends(region=REGION, cluster=CLUSTER)
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from typing import Any
 
 import boto3
 import botocore.session
-from botocore.config import Config
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -23,7 +22,7 @@ from moto import mock_aws
 
 from atomic_gang import GangSpec, GoDuration, Mode, keys
 from atomic_gang_fakeaws import installed
-from atomic_gang_fakeaws.world import seed_world
+from atomic_gang_fakeaws.world import seed_backends
 from atomic_gang_provisioner.cloud import (
     AcquireRequest,
     Launched,
@@ -53,7 +52,7 @@ FAULTS: dict[str, dict[str, Any]] = {
 
 
 @functools.cache
-def shared() -> tuple[dict[str, Any], AwsClients]:
+def shared() -> AwsClients:
     """Clients built once per run (moto intercepts them under every example's mock)."""
     session = boto3.session.Session(
         aws_access_key_id="testing",
@@ -61,9 +60,7 @@ def shared() -> tuple[dict[str, Any], AwsClients]:
         botocore_session=botocore.session.get_session(),
         region_name=REGION,
     )
-    once = Config(retries={"total_max_attempts": 1, "mode": "standard"})
-    admin = {name: session.client(name, config=once) for name in ("ec2", "iam", "eks")}
-    return admin, make_clients(region=REGION, session=session)
+    return make_clients(region=REGION, session=session)
 
 
 @dataclass
@@ -84,7 +81,7 @@ class GangMachine(RuleBasedStateMachine):
         self.clock = FakeClock()
         self.layer_cm = installed(clock=self.clock.monotonic)
         self.fake = self.layer_cm.__enter__()
-        self.world = seed_world(shared()[0].__getitem__, region=REGION, cluster=CLUSTER)
+        self.world = seed_backends(region=REGION, cluster=CLUSTER)
         self.engine = self.new_engine()
         self.pools = {
             "runs": Pool(count=2, mode="runinstances"),
@@ -98,7 +95,7 @@ class GangMachine(RuleBasedStateMachine):
             eni_wait_seconds=10,
         )
         return Ec2Provider(
-            clients=shared()[1],
+            clients=shared(),
             config=config,
             sleeper=self.clock.sleep,
             wall=self.clock.now,
