@@ -2,7 +2,9 @@
 
 Live instances use slots; terminating frees them. A launch asking for more
 than is free gets EC2's real error and launches nothing. Instances launched
-into a capacity reservation count against it, not against the open pool.
+into a capacity reservation count against it, not against the open pool. A
+subnet without enough free addresses refuses the whole launch too (moto would
+launch part of it and then fail).
 """
 
 from __future__ import annotations
@@ -57,6 +59,16 @@ def free(state: FakeState, backend: Any, target: Target) -> int:
         and i.id not in state.reservation_use
     )
     return max(0, limit - used)
+
+
+def check_addresses(subnet: Any, count: int) -> None:
+    """moto would launch part of the gang and then crash when the subnet runs dry."""
+    if subnet.available_ip_address_count < count:
+        raise AwsError(
+            "InsufficientFreeAddressesInSubnet",
+            f"The specified subnet {subnet.id} does not have enough free addresses to"
+            f" satisfy the request.",
+        )
 
 
 def check(state: FakeState, backend: Any, target: Target, count: int) -> None:

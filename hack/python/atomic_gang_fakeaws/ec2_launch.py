@@ -129,7 +129,10 @@ def _run_instances(self: Any, state: FakeState, token: str) -> Any:
         self._get_param("InstanceType") or data.get("InstanceType") or "m1.small",
         capacity.reservation_target(request, data),
     )
-    capacity.check(state, backend, target, int(self._get_param("MinCount", 1)))
+    count = int(self._get_param("MinCount", 1))
+    if subnet_id:
+        capacity.check_addresses(backend.get_subnet(subnet_id), count)
+    capacity.check(state, backend, target, count)
     result = _RUN(self)
     reservation: Any = result.result
     eni_tags = _request_tags(self, "network-interface")
@@ -179,6 +182,8 @@ def _allocate(
             itype = override.get("InstanceType") or data.get("InstanceType", "")
             target = capacity.Target(zone, itype, capacity.reservation_target(data))
             free = capacity.free(state, backend, target) - taken.get(target, 0)
+            if subnet:
+                free = min(free, backend.get_subnet(subnet).available_ip_address_count)
             n = max(0, min(free, total - sum(counts)))
             taken[target] = taken.get(target, 0) + n
             counts.append(n)

@@ -245,3 +245,18 @@ def test_without_an_active_layer_moto_is_untouched(admin_clients: dict[str, Any]
         ec2.run_instances(ImageId=AMI, MinCount=1, MaxCount=1, ClientToken="same")
         ec2.run_instances(ImageId=AMI, MinCount=1, MaxCount=1, ClientToken="same")
         assert len(live()) == 2
+
+
+def test_a_subnet_without_enough_addresses_launches_nothing(
+    admin: dict[str, Any], world: World
+) -> None:
+    ec2 = admin["ec2"]
+    small = ec2.create_subnet(
+        VpcId=world.vpc_id, CidrBlock="10.0.9.0/28", AvailabilityZone="us-east-1a"
+    )
+    with pytest.raises(ClientError) as err:
+        ec2.run_instances(
+            ImageId=AMI, MinCount=12, MaxCount=12, SubnetId=small["Subnet"]["SubnetId"]
+        )
+    assert code(err) == "InsufficientFreeAddressesInSubnet"
+    assert live() == []
