@@ -12,6 +12,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from atomic_gang import GangSpec, GoDuration
 from atomic_gang_fakeaws import ControlClient
@@ -111,4 +112,22 @@ def test_capacity_set_over_the_control_api(server: dict[str, Any]) -> None:
     result = engine.acquire(AcquireRequest(spec=spec(server["world"], "big", 2), generation=0))
     assert isinstance(result, Shortfall)
     assert [a.code for a in result.attempts] == ["InsufficientInstanceCapacity"] * 3
+    control.close()
+
+
+def test_unimplemented_calls_say_so_instead_of_a_retried_500(server: dict[str, Any]) -> None:
+    control = ControlClient(server["endpoint"])
+    control.clear_calls()
+    ec2 = boto3.client(
+        "ec2",
+        region_name=REGION,
+        endpoint_url=server["endpoint"],
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    with pytest.raises(ClientError) as err:
+        ec2.create_placement_group(GroupName="gang", Strategy="cluster")
+    assert err.value.response["Error"]["Code"] == "NotImplemented"
+    assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
+    assert len(control.calls("CreatePlacementGroup")) == 1
     control.close()

@@ -19,6 +19,7 @@ from atomic_gang_provisioner.cloud.errors import CloudError, classify, hint_for
         pytest.param("ReadTimeout", None, "transient", id="lost-response"),
         pytest.param("ConnectionError", None, "transient", id="dropped-connection"),
         pytest.param("SomethingNew", 502, "transient", id="unknown-5xx"),
+        pytest.param("NotImplemented", 501, "permanent", id="not-implemented"),
         pytest.param("VcpuLimitExceeded", 400, "quota", id="vcpu-quota"),
         pytest.param("InstanceLimitExceeded", 400, "quota", id="instance-quota"),
         pytest.param("InvalidInstanceID.NotFound", 400, "not_found", id="instance-gone"),

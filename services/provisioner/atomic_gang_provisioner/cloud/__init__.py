@@ -11,6 +11,7 @@ returns: instance ids, fleet id, pending ENIs and ``acquireGeneration``.
   launches with ClientTokens derived from (pool, generation, AZ). Bump the
   generation only when the result is ``terminal`` (Launched, Shortfall,
   QuotaExceeded, PermanentFailure); on ``RetryLater`` call again unchanged.
+* ``find(pool=, generation=)`` is the adoption lookup alone (launches nothing).
 * ``release`` is idempotent and ENI-aware; ``ReleaseResult.done`` says when
   nothing is left (pending ENIs come back to be passed in next time).
 * The reaper calls ``list_owned()`` once per sweep, then the pure

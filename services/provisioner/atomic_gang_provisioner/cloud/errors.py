@@ -105,7 +105,7 @@ def classify(code: str, http_status: int | None = None) -> ErrorClass:
             return cls
     if code.endswith(".NotFound") or code.endswith("NotFoundException"):
         return "not_found"
-    if http_status is not None and http_status >= 500:
+    if http_status is not None and http_status >= 500 and http_status != 501:
         return "transient"
     return "permanent"
 
