@@ -2,7 +2,7 @@
 # Build the pinned upstream control-plane binaries from the Go module proxy and
 # cache each one by version under $ATOMIC_GANG_CACHE/bin (default ~/.cache/atomic-gang).
 # Only what is missing is rebuilt. Usage: hack/build-bins.sh [component...]
-# Components: etcd kube kueue kwok helm  (default: all)
+# Components: etcd kube kueue kwok helm cert-manager  (default: all)
 # Also links the Kueue and kwok module sources (chart, CRDs, kwok stages) to
 # $ATOMIC_GANG_CACHE/<name>-<version>-src. Concurrent runs are serialised by a lock.
 # The pins below are read by hack/python/atomic_gang_devstack/bins.py too.
@@ -13,6 +13,8 @@ K8S_VERSION=${K8S_VERSION:-v1.36.3}
 KUEUE_VERSION=${KUEUE_VERSION:-v0.17.0}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
+# The last release whose controller and cainjector are in the root module (chart e2e only).
+CERTMANAGER_VERSION=${CERTMANAGER_VERSION:-v1.11.5}
 
 CACHE=${ATOMIC_GANG_CACHE:-$HOME/.cache/atomic-gang}
 BIN=$CACHE/bin
@@ -140,12 +142,35 @@ build_helm() {
     "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 }
 
+# cert-manager (chart e2e): controller + cainjector from one wrapper module; CRDs from the zip.
+build_cert_manager() {
+  local v=$CERTMANAGER_VERSION b ok=1 mod=github.com/cert-manager/cert-manager
+  for b in controller cainjector; do have "cert-manager-$b-$v" || ok=0; done
+  if [[ $ok == 1 ]]; then
+    log "cert-manager $v cached"
+  else
+    log "building cert-manager controller + cainjector $v (wrapper module)"
+    local dir=$SRC/cert-manager-$v
+    wrapper "$dir" "$mod@$v"
+    printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "%s/cmd/controller"\n\t_ "%s/cmd/cainjector"\n)\n' "$mod" "$mod" > "$dir/tools.go"
+    (cd "$dir" && go mod tidy -e >/dev/null)
+    for b in controller cainjector; do
+      have "cert-manager-$b-$v" && continue
+      log "  go build cert-manager $b"
+      (cd "$dir" && go build -trimpath -ldflags "-s -w -X $mod/pkg/util.AppVersion=$v" \
+        -o "$BIN/cert-manager-$b-$v.tmp" "$mod/cmd/$b")
+      mv "$BIN/cert-manager-$b-$v.tmp" "$BIN/cert-manager-$b-$v"
+    done
+  fi
+  link_src cert-manager "$mod" "$v"  # deploy/crds
+}
+
 components=("$@")
-[[ ${#components[@]} == 0 ]] && components=(etcd kube kueue kwok helm)
+[[ ${#components[@]} == 0 ]] && components=(etcd kube kueue kwok helm cert-manager)
 for c in "${components[@]}"; do
-  declare -F "build_$c" >/dev/null || { log "unknown component '$c' (etcd kube kueue kwok helm)"; exit 2; }
+  declare -F "build_${c//-/_}" >/dev/null || { log "unknown component '$c' (etcd kube kueue kwok helm cert-manager)"; exit 2; }
   t0=$(date +%s)
-  "build_$c"
+  "build_${c//-/_}"
   log "$c: $(( $(date +%s) - t0 ))s"
 done
 log "all requested binaries present in $BIN ($(du -sh "$BIN" | cut -f1))"

@@ -29,6 +29,9 @@ BINARIES: dict[str, tuple[str, str]] = {
     "kueue": ("KUEUE", "kueue"),
     "kwok": ("KWOK", "kwok"),
     "helm": ("HELM", "helm"),
+    # Only the chart e2e tests run these (the webhook's certMode=certManager, for real).
+    "cert-manager-controller": ("CERTMANAGER", "cert-manager"),
+    "cert-manager-cainjector": ("CERTMANAGER", "cert-manager"),
 }
 
 
