@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 CRD := charts/atomic-gang-provisioner/crds/gangnodepools.atomic-gang.k8s.aws.yaml
 
-.PHONY: crd helm-sync demo test test-fast lint unit integration e2e bins venv dev-up dev-down bench clean-venv
+.PHONY: crd helm-sync helm-lint helm-test helm-package demo test test-fast lint unit integration e2e bins venv dev-up dev-down bench clean-venv
 
 ## demo: run the whole product locally (control plane + Kueue + moto + provisioner)
 demo: venv bins
@@ -46,6 +46,19 @@ $(STAMP): pyproject.toml
 ## crd / helm-sync: regenerate the GangNodePool CRD from the pydantic models into the chart
 crd helm-sync: venv
 	$(BIN)/python -m atomic_gang_provisioner.api.crd > $(CRD)
+
+## helm-lint / helm-test / helm-package: the chart (pinned helm, built when missing)
+CHART := charts/atomic-gang-provisioner
+HELM = $$($(BIN)/python -c 'from atomic_gang_devstack.bins import Bins; b = Bins.load(); b.ensure(("helm",)); print(b.path("helm"))')
+
+helm-lint: venv
+	$(HELM) lint --strict --kube-version 1.36.3 --values $(CHART)/ci/required-values.yaml $(CHART)
+
+helm-test: venv
+	$(BIN)/pytest -q -p no:cacheprovider tests/integration/chart
+
+helm-package: helm-lint
+	$(HELM) package $(CHART) --destination bin
 
 ## bins: build (or reuse) the pinned upstream control-plane binaries
 bins:

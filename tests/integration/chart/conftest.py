@@ -1,0 +1,140 @@
+"""Every render the chart tests look at, done once per session and in parallel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.chart.render import REQUIRED, Rendered, helm_path, merge, render_many
+
+LONG_CLUSTER = "c" * 90  # forces the hash-truncated instance-profile name
+CUSTOM: dict[str, Any] = {
+    "clusterName": "prod-eks",
+    "controllerName": "atomic-gang.k8s.aws/ec2-atomic",
+    "defaults": {
+        "region": "eu-west-1",
+        "nodeRoleArn": "arn:aws:iam::123456789012:role/gang-node",
+        "mode": "fleet",
+        "keepWarmTTL": "30m",
+        "maxLifetime": "12h",
+    },
+    "limits": {"maxGangSize": 16, "maxKeepWarmTTL": "2h"},
+    "allowedInstanceTypes": ["p5.*", "p4d.24xlarge"],
+    "allowedNodeRoleArns": [
+        "arn:aws:iam::123456789012:role/gang-node",
+        "arn:aws:iam::123456789012:role/path/other-node",
+    ],
+    "reapIntervalSeconds": 30,
+    "joinDeadlineSeconds": 900,
+    "acquireAttemptsBeforeRetry": 3,
+    "maxConcurrentPoolReconciles": 9,
+    "healthGraceSeconds": 0,
+    "acquireRetry": {"backoffBaseSeconds": 1.5, "backoffMaxSeconds": 60},
+    "leaderElection": {
+        "namespace": "leases",
+        "leaseDurationSeconds": 30,
+        "renewDeadlineSeconds": 20,
+        "retryPeriodSeconds": 4,
+    },
+    "iam": {"selfManageInstanceProfile": True},
+    "kueue": {
+        "clusterQueue": {"nominalQuota": {"cpu": 512, "memory": "2Ti", "nvidia.com/gpu": "64"}},
+        "localQueueNamespaces": ["team-a", "team-b"],
+    },
+}
+
+# name -> values merged over REQUIRED (None: exactly REQUIRED).
+POSITIVE: dict[str, dict[str, Any] | None] = {
+    "default": None,
+    "custom": CUSTOM,
+    "helm-certs": {"webhook": {"certMode": "helm"}},
+    "provided": {
+        "webhook": {
+            "certMode": "provided",
+            "provided": {"secretName": "my-tls", "caBundle": "Q0EK"},
+        }
+    },
+    "dev-url": {"webhook": {"devUrl": "https://127.0.0.1:18443"}},
+    "dev-url-helm": {"webhook": {"devUrl": "https://127.0.0.1:18443/", "certMode": "helm"}},
+    "dev-url-host": {"webhook": {"devUrl": "https://host.docker.internal:9443"}},
+    "irsa": {
+        "auth": {"mode": "irsa"},
+        "serviceAccount": {"roleArn": "arn:aws:iam::123456789012:role/ctl"},
+    },
+    "static": {"auth": {"mode": "static", "static": {"secretName": "aws-keys"}}},
+    "no-kueue": {
+        "kueue": {
+            "create": {
+                "admissionCheck": False,
+                "resourceFlavor": False,
+                "clusterQueue": False,
+                "localQueues": False,
+            },
+            "clusterQueue": {"nominalQuota": None},
+        }
+    },
+    "extras": {
+        "metrics": {"serviceMonitor": {"enabled": True}},
+        "nodeBootstrap": {"enabled": True},
+        "clusterName": LONG_CLUSTER,
+        "allowedNodeRoleArns": ["arn:aws:iam::123456789012:role/team/second"],
+    },
+    "no-webhook-no-le": {
+        "webhook": {"enabled": False},
+        "leaderElection": {"enabled": False},
+        "podDisruptionBudget": {"enabled": False},
+        "serviceAccount": {"create": False, "name": "pre-made"},
+    },
+}
+
+# name -> (values replacing REQUIRED parts, text the error must contain).
+NEGATIVE: dict[str, tuple[dict[str, Any], str]] = {
+    "no-cluster-name": ({"clusterName": ""}, "/clusterName"),
+    "no-region": ({"defaults": {"region": ""}}, "/defaults/region"),
+    "no-quota": ({"kueue": {"clusterQueue": {"nominalQuota": None}}}, "nominalQuota"),
+    "zero-cpu": ({"kueue": {"clusterQueue": {"nominalQuota": {"cpu": 0}}}}, "nominalQuota/cpu"),
+    "zero-cpu-string": (
+        {"kueue": {"clusterQueue": {"nominalQuota": {"cpu": "0.0"}}}},
+        "nominalQuota/cpu",
+    ),
+    "zero-memory": (
+        {"kueue": {"clusterQueue": {"nominalQuota": {"memory": "0Gi"}}}},
+        "nominalQuota/memory",
+    ),
+    "unknown-top-level": ({"replicas": 3}, "additional properties 'replicas' not allowed"),
+    "unknown-setting": ({"defaults": {"regoin": "us-east-1"}}, "'regoin' not allowed"),
+    "bad-cert-mode": ({"webhook": {"certMode": "selfSigned"}}, "/webhook/certMode"),
+    "irsa-without-role": ({"auth": {"mode": "irsa"}}, "/serviceAccount/roleArn"),
+    "provided-without-secret": ({"webhook": {"certMode": "provided"}}, "/webhook/provided"),
+    "dev-url-plain-http": ({"webhook": {"devUrl": "http://127.0.0.1:9443"}}, "/webhook/devUrl"),
+    "bad-integration-mode": ({"integrationMode": "job"}, "/integrationMode"),
+    "bad-failure-policy": ({"webhook": {"failurePolicy": "Retry"}}, "/webhook/failurePolicy"),
+}
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    return helm_path()
+
+
+@pytest.fixture(scope="session")
+def renders(helm: Path) -> dict[str, Rendered]:
+    cases = {name: merge(REQUIRED, over or {}) for name, over in POSITIVE.items()}
+    cases |= {f"bad:{name}": merge(REQUIRED, over) for name, (over, _) in NEGATIVE.items()}
+    cases["none"] = {}
+    return render_many(helm, cases)
+
+
+@pytest.fixture(scope="session")
+def default(renders: dict[str, Rendered]) -> Rendered:
+    r = renders["default"]
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+@pytest.fixture(scope="session")
+def helm_defaults(renders: dict[str, Rendered]) -> Rendered:
+    """The chart with no values at all."""
+    return renders["none"]

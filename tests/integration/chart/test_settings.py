@@ -1,0 +1,118 @@
+"""The chart's ConfigMap is a settings file the services accept, and the schema mirrors the model.
+
+Both services load ``settings.yaml`` from the ConfigMap with
+``atomic_gang.settings.load_settings``, whose model forbids unknown keys, so a
+chart value that reached the ConfigMap under the wrong name would stop them at
+start-up. These tests load the rendered file exactly that way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from atomic_gang.durations import GoDuration
+from atomic_gang.settings import GangSettings, load_settings
+from tests.integration.chart.conftest import CUSTOM
+from tests.integration.chart.render import CHART, NAMESPACE, Rendered
+
+
+def _settings(r: Rendered, tmp_path: Path) -> GangSettings:
+    assert r.returncode == 0, r.stderr
+    data = r.one("ConfigMap", "-settings")["data"]
+    assert list(data) == ["settings.yaml"]
+    path = tmp_path / "settings.yaml"
+    path.write_text(data["settings.yaml"])
+    return load_settings(path)
+
+
+@pytest.fixture(autouse=True)
+def _no_env_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in [k for k in os.environ if k.startswith("ATOMIC_GANG_")]:
+        monkeypatch.delenv(key)
+
+
+def test_default_values_load_as_the_model_defaults(default: Rendered, tmp_path: Path) -> None:
+    s = _settings(default, tmp_path)
+
+    assert s.clusterName == "my-eks-cluster"
+    assert s.defaults.region == "us-east-1"
+    # Everything not set by the user is exactly the model's default...
+    expected = GangSettings(
+        clusterName="my-eks-cluster",
+        defaults={"region": "us-east-1", "nodeRoleArn": s.defaults.nodeRoleArn},
+        leaderElection={"namespace": NAMESPACE},
+    )
+    assert s == expected
+    # ...except the Lease namespace, pinned to the release namespace (where the Role is).
+    assert s.leaderElection.namespace == NAMESPACE
+
+
+def test_custom_values_arrive_unchanged(renders: dict[str, Rendered], tmp_path: Path) -> None:
+    s = _settings(renders["custom"], tmp_path)
+
+    assert s.clusterName == "prod-eks"
+    assert s.defaults.mode == "fleet"
+    assert s.defaults.keepWarmTTL == GoDuration.of(minutes=30)
+    assert s.defaults.maxLifetime == GoDuration.of(hours=12)
+    assert s.limits.maxGangSize == 16
+    assert s.limits.maxKeepWarmTTL == GoDuration.of(hours=2)
+    assert s.allowedInstanceTypes == ("p5.*", "p4d.24xlarge")
+    assert s.allowedNodeRoleArns == tuple(CUSTOM["allowedNodeRoleArns"])
+    assert (s.reapIntervalSeconds, s.joinDeadlineSeconds) == (30, 900)
+    assert (s.acquireAttemptsBeforeRetry, s.maxConcurrentPoolReconciles) == (3, 9)
+    assert s.healthGraceSeconds == 0
+    assert s.acquireRetry.backoffBaseSeconds == 1.5
+    assert s.leaderElection.namespace == "leases"
+    assert s.leaderElection.leaseDurationSeconds == 30
+    assert s.iam.selfManageInstanceProfile is True
+
+
+def test_the_configmap_holds_only_model_keys(renders: dict[str, Rendered]) -> None:
+    for name in ("default", "custom", "extras", "no-webhook-no-le"):
+        text = renders[name].one("ConfigMap", "-settings")["data"]["settings.yaml"]
+        assert set(yaml.safe_load(text)) == set(GangSettings.model_fields), name
+
+
+def _schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads((CHART / "values.schema.json").read_text())
+    return schema
+
+
+def _walk(model: type[BaseModel], node: dict[str, Any], path: str) -> list[str]:
+    """Every place where the schema's settings keys differ from the model's fields."""
+    problems: list[str] = []
+    fields = set(model.model_fields)
+    props = set(node.get("properties", {}))
+    if path and node.get("additionalProperties") is not False:
+        problems.append(f"{path}: schema must forbid unknown keys")
+    if path and props != fields:
+        problems.append(f"{path}: schema {sorted(props ^ fields)} differ from the model")
+    for name, field in model.model_fields.items():
+        sub = field.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel) and name in node["properties"]:
+            problems += _walk(sub, node["properties"][name], f"{path}.{name}".lstrip("."))
+    return problems
+
+
+def test_schema_mirrors_the_settings_model() -> None:
+    schema = _schema()
+    top = set(schema["properties"])
+
+    assert schema["additionalProperties"] is False
+    assert set(GangSettings.model_fields) <= top, "a setting has no chart value"
+    assert _walk(GangSettings, schema, "") == []
+
+
+def test_values_yaml_defaults_equal_the_model_defaults() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    chart_defaults = {k: values[k] for k in GangSettings.model_fields}
+    chart_defaults["leaderElection"] = {**chart_defaults["leaderElection"], "namespace": ""}
+
+    assert GangSettings(**chart_defaults) == GangSettings()

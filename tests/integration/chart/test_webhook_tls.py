@@ -1,0 +1,125 @@
+"""The webhook registration and its certificate in every certMode (and with devUrl)."""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+from typing import Any
+
+from cryptography import x509
+
+from tests.integration.chart.render import NAMESPACE, RELEASE, Rendered
+
+SVC = f"{RELEASE}-webhook"
+SVC_DNS = f"{SVC}.{NAMESPACE}.svc"
+PATH = "/validate/batch/v1/job"
+
+
+def _hook(r: Rendered) -> dict[str, Any]:
+    hooks = r.one("ValidatingWebhookConfiguration")["webhooks"]
+    assert len(hooks) == 1
+    return dict(hooks[0])
+
+
+def _tls_volume(r: Rendered) -> str:
+    pod = r.one("Deployment", "-webhook")["spec"]["template"]["spec"]
+    (tls,) = [v for v in pod["volumes"] if v["name"] == "tls"]
+    return str(tls["secret"]["secretName"])
+
+
+def test_registration_fails_closed_on_jobs_only(default: Rendered) -> None:
+    hook = _hook(default)
+
+    assert hook["name"] == "jobs.atomic-gang.k8s.aws"
+    assert hook["failurePolicy"] == "Fail"
+    assert hook["sideEffects"] == "None"
+    assert hook["timeoutSeconds"] == 5
+    assert hook["admissionReviewVersions"] == ["v1"]
+    assert hook["rules"] == [
+        {
+            "apiGroups": ["batch"],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["jobs"],
+            "scope": "Namespaced",
+        }
+    ]
+    assert hook["clientConfig"]["service"] == {
+        "name": SVC,
+        "namespace": NAMESPACE,
+        "path": PATH,
+        "port": 443,
+    }
+    (expr,) = hook["namespaceSelector"]["matchExpressions"]
+    assert (expr["key"], expr["operator"]) == ("kubernetes.io/metadata.name", "NotIn")
+    for ns in ("kube-system", "kube-public", "kube-node-lease", NAMESPACE, "kueue-system"):
+        assert ns in expr["values"]
+    # Only Jobs carrying our keys (now or before the UPDATE) are sent.
+    (cond,) = hook["matchConditions"]
+    assert cond["expression"].count("'atomic-gang.k8s.aws/'") == 4
+    assert "oldObject" in cond["expression"]
+
+
+def test_cert_manager_chain(default: Rendered) -> None:
+    issuers = {i["metadata"]["name"]: i["spec"] for i in default.of("Issuer")}
+    certs = {c["metadata"]["name"]: c["spec"] for c in default.of("Certificate")}
+    ca, serving = certs[f"{SVC}-ca"], certs[f"{SVC}-tls"]
+
+    assert issuers[f"{SVC}-selfsigned"] == {"selfSigned": {}}
+    assert ca["isCA"] is True
+    assert ca["issuerRef"]["name"] == f"{SVC}-selfsigned"
+    assert issuers[f"{SVC}-ca"] == {"ca": {"secretName": ca["secretName"]}}
+    assert serving["issuerRef"]["name"] == f"{SVC}-ca"
+    assert SVC_DNS in serving["dnsNames"]
+    assert "ipAddresses" not in serving
+    assert serving["secretName"] == _tls_volume(default)
+    vwc = default.one("ValidatingWebhookConfiguration")
+    assert vwc["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": f"{NAMESPACE}/{SVC}-tls"
+    }
+    assert "caBundle" not in _hook(default)["clientConfig"]  # the cainjector fills it
+
+
+def _pem(b64: str) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(base64.b64decode(b64))
+
+
+def test_helm_generated_certificate(renders: dict[str, Rendered]) -> None:
+    r = renders["helm-certs"]
+    secret = r.one("Secret", "-webhook-tls")
+    ca, leaf = _pem(secret["data"]["ca.crt"]), _pem(secret["data"]["tls.crt"])
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+
+    assert secret["type"] == "kubernetes.io/tls"
+    assert r.of("Certificate") == r.of("Issuer") == []
+    assert _hook(r)["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    leaf.verify_directly_issued_by(ca)
+    assert SVC_DNS in names.get_values_for_type(x509.DNSName)
+    assert _tls_volume(r) == secret["metadata"]["name"]
+    assert "annotations" not in r.one("ValidatingWebhookConfiguration")["metadata"]
+
+
+def test_provided_secret_and_ca_bundle(renders: dict[str, Rendered]) -> None:
+    r = renders["provided"]
+
+    assert r.of("Secret") == r.of("Certificate") == r.of("Issuer") == []
+    assert _hook(r)["clientConfig"]["caBundle"] == "Q0EK"
+    assert _tls_volume(r) == "my-tls"
+
+
+def test_dev_url_replaces_the_service_and_joins_the_certificate(
+    renders: dict[str, Rendered],
+) -> None:
+    cm = renders["dev-url"]
+    serving = cm.one("Certificate", "-webhook-tls")["spec"]
+    helm = renders["dev-url-helm"]
+    leaf = _pem(helm.one("Secret", "-webhook-tls")["data"]["tls.crt"])
+    sans = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    by_name = renders["dev-url-host"].one("Certificate", "-webhook-tls")["spec"]
+
+    assert _hook(cm)["clientConfig"] == {"url": f"https://127.0.0.1:18443{PATH}"}
+    assert serving["ipAddresses"] == ["127.0.0.1"]
+    assert _hook(helm)["clientConfig"]["url"] == f"https://127.0.0.1:18443{PATH}"
+    assert ipaddress.ip_address("127.0.0.1") in sans.get_values_for_type(x509.IPAddress)
+    assert "host.docker.internal" in by_name["dnsNames"]
+    assert "ipAddresses" not in by_name
