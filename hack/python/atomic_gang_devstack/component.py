@@ -9,6 +9,7 @@ applied to the apiserver) that has nothing to stop. New pieces of the stack
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +24,20 @@ from atomic_gang_devstack.state import StackOptions, StackState
 
 @dataclass
 class Context:
-    """Everything components share during one launcher run."""
+    """Everything components share during one launcher run.
+
+    Components start on threads of their own (each as soon as what it needs
+    is ready), so changes to the state go through :attr:`lock`; :attr:`abort`
+    tells every waiting component to give up once one has failed.
+    """
 
     options: StackOptions
     state: StackState
     bins: Bins
     ca: pki.Issued | None = None
     picker: PortPicker = field(default_factory=PortPicker)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    abort: threading.Event = field(default_factory=threading.Event)
 
     @property
     def dir(self) -> Path:
@@ -44,9 +52,14 @@ class Context:
 
     def port(self, key: str) -> int:
         """The port for ``key``, picked free on first use and remembered in the state."""
-        if key not in self.state.ports:
-            self.state.ports[key] = self.picker.pick()
-        return self.state.ports[key]
+        with self.lock:
+            if key not in self.state.ports:
+                self.state.ports[key] = self.picker.pick()
+            return self.state.ports[key]
+
+    def save(self) -> None:
+        with self.lock:
+            self.state.save()
 
     @property
     def apiserver_url(self) -> str:
@@ -132,7 +145,9 @@ class ProcessComponent(Component):
             env=self.env(ctx),
             die_with_parent=not ctx.options.detach,
         )
-        ctx.state.procs[self.name] = rec
+        with ctx.lock:
+            ctx.state.procs[self.name] = rec
+            ctx.state.save()
 
     def wait_ready(self, ctx: Context) -> None:
         rec = ctx.state.procs[self.name]
@@ -142,6 +157,7 @@ class ProcessComponent(Component):
             what="healthy",
             timeout=self.ready_timeout,
             proc=rec,
+            cancel=ctx.abort,
         )
 
     def healthy(self, ctx: Context) -> bool:

@@ -12,8 +12,10 @@ import ctypes
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
@@ -61,6 +63,24 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
 
 
+_SPAWNER_LOCK = threading.Lock()
+_SPAWNER: ThreadPoolExecutor | None = None
+
+
+def _spawner() -> ThreadPoolExecutor:
+    """One long-lived thread that forks every tied child.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not
+    the process; components start on short-lived threads, so forking there
+    would kill the children as soon as the stack is up.
+    """
+    global _SPAWNER  # noqa: PLW0603 - a process-wide singleton on purpose
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="devstack-spawner")
+        return _SPAWNER
+
+
 def spawn(
     name: str,
     argv: Sequence[str],
@@ -78,15 +98,19 @@ def spawn(
     with log.open("ab") as out:
         out.write(f"--- devstack: starting {' '.join(argv)}\n".encode())
         out.flush()
-        child = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=dict(env) if env is not None else None,
-            start_new_session=True,
-            preexec_fn=_die_with_parent if die_with_parent else None,  # noqa: PLW1509
-        )
+
+        def popen() -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=dict(env) if env is not None else None,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if die_with_parent else None,  # noqa: PLW1509
+            )
+
+        child = _spawner().submit(popen).result() if die_with_parent else popen()
     _CHILDREN[child.pid] = child
     stat = _stat(child.pid)
     return ProcRecord(

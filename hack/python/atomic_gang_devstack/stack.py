@@ -1,4 +1,4 @@
-"""The launcher: start components in dependency waves, stop what was started.
+"""The launcher: start each component once its dependencies are ready; stop all.
 
 ``up`` is idempotent: with a healthy stack already recorded in the state
 directory it only reports it. A failing component stops the whole start; the
@@ -12,14 +12,26 @@ import logging
 import shutil
 import time
 from collections.abc import Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from atomic_gang_devstack import pki, procs, state
 from atomic_gang_devstack.bins import Bins
 from atomic_gang_devstack.component import Component, Context
 from atomic_gang_devstack.state import StackOptions, StackState
+from atomic_gang_devstack.waits import AbortedError
 
 log = logging.getLogger("atomic_gang_devstack")
+
+
+def _raise_root_cause(futures: Sequence[Future[None]]) -> None:
+    """Re-raise the first real failure in start order (not the knock-on aborts)."""
+    errors = [e for e in (f.exception() for f in futures) if e is not None]
+    for err in errors:
+        if not isinstance(err, AbortedError):
+            raise err
+    if errors:
+        raise errors[0]
 
 
 def waves(components: Sequence[Component]) -> list[list[Component]]:
@@ -99,24 +111,41 @@ class Stack:
 
     def _start_all(self, ctx: Context) -> None:
         t0 = time.monotonic()
-        for wave in waves(self.components):
-            for c in wave:
-                t = time.monotonic()
-                ctx.state.started.append(c.name)
-                c.start(ctx)
-                ctx.state.save()
-                log.info("started %s (%.1fs)", c.name, time.monotonic() - t)
-            for c in wave:
-                t = time.monotonic()
-                c.wait_ready(ctx)
-                log.info("%s ready in %.1fs", c.name, time.monotonic() - t)
+        order = [c for wave in waves(self.components) for c in wave]
+        futures: dict[str, Future[None]] = {}
+        # Submitted in dependency order and one thread each, so a component's
+        # dependencies are always already submitted and can never starve it.
+        with ThreadPoolExecutor(max_workers=len(order), thread_name_prefix="devstack") as pool:
+            for c in order:
+                deps = [futures[n] for n in c.needs]
+                futures[c.name] = pool.submit(self._bring_up, ctx, c, deps)
+            wait(futures.values(), return_when=FIRST_EXCEPTION)
+            if any(f.done() and f.exception() for f in futures.values()):
+                ctx.abort.set()
+        _raise_root_cause([futures[c.name] for c in order])
         ctx.state.ready = True
         ctx.state.ready_seconds = round(time.monotonic() - t0, 1)
-        ctx.state.save()
+        ctx.save()
         if self.options.kubeconfig_out is not None:
             self.options.kubeconfig_out.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(ctx.admin_kubeconfig(), self.options.kubeconfig_out)
         log.info("stack ready in %.1fs", ctx.state.ready_seconds)
+
+    @staticmethod
+    def _bring_up(ctx: Context, comp: Component, deps: list[Future[None]]) -> None:
+        for dep in deps:
+            dep.result()  # a failed dependency fails this component with the same error
+        if ctx.abort.is_set():
+            raise AbortedError(f"{comp.name}: not started: another component failed")
+        t = time.monotonic()
+        with ctx.lock:
+            ctx.state.started.append(comp.name)
+        comp.start(ctx)
+        ctx.save()
+        log.info("started %s (%.1fs)", comp.name, time.monotonic() - t)
+        t = time.monotonic()
+        comp.wait_ready(ctx)
+        log.info("%s ready in %.1fs", comp.name, time.monotonic() - t)
 
     def down(self) -> bool:
         """Stop everything recorded in the state directory. False if nothing was there."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,10 @@ import httpx
 from atomic_gang_devstack import procs
 
 POLL = 0.1
+
+
+class AbortedError(RuntimeError):
+    """Another component failed, so this one stopped waiting."""
 
 
 class ComponentFailedError(RuntimeError):
@@ -41,10 +46,12 @@ def wait_until(
     what: str,
     timeout: float,
     proc: procs.ProcRecord | None = None,
+    cancel: threading.Event | None = None,
 ) -> float:
     """Poll ``check`` until it returns True; return the seconds it took.
 
-    Fails early if ``proc`` exits. Exceptions from ``check`` count as "not yet".
+    Fails early if ``proc`` exits, and stops when ``cancel`` is set.
+    Exceptions from ``check`` count as "not yet".
     """
     start = time.monotonic()
     last_error = ""
@@ -59,6 +66,8 @@ def wait_until(
             raise ComponentFailedError(
                 name, f"exited (code {code}) while waiting for {what}", proc.log
             )
+        if cancel is not None and cancel.is_set():
+            raise AbortedError(f"{name}: gave up waiting for {what}: another component failed")
         if time.monotonic() - start > timeout:
             raise ComponentFailedError(
                 name, f"not {what} after {timeout:.0f}s{last_error}", proc.log if proc else None

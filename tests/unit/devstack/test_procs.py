@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,25 @@ def test_die_with_parent_ends_the_child_with_its_launcher(tmp_path: Path) -> Non
     rec = procs.ProcRecord.model_validate_json(out)
 
     waits.wait_until(lambda: not procs.alive(rec), name="sleeper", what="gone", timeout=10)
+
+
+def test_a_tied_child_survives_the_thread_that_started_it(tmp_path: Path) -> None:
+    # PR_SET_PDEATHSIG follows the forking *thread*; components start on
+    # short-lived threads, so the fork must happen on a long-lived one.
+    recs: list[procs.ProcRecord] = []
+    t = threading.Thread(
+        target=lambda: recs.append(
+            procs.spawn("s", ["sleep", "30"], log=tmp_path / "s.log", die_with_parent=True)
+        )
+    )
+    t.start()
+    t.join()
+    (rec,) = recs
+    try:
+        # A negative check needs a bounded wait: the signal would land within ms.
+        with pytest.raises(waits.ComponentFailedError):
+            waits.wait_until(
+                lambda: not procs.alive(rec), name="sleeper", what="killed", timeout=1.0
+            )
+    finally:
+        procs.stop(rec)

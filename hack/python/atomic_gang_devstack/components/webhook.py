@@ -79,4 +79,10 @@ class WebhookRegistration(Component):
             # Only our webhook knows the annotation; its denial names key and value.
             return done.returncode != 0 and dev_objects.PROBE_VALUE in done.stderr
 
-        waits.wait_until(denied_by_us, name=self.name, what="enforced", timeout=self.ready_timeout)
+        waits.wait_until(
+            denied_by_us,
+            name=self.name,
+            what="enforced",
+            timeout=self.ready_timeout,
+            cancel=ctx.abort,
+        )
