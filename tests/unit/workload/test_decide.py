@@ -312,3 +312,9 @@ def test_admitted_job_with_our_selector_is_not_revalidated() -> None:
         state="Ready", message=ready.message, podSetUpdates=list(ready.pod_set_updates)
     )
     assert run(admitted, pool=p, job=job) == WorkloadPlan()
+
+
+def test_shape_conflict_beats_busy() -> None:
+    p = _claimed_pool(phase="Joining")
+    plan = run(workload(uid="uid-b"), pool=p, claimant="active", job=gang_job(count=8))
+    assert plan.checks[0].state == "Rejected"

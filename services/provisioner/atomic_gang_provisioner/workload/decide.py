@@ -209,6 +209,9 @@ def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan
     claim = pool.spec.claim
     if claim is not None and claim.uid == inp.wl.uid:
         return _claimed(inp, current, pool)
+    conflict, new_shape = _shape_check(pool, spec)
+    if conflict:  # permanent, so it wins over "busy, retry later"
+        return _set(inp, current, "Rejected", conflict)
     if claim is not None and inp.claimant == "active":
         return _set(
             inp,
@@ -220,32 +223,30 @@ def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan
             ),
             requeue_after_seconds=inp.retry_seconds,
         )
-    return _take(inp, current, pool, spec, ttl)
+    return _take(inp, current, pool, new_shape, ttl)
+
+
+def _shape_check(pool: GangNodePool, spec: GangSpec) -> tuple[str, PoolShape | None]:
+    """(why this Job can never use the pool, or ""; the shape to adopt, if any)."""
+    pool_spec = pool.spec.shape.gang_spec(pool=pool.name, keep_warm_ttl=pool.spec.keepWarmTTL)
+    if pool_spec.shape_equals(spec):
+        return "", None
+    if pool.status.phase == "Idle" and not pool.status.instanceIds:
+        return "", PoolShape.of(spec)  # nothing live: the next claimant redefines the pool
+    diffs = ", ".join(
+        f"{k} (pool {pool_spec.shape()[k]!r}, this Job {spec.shape()[k]!r})"
+        for k in pool_spec.shape_diff(spec)
+    )
+    return (
+        f"Pool {pool.name} holds a different shape: {diffs}. Pools are reused only by "
+        "identical shapes; use a distinct pool label for a distinct shape"
+    ), None
 
 
 def _take(
-    inp: Inputs, current: CheckState, pool: GangNodePool, spec: GangSpec, ttl: str
+    inp: Inputs, current: CheckState, pool: GangNodePool, shape: PoolShape | None, ttl: str
 ) -> WorkloadPlan:
-    """Claim a free pool (or one whose claimant is gone) if the shape matches."""
-    pool_spec = pool.spec.shape.gang_spec(pool=pool.name, keep_warm_ttl=pool.spec.keepWarmTTL)
-    shape: PoolShape | None = None
-    if not pool_spec.shape_equals(spec):
-        empty = pool.status.phase == "Idle" and not pool.status.instanceIds
-        if not empty:
-            diffs = ", ".join(
-                f"{k} (pool {pool_spec.shape()[k]!r}, this Job {spec.shape()[k]!r})"
-                for k in pool_spec.shape_diff(spec)
-            )
-            return _set(
-                inp,
-                current,
-                "Rejected",
-                (
-                    f"Pool {pool.name} holds a different shape: {diffs}. Pools are reused only by "
-                    "identical shapes; use a distinct pool label for a distinct shape"
-                ),
-            )
-        shape = PoolShape.of(spec)  # nothing live: the next claimant redefines the pool
+    """Claim a free pool (or one whose claimant is gone)."""
     change = SpecChange(
         pool=pool.name,
         resource_version=pool.resource_version,

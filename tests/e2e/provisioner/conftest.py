@@ -1,0 +1,37 @@
+"""Fixtures for the provisioner e2e tests: the world, and replicas per module."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from atomic_gang import keys
+from tests.e2e.conftest import LocalStack
+from tests.e2e.jobs import gang_job
+from tests.e2e.provisioner.harness import World
+
+
+@pytest.fixture(scope="session")
+def world(local_stack: LocalStack) -> Iterator[World]:
+    w = World.connect(local_stack.ctx)
+    yield w
+    w.kube.close()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def job(
+    name: str, namespace: str, *, pool: str, count: int = 4, **annotations: str
+) -> dict[str, Any]:
+    """A gang Job of ``count`` pods; annotation names use underscores."""
+    extra = {keys.PREFIX + k.replace("_", "-"): v for k, v in annotations.items()}
+    j = gang_job(
+        name, namespace, annotations={keys.COUNT: str(count), **extra}, count=count, pool=pool
+    )
+    j["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0
+    return j
