@@ -73,11 +73,12 @@ def test_no_pod_before_exact_readiness(world: World, replica: Replicas, namespac
     p = world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
     world.register_nodes(p, count=3)
     world.wait_pool(pool, lambda p: p.status.readyCount == 3, what="3 nodes Ready")
-    check = wait_for(
-        lambda: (c := world.check(submitted)) and "3/4 nodes Ready" in c["message"] and c,
-        timeout=30,
-        what="the check to report 3/4",
-    )
+
+    def reports_three() -> dict[str, Any] | None:
+        c = world.check(submitted)
+        return c if "3/4 nodes Ready" in c.get("message", "") else None
+
+    check = wait_for(reports_three, timeout=30, what="the check to report 3/4")
     assert check["state"] == "Pending"
     assert list(iter_pods(world, namespace)) == []
 
