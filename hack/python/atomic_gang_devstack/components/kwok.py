@@ -21,7 +21,9 @@ STAGES = (
     "node/fast/node-initialize.yaml",
     "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
     "pod/fast/pod-ready.yaml",
-    "pod/fast/pod-complete.yaml",
+    # general: honours the pod-complete.stage.kwok.x-k8s.io/delay annotation, so a test
+    # can keep a gang Job running (default: done after 1s plus up to 5s jitter)
+    "pod/general/pod-complete.yaml",
     "pod/fast/pod-delete.yaml",
 )
 
