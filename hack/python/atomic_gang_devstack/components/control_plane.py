@@ -25,6 +25,11 @@ KCM_CONTROLLERS = (
     # Lifts the node.kubernetes.io/not-ready taint the NodeTaint admission plugin
     # puts on every new Node, once kwok reports it Ready (and watches its lease).
     "node-lifecycle-controller",
+    # Deployments -> ReplicaSets -> Pods (kwok runs them), and PDB status: what
+    # `helm install --wait` of our chart needs (tests/e2e/chart).
+    "deployment-controller",
+    "replicaset-controller",
+    "disruption-controller",
 )
 
 
