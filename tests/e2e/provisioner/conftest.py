@@ -26,12 +26,24 @@ def unique(prefix: str) -> str:
 
 
 def job(
-    name: str, namespace: str, *, pool: str, count: int = 4, **annotations: str
+    name: str,
+    namespace: str,
+    *,
+    pool: str,
+    count: int = 4,
+    runs_for: str = "1s",
+    **annotations: str,
 ) -> dict[str, Any]:
-    """A gang Job of ``count`` pods; annotation names use underscores."""
+    """A gang Job of ``count`` pods that run ``runs_for`` on kwok; annotation names use
+    underscores (``keep_warm_ttl="5s"``)."""
     extra = {keys.PREFIX + k.replace("_", "-"): v for k, v in annotations.items()}
     j = gang_job(
         name, namespace, annotations={keys.COUNT: str(count), **extra}, count=count, pool=pool
     )
-    j["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0
+    template = j["spec"]["template"]
+    template["spec"]["terminationGracePeriodSeconds"] = 0
+    template.setdefault("metadata", {})["annotations"] = {
+        "pod-complete.stage.kwok.x-k8s.io/delay": runs_for,
+        "pod-complete.stage.kwok.x-k8s.io/jitter-delay": runs_for,  # an upper bound in kwok
+    }
     return j

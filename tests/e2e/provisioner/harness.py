@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import httpx
 import yaml
 
 from atomic_gang import keys
@@ -42,9 +43,11 @@ class Replicas:
     lease: str
     log_dir: Path
     running: dict[str, procs.ProcRecord] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
 
     def start(self, name: str, **env: str) -> None:
         port = self.ctx.picker.pick()
+        self.ports[name] = port
         full = {
             **provisioner_env(self.ctx, identity=name, port=port, settings=self.settings),
             **env,
@@ -71,6 +74,9 @@ class Replicas:
         for rec in self.running.values():
             procs.stop(rec, grace=10)
         self.running.clear()
+
+    def metrics(self, name: str) -> str:
+        return httpx.get(f"http://127.0.0.1:{self.ports[name]}/metrics", timeout=10).text
 
     def log(self, name: str) -> str:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")
