@@ -75,6 +75,13 @@ class Replicas:
             procs.stop(rec, grace=10)
         self.running.clear()
 
+    def ready(self, name: str) -> bool:
+        """Caches synced; the elector campaigns from here on."""
+        try:
+            return httpx.get(f"http://127.0.0.1:{self.ports[name]}/readyz", timeout=5).is_success
+        except httpx.HTTPError:
+            return False
+
     def metrics(self, name: str) -> str:
         return httpx.get(f"http://127.0.0.1:{self.ports[name]}/metrics", timeout=10).text
 
