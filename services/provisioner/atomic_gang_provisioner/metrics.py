@@ -18,6 +18,7 @@ class ProvisionerMetrics:
     join_duration: Histogram
     keep_warm_reuses: Counter
     reaped: Counter
+    sweeps: Counter
     released: Counter
     reconcile_errors: Counter
     reconcile_duration: Histogram
@@ -64,6 +65,7 @@ class ProvisionerMetrics:
                 ["reason"],
                 registry=r,
             ),
+            sweeps=Counter(p + "reaper_sweeps", "Completed reaper sweeps.", registry=r),
             released=Counter(p + "released_instances", "Instances released by pools.", registry=r),
             reconcile_errors=Counter(
                 p + "reconcile_errors", "Reconciles that raised.", ["controller"], registry=r
