@@ -45,9 +45,11 @@ class Reaper:
             default_max_lifetime=ctx.settings.defaults.maxLifetime,
         )
         if not reaps:
+            ctx.metrics.sweeps.inc()
             return {}
         ctx.must_lead()
         ctx.cloud.release(ReleaseRequest(instance_ids=tuple(r.instance_id for r in reaps)))
+        ctx.metrics.sweeps.inc()
         counts = Counter(r.reason for r in reaps)
         for reason, n in counts.items():
             ctx.metrics.reaped.labels(reason).inc(n)
