@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -157,7 +156,6 @@ def main() -> None:
         bodies = {"valid": tmp / "valid.json", "invalid": tmp / "invalid.json"}
         bodies["valid"].write_bytes(json.dumps(review(gang_job())).encode())
         bodies["invalid"].write_bytes(json.dumps(review(INVALID)).encode())
-        os.environ["ATOMIC_GANG_WEBHOOK_LOG_LEVEL"] = "warning"
         ours = stack.enter_context(run_webhook(tmp)).url
         base = start_baseline(tmp, stack)
         urls = {"baseline": base, "valid": ours, "invalid": ours}
