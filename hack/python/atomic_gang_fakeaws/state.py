@@ -39,10 +39,12 @@ class Call:
     outcome: str = "pending"
     status: int = 0
     region: str = ""
+    at: float = field(default_factory=time.time)  # wall clock, for latency benchmarks
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "seq": self.seq,
+            "at": self.at,
             "service": self.service,
             "action": self.action,
             "region": self.region,
