@@ -155,12 +155,22 @@ class Manager:
                 "workload", WorkloadReconciler(self.ctx).reconcile, self.server.workload_workers
             ),
             "admissioncheck": self._controller(
-                "admissioncheck", AdmissionCheckReconciler(self.ctx).reconcile, 1
+                "admissioncheck",
+                AdmissionCheckReconciler(
+                    self.ctx, cloud_error=lambda: self.ctx.cloud_health.error
+                ).reconcile,
+                1,
             ),
         }
 
     def _wire(self) -> None:
         i, c = self.informers, self.controllers
+
+        def recheck_all() -> None:
+            for check in i["checks"].list():
+                c["admissioncheck"].enqueue(object_key(check))
+
+        self.ctx.cloud_health.on_change = recheck_all
 
         def on_pool(obj: Obj) -> None:
             c["pool"].enqueue(object_key(obj))

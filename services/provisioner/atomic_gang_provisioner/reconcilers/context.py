@@ -52,6 +52,19 @@ class Faults:
 
 
 @dataclass
+class CloudHealth:
+    """The last verdict of a cheap cloud call (the reaper's listing); '' means healthy."""
+
+    error: str = ""
+    on_change: Callable[[], None] = lambda: None
+
+    def report(self, error: str) -> None:
+        changed, self.error = error != self.error, error
+        if changed:
+            self.on_change()
+
+
+@dataclass
 class Context:
     client: KubeClient
     pools: Cache
@@ -68,6 +81,7 @@ class Context:
     leading: Callable[[], bool] = lambda: True
     now: Callable[[], datetime] = _utcnow
     faults: Faults = field(default_factory=Faults)
+    cloud_health: CloudHealth = field(default_factory=CloudHealth)
 
     def must_lead(self) -> None:
         if not self.leading():

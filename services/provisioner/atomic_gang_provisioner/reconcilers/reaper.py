@@ -27,7 +27,16 @@ class Reaper:
         self._thread: threading.Thread | None = None
 
     def sweep(self) -> dict[str, int]:
-        """One pass; returns instances released by reason."""
+        """One pass; returns instances released by reason. Also the cloud health probe."""
+        try:
+            done = self._sweep()
+        except Exception as exc:
+            self.ctx.cloud_health.report(f"{type(exc).__name__}: {exc}"[:500])
+            raise
+        self.ctx.cloud_health.report("")
+        return done
+
+    def _sweep(self) -> dict[str, int]:
         ctx = self.ctx
         if not ctx.pools.has_synced():
             return {}  # an empty cache would make every instance look orphaned
@@ -61,11 +70,13 @@ class Reaper:
         return {str(reason): n for reason, n in counts.items()}
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while True:  # first sweep at once: it also tells the AdmissionCheck the cloud works
             try:
                 self.sweep()
             except Exception:
                 log.exception("reaper sweep failed; next sweep in %ss", self.interval)
+            if self._stop.wait(self.interval):
+                return
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="reaper", daemon=True)
