@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -32,7 +33,7 @@ def _served_serial(wh: WebhookProcess) -> int:
 
 
 def _hammer(
-    wh: WebhookProcess, stop: threading.Event, *, keep_alive: bool
+    wh: WebhookProcess, stop: threading.Event, *, keep_alive: bool, stamps: list[float]
 ) -> tuple[int, list[str]]:
     ok, errors = 0, []
     payload = body(gang_job())
@@ -46,6 +47,7 @@ def _hammer(
                 r = client.post(PATH, content=payload)
                 if r.status_code == 200 and r.json()["response"]["allowed"] is True:
                     ok += 1
+                    stamps.append(time.monotonic())
                 else:
                     errors.append(f"{r.status_code}: {r.text[:200]}")
             except Exception as exc:  # any failure is what we count
@@ -58,8 +60,14 @@ def _hammer(
 def test_rotation_under_load_loses_no_request(webhook: WebhookProcess) -> None:
     stop = threading.Event()
     before = _served_serial(webhook)
+    stamps: list[float] = []
     with ThreadPoolExecutor(max_workers=6) as pool:
-        futures = [pool.submit(_hammer, webhook, stop, keep_alive=i % 2 == 0) for i in range(6)]
+        futures = [
+            pool.submit(_hammer, webhook, stop, keep_alive=i % 2 == 0, stamps=stamps)
+            for i in range(6)
+        ]
+        wait_for(lambda: len(stamps) >= 6, timeout=30, what="load flowing")
+        first_rotation = time.monotonic()
         serials = {before}
         for _ in range(3):
             webhook.secret.publish(webhook.ca.issue_cert("127.0.0.1", "localhost"))
@@ -69,12 +77,19 @@ def test_rotation_under_load_loses_no_request(webhook: WebhookProcess) -> None:
                 what="the new certificate to be served",
             )
             serials.add(current)
+        last_rotation = time.monotonic()
+        wait_for(
+            lambda: sum(t > last_rotation for t in stamps) >= 6,
+            timeout=30,
+            what="load after the last rotation",
+        )
         stop.set()
         results = [f.result(timeout=60) for f in futures]
     total_ok = sum(ok for ok, _ in results)
     errors = [e for _, errs in results for e in errs]
     assert errors == []
-    assert total_ok > 50
+    assert total_ok == len(stamps) >= 12
+    assert min(stamps) < first_rotation < last_rotation < max(stamps)
     assert len(serials) == 4
     with webhook.client() as client:
         metrics = client.get("/metrics").text
