@@ -24,9 +24,17 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--seed-cluster", help="create a VPC, subnets, EKS cluster and node role")
     serve.add_argument("--world-file", type=Path, help="write the seeded ids here as JSON")
     serve.add_argument("--no-throttling", action="store_true")
+    serve.add_argument(
+        "--unthrottled-caller",
+        action="append",
+        default=[],
+        metavar="ACCESS_KEY_ID",
+        help="calls signed with this key skip throttling (a simulator's IMDS-like reads)",
+    )
     args = parser.parse_args(argv)
     server = ThreadedFakeServer(host=args.host, port=args.port).start()
     server.state.throttler.enabled = not args.no_throttling
+    server.state.unthrottled.update(args.unthrottled_caller)
     if args.seed_cluster:
         # moto accepts any credentials; these are placeholders, not secrets.
         session = boto3.session.Session(

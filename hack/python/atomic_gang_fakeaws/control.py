@@ -80,6 +80,9 @@ class ControlClient:
             "PUT", "/capacity", {"zone": zone, "instanceType": instance_type, "count": count}
         )
 
+    def set_default_capacity(self, count: int | None) -> None:
+        self._send("PUT", "/default-capacity", {"count": count})
+
     def add_reservation(self, reservation_id: str, **fields: Any) -> None:
         self._send("POST", "/reservations", {"reservationId": reservation_id, **fields})
 

@@ -60,6 +60,15 @@ def flat_params(resp: Any) -> dict[str, str]:
     return out
 
 
+_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
+
+
+def caller_key(resp: Any) -> str:
+    """The request's access key id (moto's own lookup only knows 20-char AKIA keys)."""
+    found = _CREDENTIAL.search(str((getattr(resp, "headers", None) or {}).get("Authorization", "")))
+    return found.group(1) if found else ""
+
+
 def _resources(action: str, params: dict[str, str]) -> int:
     if action == "RunInstances":
         return int(params.get("MaxCount", "1") or 1)
@@ -70,7 +79,8 @@ def _resources(action: str, params: dict[str, str]) -> int:
 
 def _before(state: FakeState, resp: Any, call: Call) -> Rule | None:
     scope = f"{resp.current_account}/{resp.region}"
-    if call.service == "ec2" and not state.throttler.admit(
+    metered = call.service == "ec2" and call.caller not in state.unthrottled
+    if metered and not state.throttler.admit(
         scope=scope, action=call.action, resources=_resources(call.action, call.params)
     ):
         raise request_limit_exceeded()
@@ -114,7 +124,11 @@ def call_action(self: Any) -> Any:
         return _ORIGINAL(self)
     service = str(self.service_name or "")
     call = state.log(
-        service=service, action=self._get_action(), params=flat_params(self), region=self.region
+        service=service,
+        action=self._get_action(),
+        params=flat_params(self),
+        region=self.region,
+        caller=caller_key(self),
     )
     try:
         rule = _before(state, self, call)

@@ -40,6 +40,7 @@ class Call:
     status: int = 0
     region: str = ""
     at: float = field(default_factory=time.time)  # wall clock, for latency benchmarks
+    caller: str = ""  # the access key id: tells the controller's calls from a simulator's
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +52,7 @@ class Call:
             "params": self.params,
             "outcome": self.outcome,
             "status": self.status,
+            "caller": self.caller,
         }
 
 
@@ -72,6 +74,9 @@ class FakeState:
     calls: list[Call] = field(default_factory=list)
     idempotency: dict[tuple[str, ...], Idem] = field(default_factory=dict)
     eni_detach_polls: int = 0
+    # Access keys outside the account's API budget: a simulator's reads stand in for
+    # IMDS and kubelet, which EC2 does not throttle against the controller.
+    unthrottled: set[str] = field(default_factory=set)
     pending_detach: dict[str, tuple[Any, Any, int]] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
     throttler: Throttler = field(init=False)
@@ -109,9 +114,11 @@ class FakeState:
                 return rule
         return None
 
-    def log(self, *, service: str, action: str, params: dict[str, str], region: str) -> Call:
+    def log(
+        self, *, service: str, action: str, params: dict[str, str], region: str, caller: str = ""
+    ) -> Call:
         with self.lock:
-            call = Call(len(self.calls) + 1, service, action, params, region=region)
+            call = Call(len(self.calls) + 1, service, action, params, region=region, caller=caller)
             self.calls.append(call)
         return call
 

@@ -1,0 +1,122 @@
+"""The simulator's control API (JSON over HTTP on loopback) and its client.
+
+- ``GET /healthz``: 200 once the first tick ran.
+- ``GET /state``: the knobs, and every instance seen (phase, pool, Node, reason).
+- ``PUT /boot-delay`` ``{"seconds", "jitter"}``: boot time of instances seen from now on.
+- ``POST /drops`` ``{"instanceId" | "pool" | "nth", "count"}``: those joins never happen;
+  ``DELETE /drops`` forgets every rule.
+- ``POST /not-ready`` / ``POST /ready`` ``{"instanceId"}``: hold its Node NotReady / release it.
+- ``POST /terminate`` ``{"instanceId"}``: TerminateInstances behind the provisioner's back.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from atomic_gang_nodesim.knobs import BootDelay, DropRule
+from atomic_gang_nodesim.sim import Controls
+
+Handler = Callable[[Controls, dict[str, Any]], Any]
+
+ROUTES: dict[tuple[str, str], Handler] = {
+    ("GET", "/healthz"): lambda c, b: {"ok": c.sim.ticks > 0, "ticks": c.sim.ticks},
+    ("GET", "/state"): lambda c, b: c.snapshot(),
+    ("PUT", "/boot-delay"): lambda c, b: c.set_boot(BootDelay.model_validate(b)),
+    ("POST", "/drops"): lambda c, b: c.add_drop(DropRule.model_validate(b)),
+    ("DELETE", "/drops"): lambda c, b: c.clear_drops(),
+    ("POST", "/not-ready"): lambda c, b: c.not_ready(str(b["instanceId"])),
+    ("POST", "/ready"): lambda c, b: c.ready(str(b["instanceId"])),
+    ("POST", "/terminate"): lambda c, b: c.terminate(str(b["instanceId"])),
+}
+
+
+def _handler(controls: Controls) -> type[BaseHTTPRequestHandler]:
+    class ControlHandler(BaseHTTPRequestHandler):
+        def _serve(self) -> None:
+            route = ROUTES.get((self.command, self.path.split("?", 1)[0]))
+            if route is None:
+                self._reply(404, {"error": f"no route {self.command} {self.path}"})
+                return
+            try:
+                size = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(size) or b"{}")
+                out = route(controls, body)
+            except (KeyError, ValueError, ValidationError) as exc:
+                self._reply(400, {"error": str(exc)})
+                return
+            healthz = self.path == "/healthz"
+            ok = not healthz or bool(out["ok"])
+            self._reply(200 if ok else 503, {"ok": True} if out is None else out)
+
+        def _reply(self, status: int, body: Any) -> None:
+            data = json.dumps(body, default=str).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_PUT = do_POST = do_DELETE = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    return ControlHandler
+
+
+def serve(controls: Controls, *, host: str, port: int) -> ThreadingHTTPServer:
+    """Start the control API on a daemon thread; ``port`` 0 picks a free one."""
+    server = ThreadingHTTPServer((host, port), _handler(controls))
+    threading.Thread(target=server.serve_forever, daemon=True, name="nodesim-control").start()
+    return server
+
+
+class NodeSimClient:
+    """HTTP client for a running simulator's control API."""
+
+    def __init__(self, url: str) -> None:
+        self._http = httpx.Client(base_url=url.rstrip("/"), timeout=30)
+
+    def _send(self, method: str, path: str, body: Any = None) -> Any:
+        resp = self._http.request(method, path, json=body)
+        resp.raise_for_status()
+        return resp.json()
+
+    def healthy(self) -> bool:
+        try:
+            return self._http.get("/healthz").is_success
+        except httpx.HTTPError:
+            return False
+
+    def state(self) -> dict[str, Any]:
+        found: dict[str, Any] = self._send("GET", "/state")
+        return found
+
+    def set_boot_delay(self, seconds: float, jitter: float = 0.0) -> None:
+        self._send("PUT", "/boot-delay", {"seconds": seconds, "jitter": jitter})
+
+    def drop(self, *, count: int = 1, **selector: Any) -> None:
+        """``drop(pool="p")``, ``drop(instanceId="i-…")`` or ``drop(nth=3)``."""
+        self._send("POST", "/drops", {**selector, "count": count})
+
+    def clear_drops(self) -> None:
+        self._send("DELETE", "/drops")
+
+    def not_ready(self, instance_id: str) -> None:
+        self._send("POST", "/not-ready", {"instanceId": instance_id})
+
+    def ready(self, instance_id: str) -> None:
+        self._send("POST", "/ready", {"instanceId": instance_id})
+
+    def terminate(self, instance_id: str) -> None:
+        self._send("POST", "/terminate", {"instanceId": instance_id})
+
+    def close(self) -> None:
+        self._http.close()

@@ -1,0 +1,250 @@
+"""The simulator loop: EC2 boot plus nodeadm for every running managed instance.
+
+Each tick: one DescribeInstances; for an instance not seen before, read its
+user data and parse the NodeConfig (a bad one, or one naming another cluster,
+endpoint or CA than EKS reports, never joins); once its boot delay has passed,
+create the Node kubelet would register and let kwok make it Ready. An instance
+that is no longer pending/running loses its Node, as the cloud node-lifecycle
+controller would do. A restarted simulator adopts the Nodes it created before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from atomic_gang_nodesim import capacity
+from atomic_gang_nodesim.ec2 import Ec2View
+from atomic_gang_nodesim.health import hold_not_ready, release_not_ready
+from atomic_gang_nodesim.knobs import BootDelay, DropRule, Knobs
+from atomic_gang_nodesim.kubeapi import NodeApi
+from atomic_gang_nodesim.nodeconfig import JoinSpec, NodeConfigError, parse_user_data
+from atomic_gang_nodesim.nodes import SIM_ANNOTATION, Instance, build_node
+from atomic_gang_provisioner.kube import AlreadyExistsError, NotFoundError
+from atomic_gang_provisioner.resources import NODES
+
+log = logging.getLogger("atomic_gang_nodesim")
+Phase = Literal["booting", "joined", "dropped", "failed"]
+
+
+@dataclass
+class Tracked:
+    instance_id: str
+    ordinal: int
+    phase: Phase
+    pool: str = ""
+    join_at: float = 0.0
+    node: str = ""
+    reason: str = ""
+    instance: Instance | None = None
+    join: JoinSpec | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"phase": self.phase, "pool": self.pool, "node": self.node, "reason": self.reason}
+
+
+class Simulator:
+    def __init__(
+        self,
+        *,
+        view: Ec2View,
+        kube: NodeApi,
+        region: str,
+        knobs: Knobs | None = None,
+        interval: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.view, self.kube, self.region = view, kube, region
+        self.knobs = knobs or Knobs()
+        self.interval = interval
+        self.clock = clock
+        self.tracked: dict[str, Tracked] = {}
+        self.lock = threading.RLock()
+        self.wake = threading.Event()
+        self.ticks = 0
+        self.describe_seconds = 0.0
+        self._discovered = 0
+
+    # -- the loop --------------------------------------------------------------
+    def adopt(self) -> None:
+        """Take over the Nodes an earlier run of the simulator registered."""
+        for node in self.kube.list(NODES).items:
+            meta = node.get("metadata") or {}
+            iid = (meta.get("annotations") or {}).get(SIM_ANNOTATION)
+            if iid and iid not in self.tracked:
+                self._discovered += 1
+                self.tracked[iid] = Tracked(iid, self._discovered, "joined", node=meta["name"])
+
+    def run(self, stop: threading.Event) -> None:
+        self.adopt()
+        while not stop.is_set():
+            try:
+                wait = self.tick()
+            except Exception:
+                log.exception("tick failed")
+                wait = self.interval * 4
+            self.wake.wait(timeout=wait)
+            self.wake.clear()
+
+    def tick(self) -> float:
+        """One round; returns how long to wait before the next."""
+        with self.lock:
+            t0 = self.clock()
+            live = {i.instance_id: i for i in self.view.live()}
+            self.describe_seconds = self.clock() - t0
+            for iid in [i for i in self.tracked if i not in live]:
+                self._gone(self.tracked.pop(iid))
+            for inst in sorted(live.values(), key=lambda i: (i.private_ip, i.instance_id)):
+                if inst.instance_id not in self.tracked:
+                    self._discover(inst)
+            now = self.clock()
+            for t in self.tracked.values():
+                if t.phase == "booting" and t.join_at <= now:
+                    self._join(t)
+            self._hold_not_ready()
+            self.ticks += 1
+            return self._next_wait()
+
+    def _next_wait(self) -> float:
+        # Never spend more than a third of the time describing: moto slows as instances pile up.
+        wait = max(self.interval, 2 * self.describe_seconds)
+        booting = [t.join_at for t in self.tracked.values() if t.phase == "booting"]
+        if booting:
+            wait = min(wait, max(0.05, min(booting) - self.clock()))
+        return wait
+
+    # -- one instance ----------------------------------------------------------
+    def _discover(self, inst: Instance) -> None:
+        self._discovered += 1
+        t = Tracked(inst.instance_id, self._discovered, "booting", pool=inst.pool, instance=inst)
+        self.tracked[inst.instance_id] = t
+        rule = self.knobs.take_drop(instance_id=t.instance_id, pool=t.pool, ordinal=t.ordinal)
+        if rule is not None:
+            t.phase, t.reason = "dropped", "join dropped by a simulator knob"
+            log.info("dropping the join of %s (pool %s)", t.instance_id, t.pool)
+            return
+        try:
+            t.join = self._verified_join(inst)
+        except NodeConfigError as exc:
+            t.phase, t.reason = "failed", str(exc)
+            log.warning("%s will never join: %s", inst.instance_id, exc)
+            return
+        t.join_at = self.clock() + self.knobs.boot.for_instance(inst.instance_id)
+
+    def _verified_join(self, inst: Instance) -> JoinSpec:
+        join = parse_user_data(self.view.user_data(inst.instance_id))
+        if join.cluster != self.view.cluster:
+            raise NodeConfigError(f"NodeConfig names cluster {join.cluster!r}")
+        eks = self.view.cluster_join()
+        if join.endpoint.rstrip("/") != eks.endpoint.rstrip("/"):
+            raise NodeConfigError(f"apiServerEndpoint {join.endpoint!r} is not the cluster's")
+        if join.certificate_authority != eks.certificate_authority:
+            raise NodeConfigError("certificateAuthority is not the cluster's CA: TLS would fail")
+        return join
+
+    def _join(self, t: Tracked) -> None:
+        assert t.instance is not None
+        assert t.join is not None
+        info = self.view.instance_type(t.instance.instance_type)
+        node = build_node(
+            t.instance,
+            t.join,
+            resources=capacity.capacity(info),
+            arch=capacity.architecture(info),
+            region=self.region,
+        )
+        name = node["metadata"]["name"]
+        try:
+            self.kube.create(NODES, node)
+        except AlreadyExistsError:
+            if not self._stale_node_removed(name, t.instance_id):
+                return  # ours already (a retried create); adopt it below
+            self.kube.create(NODES, node)
+        t.phase, t.node = "joined", name
+        log.info("%s joined as %s (pool %s)", t.instance_id, name, t.pool)
+
+    def _stale_node_removed(self, name: str, instance_id: str) -> bool:
+        """A Node of that name for another (earlier) instance: delete it. False if it is ours."""
+        old = self.kube.get(NODES, name)
+        if str((old.get("spec") or {}).get("providerID", "")).endswith("/" + instance_id):
+            return False
+        self.kube.delete(NODES, name, uid=old["metadata"]["uid"])
+        return True
+
+    def _gone(self, t: Tracked) -> None:
+        if t.instance_id in self.knobs.notReady:
+            self.knobs.notReady.remove(t.instance_id)
+        if t.phase != "joined":
+            return
+        with contextlib.suppress(NotFoundError):
+            self.kube.delete(NODES, t.node)
+        log.info("%s is gone: deleted Node %s", t.instance_id, t.node)
+
+    # -- NotReady --------------------------------------------------------------
+    def _hold_not_ready(self) -> None:
+        for iid in list(self.knobs.notReady):
+            t = self.tracked.get(iid)
+            if t is not None and t.phase == "joined":
+                hold_not_ready(self.kube, t.node, now=_rfc3339())
+
+
+class Controls:
+    """The knobs as verbs (the control API calls these); each wakes the loop."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+
+    def _changed(self) -> None:
+        self.sim.wake.set()
+
+    def set_boot(self, boot: BootDelay) -> None:
+        with self.sim.lock:
+            self.sim.knobs.boot = boot
+        self._changed()
+
+    def add_drop(self, rule: DropRule) -> None:
+        with self.sim.lock:
+            self.sim.knobs.drops.append(rule)
+
+    def clear_drops(self) -> None:
+        with self.sim.lock:
+            self.sim.knobs.drops.clear()
+
+    def not_ready(self, instance_id: str) -> None:
+        with self.sim.lock:
+            if instance_id not in self.sim.knobs.notReady:
+                self.sim.knobs.notReady.append(instance_id)
+        self._changed()
+
+    def ready(self, instance_id: str) -> None:
+        with self.sim.lock:
+            if instance_id in self.sim.knobs.notReady:
+                self.sim.knobs.notReady.remove(instance_id)
+            t = self.sim.tracked.get(instance_id)
+            if t is not None and t.phase == "joined":
+                release_not_ready(self.sim.kube, t.node)
+
+    def terminate(self, instance_id: str) -> None:
+        """Terminate behind the provisioner's back (a hardware failure, a user's mistake)."""
+        self.sim.view.terminate(instance_id)
+        log.info("terminated %s behind the provisioner's back", instance_id)
+        self._changed()
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.sim.lock:
+            return {
+                "ticks": self.sim.ticks,
+                "describeSeconds": round(self.sim.describe_seconds, 3),
+                "knobs": self.sim.knobs.model_dump(),
+                "instances": {i: t.as_dict() for i, t in self.sim.tracked.items()},
+            }
+
+
+def _rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

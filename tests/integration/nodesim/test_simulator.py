@@ -1,0 +1,240 @@
+"""The simulator against in-process moto + our layer and the real EC2 engine: gangs our
+engine launches (both modes) join with the right Node; terminations delete Nodes; the
+knobs work; its calls carry their own access key and skip the account's throttling."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import boto3
+import botocore.session
+import pytest
+from moto import mock_aws
+
+from atomic_gang import GangSpec, GoDuration, keys
+from atomic_gang_fakeaws import FakeAws, installed
+from atomic_gang_fakeaws.world import World, seed_backends
+from atomic_gang_nodesim.ec2 import Ec2View
+from atomic_gang_nodesim.knobs import BootDelay, DropRule, Knobs
+from atomic_gang_nodesim.sim import Controls, Simulator
+from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
+from atomic_gang_provisioner.cloud.types import AcquireRequest, Launched
+from atomic_gang_provisioner.cloud.userdata import ClusterJoin, user_data
+from atomic_gang_provisioner.kube import AlreadyExistsError, NotFoundError
+from atomic_gang_provisioner.kube.types import Listing
+
+REGION, CLUSTER = "us-east-1", "dev"
+
+
+class FakeKube:
+    """The few KubeClient calls the simulator makes, over a dict of Nodes."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self._uid = itertools.count(1)
+
+    def list(self, res: Any, **_: Any) -> Listing:
+        return Listing(items=[copy.deepcopy(n) for n in self.nodes.values()], resource_version="1")
+
+    def create(self, res: Any, obj: dict[str, Any], **_: Any) -> dict[str, Any]:
+        name = obj["metadata"]["name"]
+        if name in self.nodes:
+            raise AlreadyExistsError(name)
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["uid"] = f"uid-{next(self._uid)}"
+        self.nodes[name] = obj
+        return obj
+
+    def get(self, res: Any, name: str, **_: Any) -> dict[str, Any]:
+        if name not in self.nodes:
+            raise NotFoundError(name)
+        return copy.deepcopy(self.nodes[name])
+
+    def delete(self, res: Any, name: str, **_: Any) -> None:
+        if self.nodes.pop(name, None) is None:
+            raise NotFoundError(name)
+
+    def patch(self, res: Any, name: str, patch: Mapping[str, Any], **_: Any) -> dict[str, Any]:
+        ann = patch["metadata"]["annotations"]
+        self.nodes[name]["metadata"]["annotations"].update(ann)
+        return copy.deepcopy(self.nodes[name])
+
+    def replace_status(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
+        self.nodes[obj["metadata"]["name"]]["status"] = copy.deepcopy(obj["status"])
+        return obj
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAws]:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+    with mock_aws(), installed() as layer:
+        layer.state.unthrottled.add("nodesim")
+        yield layer
+
+
+@pytest.fixture
+def world(fake: FakeAws) -> World:
+    return seed_backends(region=REGION, cluster=CLUSTER)
+
+
+_BOTOCORE = botocore.session.get_session()  # service models parsed once per run
+
+
+def _client(service: str, key: str) -> Any:
+    session = boto3.session.Session(
+        aws_access_key_id=key,
+        aws_secret_access_key="x",
+        region_name=REGION,
+        botocore_session=_BOTOCORE,
+    )
+    return session.client(service)
+
+
+def _sim(kube: FakeKube, clock: Clock, **knobs: Any) -> Simulator:
+    view = Ec2View(ec2=_client("ec2", "nodesim"), eks=_client("eks", "nodesim"), cluster=CLUSTER)
+    return Simulator(
+        view=view,
+        kube=kube,
+        region=REGION,
+        knobs=Knobs(**knobs),
+        clock=clock,
+    )
+
+
+def _launch(world: World, pool: str, *, mode: str = "runinstances", count: int = 3) -> list[str]:
+    spec = GangSpec(
+        pool=pool,
+        count=count,
+        instance_type="p4d.24xlarge",
+        mode=mode,
+        region=REGION,
+        node_role_arn=world.node_role_arn,
+        keep_warm_ttl=GoDuration.of(minutes=1),
+        max_lifetime=GoDuration.of(hours=1),
+        ami_variant="nvidia",
+    )
+    session = boto3.session.Session(
+        aws_access_key_id="testing",
+        aws_secret_access_key="x",
+        region_name=REGION,
+        botocore_session=_BOTOCORE,
+    )
+    clients = make_clients(region=REGION, session=session)
+    engine = Ec2Provider(clients=clients, config=EngineConfig(cluster=CLUSTER))
+    result = engine.acquire(AcquireRequest(spec=spec, generation=1))
+    assert isinstance(result, Launched)
+    return sorted(i.instance_id for i in result.instances)
+
+
+@pytest.mark.parametrize("mode", ["runinstances", "fleet"])
+def test_our_gangs_join_after_the_boot_delay(world: World, mode: str) -> None:
+    ids = _launch(world, "train", mode=mode)
+    kube, clock = FakeKube(), Clock()
+    sim = _sim(kube, clock, boot=BootDelay(seconds=5))
+    sim.tick()
+    assert kube.nodes == {}  # still booting
+    clock.t += 5
+    sim.tick()
+    nodes = list(kube.nodes.values())
+    assert sorted(n["spec"]["providerID"].rsplit("/", 1)[1] for n in nodes) == ids
+    for node in nodes:
+        assert node["metadata"]["name"].endswith(".ec2.internal")
+        assert node["metadata"]["labels"][keys.POOL] == "train"
+        assert node["metadata"]["labels"][keys.GROUP] == "train-g1"
+        assert node["status"]["capacity"]["nvidia.com/gpu"] == "8"
+        assert node["spec"]["taints"] == [
+            {"key": keys.GANG_TAINT, "value": "train", "effect": "NoSchedule"}
+        ]
+
+
+def test_terminated_instances_lose_their_nodes(world: World) -> None:
+    ids = _launch(world, "train")
+    kube, clock = FakeKube(), Clock()
+    sim = _sim(kube, clock, boot=BootDelay(seconds=0))
+    sim.tick()
+    assert len(kube.nodes) == 3
+    Controls(sim).terminate(ids[0])
+    sim.tick()
+    assert sorted(n["spec"]["providerID"].rsplit("/", 1)[1] for n in kube.nodes.values()) == ids[1:]
+
+
+def test_dropped_join_and_not_ready(world: World) -> None:
+    ids = _launch(world, "train")
+    kube, clock = FakeKube(), Clock()
+    sim = _sim(kube, clock, boot=BootDelay(seconds=0), drops=[DropRule(nth=2)])
+    sim.tick()
+    assert len(kube.nodes) == 2
+    state = Controls(sim).snapshot()["instances"]
+    assert sorted(t["phase"] for t in state.values()) == ["dropped", "joined", "joined"]
+    joined = next(i for i in ids if state[i]["phase"] == "joined")
+    Controls(sim).not_ready(joined)
+    sim.tick()
+    node = kube.nodes[state[joined]["node"]]
+    assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] != "fake"
+    ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+    assert ready[0]["status"] == "False"
+    Controls(sim).ready(joined)
+    assert (
+        kube.nodes[state[joined]["node"]]["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
+    )
+
+
+def test_bad_user_data_never_joins(world: World) -> None:
+    ec2 = _client("ec2", "testing")
+    pem = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n")
+    join = ClusterJoin(
+        name=CLUSTER,
+        endpoint="https://0123.gr7.us-east-1.eks.amazonaws.com",
+        certificate_authority=pem.decode(),
+        service_cidr="172.20.0.0/16",
+    )
+    tags = [{"Key": keys.MANAGED, "Value": "true"}, {"Key": keys.CLUSTER, "Value": CLUSTER}]
+    for data in (user_data(join=join, labels={}, pool="x"), "#!/bin/bash\necho hi\n"):
+        ec2.run_instances(
+            ImageId="ami-12345678",
+            MinCount=1,
+            MaxCount=1,
+            SubnetId=world.subnets["us-east-1a"],
+            UserData=data,
+            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+        )
+    kube = FakeKube()
+    sim = _sim(kube, Clock(), boot=BootDelay(seconds=0))
+    sim.tick()
+    assert kube.nodes == {}
+    reasons = [t["reason"] for t in Controls(sim).snapshot()["instances"].values()]
+    assert any("apiServerEndpoint" in r and "not the cluster's" in r for r in reasons)
+    assert any("not a NodeConfig" in r for r in reasons)
+
+
+def test_restart_adopts_nodes_and_the_call_log_names_the_caller(
+    world: World, fake: FakeAws
+) -> None:
+    _launch(world, "train")
+    kube, clock = FakeKube(), Clock()
+    _sim(kube, clock, boot=BootDelay(seconds=0)).tick()
+    again = _sim(kube, clock)
+    again.adopt()
+    again.tick()
+    assert len(kube.nodes) == 3
+    assert {t.phase for t in again.tracked.values()} == {"joined"}
+    sim_calls = [c for c in fake.calls() if c["caller"] == "nodesim"]
+    # tick 1: one describe + 3 user data + 1 type + 1 EKS; tick 2: one describe
+    assert [c["action"] for c in sim_calls].count("DescribeInstances") == 2
+    assert [c["action"] for c in sim_calls].count("DescribeInstanceAttribute") == 3
+    assert {c["caller"] for c in fake.calls("RunInstances")} == {"testing"}
