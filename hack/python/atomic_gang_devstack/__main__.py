@@ -16,6 +16,7 @@ from pathlib import Path
 from atomic_gang_devstack.bins import REPO_ROOT, BinaryMissingError, Bins
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components import default_components
+from atomic_gang_devstack.components.simulated import nodesim_url
 from atomic_gang_devstack.kubectl import KubectlError
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions, load
@@ -23,6 +24,8 @@ from atomic_gang_devstack.waits import ComponentFailedError
 
 DEFAULT_STATE = REPO_ROOT / ".dev" / "stack"
 DEFAULT_KUBECONFIG = REPO_ROOT / ".dev" / "kubeconfig"
+DEFAULT_AWS_ENV = REPO_ROOT / ".dev" / "aws.env"
+DEFAULT_CAPACITY = REPO_ROOT / "hack" / "devstack-capacity.yaml"
 log = logging.getLogger("atomic_gang_devstack")
 
 
@@ -49,13 +52,27 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--fake-nodes", type=int, default=1, help="general-purpose kwok nodes to create (default 1)"
     )
+    up.add_argument(
+        "--provisioners", type=int, default=2, help="provisioner replicas to run (default 2)"
+    )
+    up.add_argument("--no-nodesim", action="store_true", help="skip the node-join simulator")
+    up.add_argument(
+        "--capacity",
+        type=Path,
+        default=DEFAULT_CAPACITY,
+        help=f"simulated EC2 capacity per AZ and instance type (default {DEFAULT_CAPACITY})",
+    )
+    up.add_argument(
+        "--boot-delay", type=float, default=2.0, help="simulated boot + join seconds (default 2)"
+    )
+    up.add_argument(
+        "--aws-env",
+        type=Path,
+        default=DEFAULT_AWS_ENV,
+        help=f"write the simulated EC2's AWS_* variables here (default {DEFAULT_AWS_ENV})",
+    )
     up.add_argument("--no-webhook", action="store_true", help="skip our validating webhook")
     up.add_argument("--no-queues", action="store_true", help="skip the Kueue objects")
-    up.add_argument(
-        "--no-check-stand-in",
-        action="store_true",
-        help="do not mark the AdmissionCheck Active (a real controller will)",
-    )
     up.add_argument(
         "--keep-on-failure",
         action="store_true",
@@ -73,8 +90,14 @@ def _up(args: argparse.Namespace) -> int:
         kubeconfig_out=args.kubeconfig.resolve(),
         webhook=not args.no_webhook,
         queues=not args.no_queues,
-        check_stand_in=not args.no_check_stand_in,
+        check_stand_in=args.provisioners == 0,  # else the provisioner marks the check Active
         fake_nodes=args.fake_nodes,
+        cloud=True,
+        provisioners=args.provisioners,
+        nodesim=not args.no_nodesim,
+        boot_delay=args.boot_delay,
+        capacity_file=args.capacity.resolve(),
+        aws_env_out=args.aws_env.resolve(),
     )
     Bins.load().ensure()
     stack = Stack(options, default_components(options))
@@ -93,6 +116,10 @@ def _report(ctx: Context) -> None:
     print(f"kubeconfig: {kc}")
     print(f"logs:       {ctx.dir / 'logs'}")
     print(f"ready in:   {ctx.state.ready_seconds}s")
+    if ctx.options.aws_env_out is not None:
+        print(f"aws env:    source {ctx.options.aws_env_out}  (the simulated EC2, for aws/boto3)")
+    if ctx.options.nodesim:
+        print(f"nodesim:    {nodesim_url(ctx)}  (python -m atomic_gang_nodesim ctl --url … state)")
     print(
         f"try:        {ctx.bins.path('kubectl')} --kubeconfig {kc} get clusterqueues,localqueues -A"
     )

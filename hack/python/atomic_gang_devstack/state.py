@@ -12,6 +12,7 @@ import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,6 +37,17 @@ class StackOptions(BaseModel):
     fake_nodes: int = Field(default=0, ge=0, le=100, description="General-purpose kwok nodes.")
     cloud: bool = Field(default=False, description="moto + fault layer and the GangNodePool CRD.")
     provisioners: int = Field(default=0, ge=0, le=3, description="Provisioner replicas to run.")
+    nodesim: bool = Field(default=False, description="Run the node-join simulator.")
+    boot_delay: float = Field(default=2.0, ge=0, description="Simulated boot + join seconds.")
+    capacity_file: Path | None = Field(
+        default=None, description="Free slots per (AZ, instance type) in the simulated EC2."
+    )
+    aws_env_out: Path | None = Field(
+        default=None, description="Write the simulated EC2's AWS_* environment here."
+    )
+    provisioner_settings: dict[str, Any] = Field(
+        default_factory=dict, description="Settings overrides for the provisioner replicas."
+    )
     namespace: str = Field(default="default", description="Namespace of the dev LocalQueue.")
     detach: bool = Field(
         default=True,

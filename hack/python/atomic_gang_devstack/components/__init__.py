@@ -1,7 +1,7 @@
 """The stack's components and the default set, in dependency order.
 
-Later pieces (moto with the fault layer, the provisioner, the node-join
-simulator) are appended in :func:`default_components`.
+The cloud side (moto with the fault layer and its set-up, the GangNodePool
+CRD, provisioner replicas, the node-join simulator) is appended on request.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from atomic_gang_devstack.components.control_plane import (
 from atomic_gang_devstack.components.kueue import Kueue
 from atomic_gang_devstack.components.kwok import FakeNodes, Kwok
 from atomic_gang_devstack.components.queues import KueueQueues
+from atomic_gang_devstack.components.simulated import FakeAwsSetup, NodeSim
 from atomic_gang_devstack.components.webhook import GangWebhook, WebhookRegistration
 from atomic_gang_devstack.state import StackOptions
 
@@ -36,7 +37,9 @@ def default_components(options: StackOptions) -> list[Component]:
         comps.append(KueueQueues())
     if options.fake_nodes:
         comps.append(FakeNodes())
-    if options.cloud or options.provisioners:
-        comps += [FakeAws(), GangCrd()]
+    if options.cloud or options.provisioners or options.nodesim:
+        comps += [FakeAws(), FakeAwsSetup(), GangCrd()]
         comps += [Provisioner(i) for i in range(options.provisioners)]
+    if options.nodesim:
+        comps.append(NodeSim())
     return comps

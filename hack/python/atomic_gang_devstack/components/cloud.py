@@ -22,6 +22,7 @@ from atomic_gang_devstack.component import Component, Context, ProcessComponent
 
 REPO = Path(__file__).resolve().parents[4]
 CRD_FILE = REPO / "charts/atomic-gang-provisioner/crds/gangnodepools.atomic-gang.k8s.aws.yaml"
+NODESIM_KEY = "nodesim"  # the simulator's access key: its IMDS-like reads skip throttling
 DUMMY_AWS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -59,6 +60,8 @@ class FakeAws(ProcessComponent):
             str(dev_objects.DEV_SETTINGS["clusterName"]),
             "--world-file",
             str(ctx.dir / "fakeaws-world.json"),
+            "--unthrottled-caller",
+            NODESIM_KEY,
         ]
 
     def env(self, ctx: Context) -> Mapping[str, str]:
@@ -137,7 +140,7 @@ class Provisioner(ProcessComponent):
         self.name = f"atomic-gang-provisioner-{index}"  # type: ignore[misc]
 
     def prepare(self, ctx: Context) -> None:
-        provisioner_settings(ctx)
+        provisioner_settings(ctx, **ctx.options.provisioner_settings)
 
     def argv(self, ctx: Context) -> list[str]:
         return [sys.executable, "-m", "atomic_gang_provisioner"]
