@@ -95,6 +95,10 @@ class AcquireRequest:
 
     spec: GangSpec
     generation: int
+    # False only when the caller knows no launch at this generation can have happened
+    # (it persisted the status that introduced the generation and has not launched since):
+    # then the tag lookup before the launch is skipped. The ClientToken still applies.
+    adopt: bool = True
 
     @property
     def pool(self) -> str:

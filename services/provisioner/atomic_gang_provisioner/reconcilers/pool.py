@@ -38,6 +38,9 @@ class PoolReconciler:
         # from an older cached copy would redo (or undo) a step. etcd resourceVersions are
         # increasing integers, so the newer of the two copies is the one to trust.
         self._written: dict[str, dict[str, Any]] = {}
+        # Pool -> the generation this process introduced (wrote Acquiring at it) and has
+        # not launched at yet: no set of that generation can exist, so no tag lookup.
+        self._fresh: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def _current(self, name: str) -> dict[str, Any] | None:
@@ -88,7 +91,10 @@ class PoolReconciler:
         now = ctx.now()
         if plan.acquire is not None:
             ctx.must_lead()
-            result = ctx.cloud.acquire(plan.acquire)
+            with self._lock:
+                fresh = self._fresh.pop(pool.name, None) == plan.acquire.generation
+            request = replace(plan.acquire, adopt=not fresh)
+            result = ctx.cloud.acquire(request)
             ctx.faults.after_launch()
             plan = machine.after_acquire(
                 pool, plan, request=plan.acquire, result=result, now=now, knobs=ctx.knobs
@@ -107,6 +113,7 @@ class PoolReconciler:
         if plan.status != pool.status:
             ctx.must_lead()
             self._write_status(pool, plan)
+            self._note_fresh(pool, plan)
         if plan.remove_finalizer:
             self._remove_finalizer(pool)
         for ev in plan.events:
@@ -114,6 +121,17 @@ class PoolReconciler:
             log.info(ev.message, extra={"pool": pool.name, "reason": ev.reason})
         for metric in plan.metrics:
             self._observe(pool, metric)
+
+    def _note_fresh(self, pool: GangNodePool, plan: Plan) -> None:
+        new, old = plan.status, pool.status
+        introduced = new.phase == "Acquiring" and (
+            old.phase != "Acquiring" or old.acquireGeneration != new.acquireGeneration
+        )
+        with self._lock:
+            if introduced:
+                self._fresh[pool.name] = new.acquireGeneration
+            else:
+                self._fresh.pop(pool.name, None)
 
     def _write_status(self, pool: GangNodePool, plan: Plan) -> None:
         status = plan.status.model_dump(mode="json")

@@ -71,6 +71,10 @@ class Resolver:
     def cluster(self) -> ClusterInfo:
         return self._cached(("cluster",), self._load_cluster)
 
+    def discover(self) -> None:
+        """Resolve the cluster and its subnets now (warm caches, fail fast)."""
+        self._subnets(self.cluster().subnet_ids)
+
     def _load_cluster(self) -> ClusterInfo:
         c = self._call(self._c.eks, "describe_cluster", name=self._cluster)["cluster"]
         vpc = c.get("resourcesVpcConfig", {})

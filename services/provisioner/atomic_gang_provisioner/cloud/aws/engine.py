@@ -92,7 +92,7 @@ class Ec2Provider:
 
     def acquire(self, request: AcquireRequest) -> AcquireResult:
         try:
-            adopted = self._acquirer.adopt(request)
+            adopted = self._acquirer.adopt(request) if request.adopt else None
             if adopted is not None:
                 return adopted
             plan = self._plan(request)
@@ -141,6 +141,11 @@ class Ec2Provider:
         info = self._resolver.cluster()
         labels = naming.node_labels(spec=plan.spec, generation=plan.generation)
         return user_data_b64(join=info.join, labels=labels, pool=plan.spec.pool)
+
+    def warm_up(self) -> None:
+        """Resolve the cluster and its subnets before the first gang, so it pays no
+        discovery round trips and a broken cloud setup shows at start-up."""
+        self._resolver.discover()
 
     def find(self, *, pool: str, generation: int) -> tuple[Instance, ...]:
         return self._inv.find_group(pool=pool, generation=generation)
