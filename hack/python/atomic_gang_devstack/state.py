@@ -39,6 +39,7 @@ class StackOptions(BaseModel):
     provisioners: int = Field(default=0, ge=0, le=3, description="Provisioner replicas to run.")
     nodesim: bool = Field(default=False, description="Run the node-join simulator.")
     boot_delay: float = Field(default=2.0, ge=0, description="Simulated boot + join seconds.")
+    boot_jitter: float = Field(default=0.0, ge=0, description="Up to this much more per node.")
     capacity_file: Path | None = Field(
         default=None, description="Free slots per (AZ, instance type) in the simulated EC2."
     )

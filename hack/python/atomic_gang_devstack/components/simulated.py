@@ -92,6 +92,8 @@ class NodeSim(ProcessComponent):
             "us-east-1",
             "--boot-delay",
             str(ctx.options.boot_delay),
+            "--boot-jitter",
+            str(ctx.options.boot_jitter),
             "--control-port",
             str(ctx.port(self.name)),
         ]

@@ -1,0 +1,7 @@
+"""``make demo``: the whole product locally, narrated.
+
+Starts the local control plane with Kueue, the simulated EC2 (moto + our
+layer), our webhook, two provisioner replicas and the node-join simulator;
+applies the spec's sample Job; prints each step as it happens and a timeline
+at the end; tears everything down (also on Ctrl-C).
+"""

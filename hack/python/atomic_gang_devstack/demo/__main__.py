@@ -1,0 +1,133 @@
+"""``python -m atomic_gang_devstack.demo``: see the package docstring."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import logging
+import sys
+import time
+from pathlib import Path
+
+from atomic_gang_devstack.bins import REPO_ROOT, BinaryMissingError, Bins
+from atomic_gang_devstack.component import Context
+from atomic_gang_devstack.components import default_components
+from atomic_gang_devstack.components.cloud import fakeaws_endpoint
+from atomic_gang_devstack.demo.observe import Observer, Snapshot
+from atomic_gang_devstack.demo.story import Story
+from atomic_gang_devstack.kubectl import KubectlError
+from atomic_gang_devstack.stack import Stack
+from atomic_gang_devstack.state import StackOptions
+from atomic_gang_devstack.waits import ComponentFailedError
+from atomic_gang_fakeaws.control import ControlClient
+from atomic_gang_provisioner.kube import KubeClient
+
+JOB_FILE = REPO_ROOT / "hack" / "demo" / "allreduce-pretrain.yaml"
+JOB, NAMESPACE, POOL, COUNT = "allreduce-pretrain", "default", "pretrain-p4d", 4
+CONTROLLER_KEY = "testing"  # the provisioner's (dummy) access key id in the call log
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="make demo", description=__doc__)
+    p.add_argument("--state-dir", type=Path, default=REPO_ROOT / ".dev" / "demo")
+    p.add_argument("--timeout", type=float, default=300, help="give up after this many seconds")
+    p.add_argument("-v", "--verbose", action="store_true", help="show the launcher's log")
+    return p
+
+
+def _options(state_dir: Path) -> StackOptions:
+    return StackOptions(
+        state_dir=state_dir.resolve(),
+        kubeconfig_out=state_dir.resolve() / "kubeconfig",
+        detach=False,  # every process dies with the demo, Ctrl-C included
+        check_stand_in=False,
+        cloud=True,
+        provisioners=2,
+        nodesim=True,
+        boot_delay=2.0,
+        boot_jitter=3.0,
+        capacity_file=REPO_ROOT / "hack" / "devstack-capacity.yaml",
+    )
+
+
+def say(t: float | None, text: str) -> None:
+    stamp = "       " if t is None else f"[{t:5.1f}s]"
+    print(f"{stamp} {text}", flush=True)
+
+
+def _show_setup(ctx: Context) -> None:
+    kc = ctx.options.kubeconfig_out
+    say(
+        None,
+        f"control plane, Kueue, moto, webhook, 2 provisioners, simulator: ready in "
+        f"{ctx.state.ready_seconds:.0f}s (KUBECONFIG={kc})",
+    )
+    out = ctx.kubectl.run("get", "admissioncheck,resourceflavor,clusterqueue,localqueue", "-A")
+    for line in filter(None, out.stdout.splitlines()):
+        say(None, "  " + line)
+    say(None, f"$ kubectl apply -f {JOB_FILE.relative_to(REPO_ROOT)}")
+
+
+def _watch(ctx: Context, timeout: float) -> Story:
+    kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
+    observer = Observer(
+        kube=kube, endpoint=fakeaws_endpoint(ctx), job=JOB, namespace=NAMESPACE, pool=POOL
+    )
+    story, prev = Story(pool=POOL, count=COUNT), Snapshot()
+    ctx.kubectl.run("apply", "-f", str(JOB_FILE))
+    t0 = time.monotonic()
+    story.mark("applied", 0.0)
+    while not story.done and time.monotonic() - t0 < timeout:
+        cur = observer.snapshot()
+        t = time.monotonic() - t0
+        for line in story.update(prev, cur, t):
+            say(t, line)
+        prev = cur
+        time.sleep(0.3)  # a poll interval, not a synchronisation
+    kube.close()
+    return story
+
+
+def _controller_calls(control: ControlClient) -> dict[str, int]:
+    counts = collections.Counter(
+        c["action"] for c in control.calls() if c["caller"] == CONTROLLER_KEY
+    )
+    return dict(counts)
+
+
+def run(ctx: Context, timeout: float) -> int:
+    _show_setup(ctx)
+    control = ControlClient(fakeaws_endpoint(ctx))
+    control.clear_calls()  # from here on the log holds this Job's calls only
+    story = _watch(ctx, timeout)
+    for line in story.summary(_controller_calls(control)):
+        print(line, flush=True)
+    control.close()
+    if not story.done:
+        print(f"\nthe demo did not finish within {timeout:.0f}s; logs: {ctx.dir / 'logs'}")
+    return 0 if story.ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    level = logging.INFO if args.verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s devstack %(message)s")
+    options = _options(args.state_dir)
+    stack = Stack(options, default_components(options))
+    try:
+        Bins.load().ensure()
+        say(None, "starting the local stack (about 20-40 s) ...")
+        return run(stack.up(), args.timeout)
+    except KeyboardInterrupt:
+        print("\ninterrupted: tearing everything down", flush=True)
+        return 130
+    except (BinaryMissingError, ComponentFailedError, KubectlError) as exc:
+        print(f"demo failed: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        stack.down()
+        say(None, "stack stopped")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
