@@ -12,7 +12,7 @@ from typing import Any
 
 from atomic_gang import keys
 from atomic_gang.errors import GangValidationError, Violation
-from atomic_gang.parse import annotation_field, has_gang_keys, label_field, parse_gang
+from atomic_gang.parse import annotation_field, check_gang, has_gang_keys, label_field
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import GangSpec
 
@@ -106,25 +106,36 @@ def _reserved_selectors(job: Mapping[str, Any]) -> list[Violation]:
 
 def validate_job(job: Mapping[str, Any], settings: GangSettings) -> GangSpec | None:
     """None for a Job with no gang keys; a GangSpec; or GangValidationError with all."""
+    resolved = _validate(job, settings)
+    return None if resolved is None else GangSpec(pool=resolved[0], **resolved[1])
+
+
+def check_job(job: Mapping[str, Any], settings: GangSettings) -> bool:
+    """The webhook's verdict: False for a Job with no gang keys, True when valid, else
+    GangValidationError with every violation. Same rules as validate_job."""
+    return _validate(job, settings) is not None
+
+
+def _validate(job: Mapping[str, Any], settings: GangSettings) -> tuple[str, dict[str, Any]] | None:
     annotations, labels = metadata_maps(job)
     if not has_gang_keys(annotations, labels):
         return None
     violations: list[Violation] = []
-    spec: GangSpec | None = None
+    resolved: tuple[str, dict[str, Any]] | None = None
     try:
-        spec = parse_gang(annotations, labels, settings)
+        resolved = check_gang(annotations, labels, settings)
     except GangValidationError as err:
         violations.extend(err.violations)
     raw_count = annotations.get(keys.COUNT, "").strip()
-    if spec is not None:
-        violations.extend(_parity(job, spec.count))
+    if resolved is not None:
+        violations.extend(_parity(job, int(resolved[1]["count"])))
     elif raw_count.isdigit() and 0 < int(raw_count) < 10**9:
         # Report parity even when other rules failed: every violation at once.
         violations.extend(_parity(job, int(raw_count)))
     violations.extend(_reserved_selectors(job))
     if violations:
         raise GangValidationError(violations)
-    return spec
+    return resolved
 
 
 def validate_job_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Violation]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from typing import Any
 
 from atomic_gang import keys, patterns
 from atomic_gang.errors import GangValidationError, Reason, Violation
@@ -137,6 +138,15 @@ def parse_gang(
     annotations: Mapping[str, str], labels: Mapping[str, str], settings: GangSettings
 ) -> GangSpec:
     """Validate and resolve; raise GangValidationError listing every violation."""
+    pool, resolved = check_gang(annotations, labels, settings)
+    return GangSpec(pool=pool, **resolved)
+
+
+def check_gang(
+    annotations: Mapping[str, str], labels: Mapping[str, str], settings: GangSettings
+) -> tuple[str, dict[str, Any]]:
+    """Every rule, without building the GangSpec (the webhook's hot path needs only the
+    verdict): (pool, resolved GangSpec fields) or GangValidationError."""
     ann = {k: v.strip() for k, v in annotations.items()}
     lab = {k: v.strip() for k, v in labels.items()}
     if not has_gang_keys(ann, lab):
@@ -161,7 +171,7 @@ def parse_gang(
         out.add(keys.COUNT, "IncompleteSet", "the gang annotations are incomplete", None)
     if out.violations or resolved is None:
         raise GangValidationError(out.violations)
-    return GangSpec(pool=pool, **resolved)
+    return pool, resolved
 
 
 def reasons_of(error: GangValidationError) -> set[Reason]:

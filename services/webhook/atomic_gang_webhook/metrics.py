@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -17,6 +18,23 @@ class WebhookMetrics:
     latency: Histogram
     cert_reloads: Counter
     cert_expiry: Gauge
+    # labels() validates and locks on every call; the label sets are few, so keep the
+    # children (a measurable share of a review's cost on the hot path).
+    _children: dict[tuple[str, ...], Any] = field(default_factory=dict)
+
+    def review(self, operation: str, verdict: str, reason: str) -> None:
+        key = ("r", operation, verdict, reason)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self.reviews.labels(operation, verdict, reason)
+        child.inc()
+
+    def violation(self, reason: str) -> None:
+        key = ("v", reason)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self.violations.labels(reason)
+        child.inc()
 
     @classmethod
     def create(cls) -> WebhookMetrics:

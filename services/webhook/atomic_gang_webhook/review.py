@@ -14,7 +14,7 @@ from typing import Any, Literal
 import orjson
 
 from atomic_gang import GangSettings, GangValidationError, Violation
-from atomic_gang.job import MalformedJobError, validate_job, validate_job_update
+from atomic_gang.job import MalformedJobError, check_job, validate_job_update
 
 API_VERSION = "admission.k8s.io/v1"
 Verdict = Literal["allowed", "denied"]
@@ -111,7 +111,7 @@ def decide(req: ReviewRequest, settings: GangSettings) -> Decision:
     """CREATE: validate any Job that carries our keys. UPDATE: keys are immutable."""
     try:
         if req.operation == "CREATE" and req.obj is not None:
-            if validate_job(req.obj, settings) is None:
+            if not check_job(req.obj, settings):
                 return Decision("allowed", "NotAGang")
             return Decision("allowed", "Valid")
         if req.operation == "UPDATE" and req.obj is not None and req.old is not None:

@@ -1,0 +1,116 @@
+"""The admission endpoint as a bare ASGI app: the one hot path of the service.
+
+It reads the body with a hard size cap straight from ``receive``, hands it to the
+pure ``review`` module, counts the verdict, and answers with pre-encoded JSON.
+Skipping the framework's Request/Response objects and dependency injection
+saves a third of the per-request cost. Bad input is a 4xx, never a 5xx.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+
+from atomic_gang_webhook.review import (
+    Decision,
+    ReviewRequest,
+    WebhookError,
+    build_response,
+    decide,
+    parse_review,
+)
+from atomic_gang_webhook.state import AppState
+
+log = logging.getLogger("atomic_gang_webhook.review")
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+PATH = "/validate/batch/v1/job"
+
+
+def _declared_length(scope: Message) -> int | None:
+    for name, value in scope.get("headers") or ():
+        if name == b"content-length":
+            return int(value) if value.isdigit() else None
+    return None
+
+
+async def read_capped(scope: Message, receive: Receive, limit: int) -> bytes:
+    declared = _declared_length(scope)
+    if declared is not None and declared > limit:
+        raise WebhookError(413, "TooLarge", f"body exceeds {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise WebhookError(400, "Disconnected", "the client went away")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise WebhookError(413, "TooLarge", f"body exceeds {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def respond(send: Send, status: int, payload: object) -> None:
+    body = orjson.dumps(payload)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class AdmissionEndpoint:
+    def __init__(self, state: AppState) -> None:
+        self.state = state
+
+    async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        state, m = self.state, self.state.metrics
+        try:
+            body = await read_capped(scope, receive, state.max_body_bytes)
+            req = parse_review(body)
+            decision = decide(req, state.settings)
+        except WebhookError as err:
+            m.latency.observe(time.perf_counter() - started)
+            m.review("", "malformed", err.reason)
+            log.info("malformed review", extra={"status": err.status, "reason": err.reason})
+            await respond(send, err.status, err.body())
+            return
+        self._count(req, decision)
+        await respond(send, 200, build_response(req, decision))
+        m.latency.observe(time.perf_counter() - started)
+
+    def _count(self, req: ReviewRequest, decision: Decision) -> None:
+        m = self.state.metrics
+        m.review(req.operation, decision.verdict, decision.reason)
+        if decision.verdict != "denied":
+            return
+        for v in decision.violations:
+            m.violation(v.reason)
+        skipped = self.state.log_budget.take(time.monotonic())
+        if skipped is not None:
+            log.info(
+                "denied",
+                extra={
+                    "uid": req.uid,
+                    "operation": req.operation,
+                    "namespace": req.namespace,
+                    "job": req.name,
+                    "reasons": [v.reason for v in decision.violations],
+                    "suppressed_since_last": skipped,
+                },
+            )
