@@ -1,7 +1,8 @@
 """The simulator's control API (JSON over HTTP on loopback) and its client.
 
 - ``GET /healthz``: 200 once the first tick ran.
-- ``GET /state``: the knobs, and every instance seen (phase, pool, Node, reason).
+- ``GET /state``: the knobs, every live instance seen (phase, pool, Node, reason), and
+  the last 1,000 that are gone (with the phase they ended in).
 - ``PUT /boot-delay`` ``{"seconds", "jitter"}``: boot time of instances seen from now on.
 - ``POST /drops`` ``{"instanceId" | "pool" | "nth", "count"}``: those joins never happen;
   ``DELETE /drops`` forgets every rule.

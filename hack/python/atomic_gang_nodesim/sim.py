@@ -10,6 +10,7 @@ controller would do. A restarted simulator adopts the Nodes it created before.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import threading
@@ -31,6 +32,7 @@ from atomic_gang_provisioner.resources import NODES
 
 log = logging.getLogger("atomic_gang_nodesim")
 Phase = Literal["booting", "joined", "dropped", "failed"]
+GONE_KEPT = 1000  # instances no longer live, kept for GET /state
 
 
 @dataclass
@@ -65,6 +67,7 @@ class Simulator:
         self.interval = interval
         self.clock = clock
         self.tracked: dict[str, Tracked] = {}
+        self.gone: collections.OrderedDict[str, Tracked] = collections.OrderedDict()
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.ticks = 0
@@ -178,6 +181,9 @@ class Simulator:
         return True
 
     def _gone(self, t: Tracked) -> None:
+        self.gone[t.instance_id] = t
+        while len(self.gone) > GONE_KEPT:
+            self.gone.popitem(last=False)
         if t.instance_id in self.knobs.notReady:
             self.knobs.notReady.remove(t.instance_id)
         if t.phase != "joined":
@@ -243,6 +249,7 @@ class Controls:
                 "describeSeconds": round(self.sim.describe_seconds, 3),
                 "knobs": self.sim.knobs.model_dump(),
                 "instances": {i: t.as_dict() for i, t in self.sim.tracked.items()},
+                "gone": {i: t.as_dict() for i, t in self.sim.gone.items()},
             }
 
 

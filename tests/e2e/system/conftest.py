@@ -1,0 +1,84 @@
+"""One complete stack for the system tests (what ``make dev-up`` runs), in a state
+dir of its own so it never meets the instances and Nodes of other e2e packages.
+
+The provisioner settings shorten the waits the scenarios exercise: a 20 s join
+deadline, a 3 s health grace, fast shortfall retries that never turn into Retry.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from atomic_gang_devstack import dev_objects
+from atomic_gang_devstack.components import default_components
+from atomic_gang_devstack.stack import Stack
+from atomic_gang_devstack.state import StackOptions
+from tests.e2e.system.harness import System
+from tests.support.wait import wait_for
+
+SETTINGS = {
+    "joinDeadlineSeconds": 20,
+    "healthGraceSeconds": 3,
+    "acquireAttemptsBeforeRetry": 1000,
+    "acquireRetry": {"backoffBaseSeconds": 0.5, "backoffMaxSeconds": 2.0},
+}
+
+
+@pytest.fixture(scope="package")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    options = StackOptions(
+        state_dir=tmp_path_factory.mktemp("system-stack"),
+        detach=False,
+        check_stand_in=False,
+        fake_nodes=1,  # a general node the gang's pods must never use
+        cloud=True,
+        provisioners=2,
+        nodesim=True,
+        boot_delay=1.0,
+        boot_jitter=1.0,
+        provisioner_settings=SETTINGS,
+    )
+    stack = Stack(options, default_components(options))
+    ctx = stack.up()
+    sys_ = System.connect(stack, ctx)
+    try:
+        yield sys_
+    finally:
+        sys_.kube.close()
+        stack.down()
+
+
+@pytest.fixture
+def namespace(system: System, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace with the LocalQueue ``atomic-gang-queue``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].rstrip("-")
+    name = f"sys-{slug}-{uuid.uuid4().hex[:6]}"
+    system.kubectl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    system.kubectl.apply(dev_objects.local_queue(name))
+    wait_for(
+        lambda: (
+            system.kubectl.run(
+                "get", "serviceaccount", "default", "-n", name, check=False
+            ).returncode
+            == 0
+        ),
+        timeout=30,
+        what=f"serviceaccount default in {name}",
+    )
+    yield name
+    system.kubectl.run("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture
+def replicas_back(system: System) -> Iterator[System]:
+    """Whatever a test killed is running again afterwards, for the next test."""
+    yield system
+    system.revive()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"

@@ -1,0 +1,181 @@
+"""What the system tests drive: the whole stack as ``make dev-up`` runs it (control
+plane, Kueue, moto + layer, webhook, two provisioner replicas, the node-join
+simulator), reached through the same clients a user or operator would use.
+
+Tests read EC2 with an access key of their own (``e2e``), so the call log's
+``caller`` tells the provisioner's calls (``testing``) from the test's and the
+simulator's (``nodesim``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import yaml
+
+from atomic_gang import keys
+from atomic_gang_devstack.bins import REPO_ROOT
+from atomic_gang_devstack.component import Context
+from atomic_gang_devstack.components.cloud import fakeaws_endpoint
+from atomic_gang_devstack.components.simulated import nodesim_url
+from atomic_gang_devstack.stack import Stack
+from atomic_gang_fakeaws.control import ControlClient
+from atomic_gang_nodesim.control import NodeSimClient
+from atomic_gang_provisioner.kube import KubeClient, NotFoundError
+from atomic_gang_provisioner.kube.resource import EVENTS
+from atomic_gang_provisioner.resources import JOBS, NODES
+from tests.e2e.kube import Kube
+from tests.e2e.provisioner.harness import LEASES, World, iter_pods
+
+CONTROLLER_KEY = "testing"
+SAMPLE_JOB = REPO_ROOT / "hack" / "demo" / "allreduce-pretrain.yaml"
+REPLICAS = ("atomic-gang-provisioner-0", "atomic-gang-provisioner-1")
+LEASE = "atomic-gang-provisioner"
+
+
+def sample_job(
+    name: str, namespace: str, *, pool: str, count: int = 4, runs_for: str = "3s", **ann: str
+) -> dict[str, Any]:
+    """The spec's sample Job (``hack/demo``), renamed, with annotations overridden
+    (``keep_warm_ttl="5s"``) and pods that run ``runs_for`` on kwok."""
+    job: dict[str, Any] = yaml.safe_load(SAMPLE_JOB.read_text())
+    meta = job["metadata"]
+    meta.update(name=name, namespace=namespace)
+    meta["labels"][keys.POOL] = pool
+    meta["annotations"][keys.COUNT] = str(count)
+    meta["annotations"].update({keys.PREFIX + k.replace("_", "-"): v for k, v in ann.items()})
+    job["spec"].update(parallelism=count, completions=count)
+    template = job["spec"]["template"]
+    template["spec"]["terminationGracePeriodSeconds"] = 0
+    template["metadata"]["annotations"] = {
+        "pod-complete.stage.kwok.x-k8s.io/delay": runs_for,
+        "pod-complete.stage.kwok.x-k8s.io/jitter-delay": runs_for,
+    }
+    return job
+
+
+def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind and cond.get("status") == "True":
+            return dict(cond)
+    return None
+
+
+@dataclass
+class System:
+    stack: Stack
+    ctx: Context
+    world: World
+    kubectl: Kube
+    sim: NodeSimClient
+    killed: list[str] = field(default_factory=list)
+
+    @classmethod
+    def connect(cls, stack: Stack, ctx: Context) -> System:
+        endpoint = fakeaws_endpoint(ctx)
+        ec2 = boto3.client(
+            "ec2",
+            region_name="us-east-1",
+            endpoint_url=endpoint,
+            aws_access_key_id="e2e",
+            aws_secret_access_key="e2e",
+        )
+        world = World(
+            ctx, KubeClient.from_kubeconfig(ctx.admin_kubeconfig()), ControlClient(endpoint), ec2
+        )
+        kubectl = Kube(ctx.bins.path("kubectl"), ctx.admin_kubeconfig(), ctx.dir / "kubectl-cache")
+        return cls(stack, ctx, world, kubectl, NodeSimClient(nodesim_url(ctx)))
+
+    @property
+    def kube(self) -> KubeClient:
+        return self.world.kube
+
+    @property
+    def fake(self) -> ControlClient:
+        return self.world.fake
+
+    # -- cluster -----------------------------------------------------------------
+    def job(self, job: dict[str, Any]) -> dict[str, Any]:
+        m = job["metadata"]
+        found: dict[str, Any] = self.kube.get(JOBS, m["name"], namespace=m["namespace"])
+        return found
+
+    def complete(self, job: dict[str, Any]) -> bool:
+        return condition(self.job(job), "Complete") is not None
+
+    def gang_nodes(self, pool: str) -> dict[str, dict[str, Any]]:
+        items = self.kube.list(NODES, label_selector=f"{keys.POOL}={pool}").items
+        return {n["metadata"]["name"]: n for n in items}
+
+    def pods(self, namespace: str) -> list[dict[str, Any]]:
+        return list(iter_pods(self.world, namespace))
+
+    def events(self, namespace: str, name: str) -> list[tuple[str, str]]:
+        items = self.kube.list(
+            EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
+        ).items
+        return [(str(e["reason"]), str(e.get("message", ""))) for e in items]
+
+    # -- simulated EC2 -----------------------------------------------------------
+    def ever_launched(self, pool: str) -> list[str]:
+        """Every instance of the pool in any state (terminated ones included)."""
+        pages = self.world.ec2.get_paginator("describe_instances").paginate(
+            Filters=[{"Name": f"tag:{keys.POOL}", "Values": [pool]}]
+        )
+        return sorted(
+            i["InstanceId"] for p in pages for r in p["Reservations"] for i in r["Instances"]
+        )
+
+    def controller_calls(self, action: str, pool: str | None = None) -> list[dict[str, Any]]:
+        calls = [c for c in self.fake.calls(action) if c["caller"] == CONTROLLER_KEY]
+        return [c for c in calls if pool is None or pool in str(c["params"])]
+
+    # -- provisioner replicas ----------------------------------------------------
+    def leader(self) -> str:
+        try:
+            lease = self.kube.get(LEASES, LEASE, namespace=self.ctx.options.namespace)
+        except NotFoundError:
+            return ""
+        holder = str((lease.get("spec") or {}).get("holderIdentity") or "")
+        return next((r for r in REPLICAS if holder.startswith(r)), "")
+
+    def kill(self, replica: str) -> None:
+        """SIGKILL, as the kubelet's OOM killer or a node loss would."""
+        os.killpg(self.ctx.state.procs[replica].pid, signal.SIGKILL)
+        self.killed.append(replica)
+
+    def revive(self) -> None:
+        """Start every killed replica again (same ports and settings)."""
+        while self.killed:
+            self.stack.start_component(self.killed.pop())
+
+
+@contextmanager
+def sampling(probe: Callable[[], Any], *, every: float = 0.2) -> Iterator[list[Any]]:
+    """Call ``probe`` on a thread until the block ends; yields the samples so far.
+
+    Used to check invariants over a whole scenario (never a pod on a partial gang),
+    not to synchronise: waits are ``wait_for`` with deadlines.
+    """
+    samples: list[Any] = []
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            samples.append(probe())
+            stop.wait(every)
+
+    thread = threading.Thread(target=loop, daemon=True, name="e2e-sampler")
+    thread.start()
+    try:
+        yield samples
+    finally:
+        stop.set()
+        thread.join(timeout=30)

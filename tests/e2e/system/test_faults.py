@@ -1,0 +1,121 @@
+"""Issue 6 scenarios 5 and 6: a dropped join (the watchdog), and a node of a running
+gang lost (health): both end in a fresh full gang, never in pods on a partial one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from atomic_gang import keys
+from tests.e2e.system.conftest import unique
+from tests.e2e.system.harness import System, condition, sample_job, sampling
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def _picture(system: System, namespace: str, pool: str) -> dict[str, Any]:
+    """Pods (name → node, phase) and the gang's Nodes (name → group, Ready) at one moment."""
+    nodes = {
+        name: (n["metadata"]["labels"].get(keys.GROUP), condition(n, "Ready") is not None)
+        for name, n in system.gang_nodes(pool).items()
+    }
+    pods = {
+        p["metadata"]["name"]: (p["spec"].get("nodeName"), p["status"].get("phase"))
+        for p in system.pods(namespace)
+    }
+    return {"nodes": nodes, "pods": pods}
+
+
+def _no_pod_started_on_a_partial_gang(samples: list[dict[str, Any]], count: int) -> None:
+    seen: set[str] = set()
+    for s in samples:
+        for pod, (node, phase) in s["pods"].items():
+            if phase != "Running" or pod in seen:
+                continue
+            seen.add(pod)
+            group = s["nodes"].get(node, (None, False))[0]
+            ready = sum(1 for g, r in s["nodes"].values() if g == group and r)
+            assert group is not None, f"{pod} first seen Running on a non-gang node {node}"
+            assert ready == count, f"{pod} first seen Running with {ready}/{count} of {group}"
+    assert seen
+
+
+def test_a_dropped_join_releases_the_set_and_the_job_still_completes(
+    system: System, namespace: str
+) -> None:
+    pool = unique("watchdog")
+    system.sim.drop(pool=pool, count=1)  # nodeadm fails on one instance of the first set
+    with sampling(lambda: _picture(system, namespace, pool)) as samples:
+        job = system.world.submit(sample_job("watchdog", namespace, pool=pool))
+        first = system.world.wait_pool(
+            pool, lambda p: len(p.status.instanceIds) == 4, what="the first set launched"
+        )
+        second = system.world.wait_pool(
+            pool,
+            lambda p: p.status.activeGeneration not in (0, first.status.activeGeneration),
+            timeout=60,
+            what="a fresh set after the join deadline",
+        )
+        wait_for(lambda: system.complete(job), timeout=90, what="the Job complete")
+    state = system.sim.state()
+    seen = {**state["gone"], **state["instances"]}
+    dropped = [i for i, t in seen.items() if t["phase"] == "dropped"]
+    assert len(dropped) == 1
+    assert dropped[0] in first.status.instanceIds
+    assert not set(first.status.instanceIds) & set(system.world.live(pool))
+    assert any(r == "JoinTimeout" for r, _ in system.events("default", pool))
+    groups = {samples[-1]["nodes"].get(node, ("?",))[0] for node, _ in samples[-1]["pods"].values()}
+    assert groups == {second.status.activeGroup}
+    _no_pod_started_on_a_partial_gang(samples, 4)
+
+
+def test_a_lost_node_requeues_the_workload_onto_a_fresh_gang(
+    system: System, namespace: str
+) -> None:
+    pool = unique("health")
+    with sampling(lambda: _picture(system, namespace, pool)) as samples:
+        job = system.world.submit(sample_job("health", namespace, pool=pool, runs_for="25s"))
+        wait_for(
+            lambda: sum(ph == "Running" for _, ph in system_pods(system, namespace)) == 4,
+            timeout=90,
+            what="4 pods running",
+        )
+        first = system.world.pool(pool)
+        assert first is not None
+        victim = first.status.instanceIds[0]
+        system.sim.terminate(victim)  # behind the provisioner's back
+        fresh = system.world.wait_pool(
+            pool,
+            lambda p: (
+                p.status.phase == "Satisfied"
+                and p.status.activeGeneration != first.status.activeGeneration
+            ),
+            timeout=90,
+            what="a fresh gang",
+        )
+        wait_for(lambda: system.complete(job), timeout=120, what="the Job complete")
+    wl_events = system.events(namespace, job_workload(system, job))
+    assert any("Gang degraded" in m for _, m in wl_events)
+    assert [r for r, _ in wl_events].count("Admitted") >= 2  # evicted, requeued, admitted again
+    wl = system.world.workload(job) or {}
+    evictions = ((wl.get("status") or {}).get("schedulingStats") or {}).get("evictions") or []
+    assert any(e.get("reason") == "AdmissionCheck" and e.get("count", 0) >= 1 for e in evictions)
+    assert not set(first.status.instanceIds) & set(system.world.live(pool))
+    assert fresh.status.activeGroup != first.status.activeGroup
+    _no_pod_started_on_a_partial_gang(samples, 4)
+
+
+def system_pods(system: System, namespace: str) -> list[tuple[str, str]]:
+    return [
+        (p["spec"].get("nodeName") or "", p["status"].get("phase") or "")
+        for p in system.pods(namespace)
+        if not p["metadata"].get("deletionTimestamp")
+    ]
+
+
+def job_workload(system: System, job: dict[str, Any]) -> str:
+    wl = system.world.workload(job)
+    assert wl is not None
+    return str(wl["metadata"]["name"])

@@ -1,0 +1,125 @@
+"""Issue 6 scenarios 1, 3, 4 on the complete stack: the spec's sample Job end to end,
+fleet mode across AZs, warm reuse."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from atomic_gang import keys
+from tests.e2e.system.conftest import unique
+from tests.e2e.system.harness import System, condition, sample_job
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def _at(cond: dict[str, Any] | None) -> datetime:
+    assert cond is not None
+    return datetime.fromisoformat(str(cond["lastTransitionTime"]).replace("Z", "+00:00"))
+
+
+def _admitted(system: System, job: dict[str, Any]) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        wl = system.world.workload(job)
+        return wl if condition(wl, "Admitted") else None
+
+    return wait_for(probe, timeout=90, what="the Workload admitted")
+
+
+def test_the_sample_job_end_to_end(system: System, namespace: str) -> None:
+    pool = unique("pretrain")
+    spec = sample_job("allreduce-pretrain", namespace, pool=pool, keep_warm_ttl="4s")
+    assert "job.batch/allreduce-pretrain created" in system.kubectl.apply(spec).stdout
+    job = system.job(spec)
+    wl = _admitted(system, job)
+    nodes = system.gang_nodes(pool)
+    ready = {name: _at(condition(n, "Ready")) for name, n in nodes.items() if condition(n, "Ready")}
+    assert len(ready) == 4
+    # Admitted only once all 4 were Ready (Kueue and kwok stamp these transitions).
+    assert max(ready.values()) <= _at(condition(wl, "Admitted"))
+    pool_obj = system.world.pool(pool)
+    assert pool_obj is not None
+    group = pool_obj.status.activeGroup
+    check = system.world.check(job)
+    assert check["state"] == "Ready"
+    assert check["podSetUpdates"][0]["nodeSelector"] == {keys.POOL: pool, keys.GROUP: group}
+    assert {n["metadata"]["labels"][keys.GROUP] for n in nodes.values()} == {group}
+
+    wait_for(lambda: system.complete(job), timeout=90, what="the Job complete")
+    placed = [p["spec"]["nodeName"] for p in system.pods(namespace)]
+    assert sorted(placed) == sorted(nodes)  # one pod on each gang node, none elsewhere
+
+    system.world.wait_pool(pool, lambda p: p.status.phase == "KeepWarm", what="KeepWarm")
+    system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
+    reasons = [r for r, _ in system.events("default", pool)]
+    assert reasons.index("KeepWarmExpired") < reasons.index("Released")
+    assert system.world.live(pool) == []
+    wait_for(lambda: not system.gang_nodes(pool), timeout=30, what="the gang's Nodes deleted")
+
+    launches = system.controller_calls("RunInstances", pool)
+    assert [(c["params"]["MinCount"], c["params"]["MaxCount"]) for c in launches] == [("4", "4")]
+    terminated = {
+        v for c in system.controller_calls("TerminateInstances") for v in c["params"].values()
+    }
+    assert set(pool_obj.status.instanceIds) <= terminated
+
+
+def test_fleet_mode_spans_zones_and_completes(system: System, namespace: str) -> None:
+    pool = unique("fleet")
+    caps = {"us-east-1a": 2, "us-east-1b": 2, "us-east-1c": 0}
+    for zone, count in caps.items():
+        system.fake.set_capacity(zone, "p5.48xlarge", count)
+    try:
+        spec = sample_job(
+            "fleet",
+            namespace,
+            pool=pool,
+            mode="fleet",
+            instance_type="p5.48xlarge",
+            availability_zones="us-east-1a,us-east-1b,us-east-1c",
+        )
+        job = system.world.submit(spec)
+        wait_for(lambda: system.complete(job), timeout=120, what="the fleet Job complete")
+        zones = {
+            n["metadata"]["labels"]["topology.kubernetes.io/zone"]
+            for n in system.gang_nodes(pool).values()
+        }
+        assert zones == {"us-east-1a", "us-east-1b"}
+        fleets = system.controller_calls("CreateFleet", pool)
+        assert [c["outcome"] for c in fleets] == ["ok"]
+        assert fleets[0]["params"]["OnDemandOptions.MinTargetCapacity"] == "4"
+        assert system.controller_calls("RunInstances", pool) == []
+        on = {p["spec"]["nodeName"] for p in system.pods(namespace)}
+        assert on == set(system.gang_nodes(pool))
+    finally:
+        for zone in caps:
+            system.fake.set_capacity(zone, "p5.48xlarge", None)
+
+
+def test_warm_reuse_admits_the_next_job_without_a_launch(
+    system: System, namespace: str, record_property: Any
+) -> None:
+    pool = unique("warm")
+    first = system.world.submit(sample_job("first", namespace, pool=pool, keep_warm_ttl="10m"))
+    wait_for(lambda: system.complete(first), timeout=90, what="the first Job complete")
+    system.world.wait_pool(pool, lambda p: p.status.phase == "KeepWarm", what="KeepWarm")
+    warm_nodes = set(system.gang_nodes(pool))
+    before = len(system.fake.calls())
+
+    t0 = time.monotonic()
+    second = system.world.submit(sample_job("second", namespace, pool=pool, keep_warm_ttl="2s"))
+    _admitted(system, second)
+    record_property("warm_reuse_admission_seconds", round(time.monotonic() - t0, 2))
+
+    later = [c for c in system.fake.calls()[before:] if c["caller"] == "testing"]
+    assert not [c for c in later if c["action"] in ("RunInstances", "CreateFleet")]
+    assert "KeepWarmReused" in [r for r, _ in system.events("default", pool)]
+    wait_for(lambda: system.complete(second), timeout=90, what="the second Job complete")
+    second_pods = [p for p in system.pods(namespace) if p["metadata"]["name"].startswith("second")]
+    assert {p["spec"]["nodeName"] for p in second_pods} == warm_nodes
+    system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
+    assert system.world.live(pool) == []
