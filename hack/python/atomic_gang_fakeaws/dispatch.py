@@ -12,6 +12,7 @@ import contextlib
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -130,6 +131,7 @@ def call_action(self: Any) -> Any:
         region=self.region,
         caller=caller_key(self),
     )
+    started = time.perf_counter()
     try:
         rule = _before(state, self, call)
         if rule is not None and rule.effect == "timeout":
@@ -142,6 +144,7 @@ def call_action(self: Any) -> Any:
         raise
     finally:
         _tls.rule = None
+        call.seconds = time.perf_counter() - started
     call.status = int(status)
     call.outcome = "ok" if call.status < 400 else f"error:{_error_code(body)}"
     if rule is not None and rule.effect == "lost_response" and call.status < 400:
