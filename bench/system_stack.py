@@ -1,0 +1,150 @@
+"""Shared by the system benches (scale, idle cost): the complete local stack, a
+namespace with a LocalQueue, a ClusterQueue quota sized for the run, extra subnets,
+process CPU/RSS from /proc, percentiles, and first-seen stamps from watches.
+
+The stack is the one ``make dev-up`` runs (control plane, Kueue, moto + layer,
+webhook, provisioner, node-join simulator) in a temporary state dir; every process
+is tied to the bench and dies with it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from atomic_gang import keys
+from atomic_gang_devstack import dev_objects
+from atomic_gang_devstack.component import Context
+from atomic_gang_devstack.components import default_components
+from atomic_gang_devstack.components.cloud import FakeAws, fakeaws_endpoint
+from atomic_gang_devstack.stack import Stack
+from atomic_gang_devstack.state import StackOptions
+from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient, Resource
+from atomic_gang_provisioner.resources import NODES, WORKLOADS
+
+NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
+LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta2", "localqueues", namespaced=True)
+CLUSTER_QUEUES = Resource("kueue.x-k8s.io", "v1beta2", "clusterqueues", namespaced=False)
+BENCH_KEY = "bench"  # the bench's own access key id in the call log
+LEADER = "atomic-gang-provisioner-0"
+
+
+def start(
+    state_dir: Path, *, provisioners: int, settings: dict[str, Any], boot: tuple[float, float]
+) -> tuple[Stack, Context]:
+    options = StackOptions(
+        state_dir=state_dir,
+        detach=False,
+        check_stand_in=False,
+        cloud=True,
+        provisioners=provisioners,
+        nodesim=True,
+        boot_delay=boot[0],
+        boot_jitter=boot[1],
+        provisioner_settings=settings,
+    )
+    stack = Stack(options, default_components(options))
+    return stack, stack.up()
+
+
+def ec2(ctx: Context) -> Any:
+    return boto3.client(
+        "ec2",
+        region_name="us-east-1",
+        endpoint_url=fakeaws_endpoint(ctx),
+        aws_access_key_id=BENCH_KEY,
+        aws_secret_access_key=BENCH_KEY,
+    )
+
+
+def namespace(kube: KubeClient, name: str, *, queue: bool = True) -> None:
+    kube.create(NAMESPACES, {"metadata": {"name": name}})
+    if queue:
+        kube.create(LOCAL_QUEUES, dev_objects.local_queue(name))
+
+
+def set_gpu_quota(kube: KubeClient, gpus: int) -> None:
+    """Room for every gang at once: the dev quota (1000 GPUs) would queue them in Kueue."""
+    cq = kube.get(CLUSTER_QUEUES, dev_objects.CLUSTER_QUEUE)
+    for group in cq["spec"]["resourceGroups"]:
+        for flavor in group["flavors"]:
+            for res in flavor["resources"]:
+                if res["name"] == "nvidia.com/gpu":
+                    res["nominalQuota"] = str(gpus)
+    kube.replace(CLUSTER_QUEUES, cq)
+
+
+def add_subnets(ctx: Context, client: Any, cidrs: dict[str, str]) -> list[str]:
+    """Bigger subnets in the seeded VPC (the seeded /24s hold 251 instances each)."""
+    vpc = FakeAws().world(ctx)["vpc_id"]
+    return [
+        client.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"]["SubnetId"]
+        for zone, cidr in cidrs.items()
+    ]
+
+
+def proc_stats(pid: int) -> tuple[float, float]:
+    """(peak RSS in MB, CPU seconds) of a live process."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return hwm / 1024, (int(fields[11]) + int(fields[12])) / ticks
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
+
+
+def _true(obj: dict[str, Any], kind: str) -> bool:
+    conds = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conds)
+
+
+class Stamps:
+    """First-seen wall-clock times (watches in this process): Node Ready with its group
+    and instance id, our check Ready with the group it pinned, Workload Admitted."""
+
+    def __init__(self, kube: KubeClient) -> None:
+        self.lock = threading.Lock()
+        self.node_ready: dict[str, tuple[float, str, str]] = {}
+        self.check_ready: dict[str, tuple[float, str]] = {}
+        self.admitted: dict[str, float] = {}
+        self.informers = [Informer(kube, NODES), Informer(kube, WORKLOADS)]
+        self.informers[0].add_handlers(Handlers.for_all(self.on_node))
+        self.informers[1].add_handlers(Handlers.for_all(self.on_workload))
+
+    def __enter__(self) -> Stamps:
+        for inf in self.informers:
+            inf.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for inf in self.informers:
+            inf.stop()
+
+    def on_node(self, obj: dict[str, Any]) -> None:
+        if _true(obj, "Ready"):
+            group = (obj["metadata"].get("labels") or {}).get(keys.GROUP, "")
+            iid = str((obj.get("spec") or {}).get("providerID", "")).rsplit("/", 1)[-1]
+            with self.lock:
+                self.node_ready.setdefault(obj["metadata"]["name"], (time.time(), group, iid))
+
+    def on_workload(self, obj: dict[str, Any]) -> None:
+        key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+        now = time.time()
+        for check in (obj.get("status") or {}).get("admissionChecks") or []:
+            if check.get("name") == dev_objects.ADMISSION_CHECK and check.get("state") == "Ready":
+                updates = check.get("podSetUpdates") or [{}]
+                group = (updates[0].get("nodeSelector") or {}).get(keys.GROUP, "")
+                with self.lock:
+                    self.check_ready.setdefault(key, (now, group))
+        if _true(obj, "Admitted"):
+            with self.lock:
+                self.admitted.setdefault(key, now)
