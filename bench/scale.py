@@ -61,7 +61,7 @@ def _jobs_done(kube: KubeClient) -> int:
 def _released(kube: KubeClient, sim: NodeSimClient) -> bool:
     pools = kube.list(POOLS).items
     idle = all((p.get("status") or {}).get("phase") == "Idle" for p in pools)
-    return idle and not sim.state()["instances"]
+    return idle and not sum(sim.phases().values())
 
 
 def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> dict[str, Any]:
@@ -91,7 +91,7 @@ def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> di
     submitted = time.time() - t0
     done = 0
     while time.time() - t0 < args.timeout:
-        live = len(sim.state()["instances"])
+        live = sum(sim.phases().values())
         trend.append((time.time(), live))
         done = _jobs_done(kube)
         print(

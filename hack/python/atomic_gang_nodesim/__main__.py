@@ -17,10 +17,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from atomic_gang_nodesim.control import NodeSimClient, serve
+from atomic_gang_nodesim.control import Controls, NodeSimClient, serve
 from atomic_gang_nodesim.ec2 import make_view
 from atomic_gang_nodesim.knobs import BootDelay, DropRule, Knobs
-from atomic_gang_nodesim.sim import Controls, Simulator
+from atomic_gang_nodesim.sim import Simulator
 from atomic_gang_provisioner.kube import KubeClient
 
 

@@ -1,6 +1,6 @@
 """The simulator's control API (JSON over HTTP on loopback) and its client.
 
-- ``GET /healthz``: 200 once the first tick ran.
+- ``GET /healthz``: 200 once the first tick ran; live instances by phase.
 - ``GET /state``: the knobs, every live instance seen (phase, pool, Node, reason), and
   the last 1,000 that are gone (with the phase they ended in).
 - ``PUT /boot-delay`` ``{"seconds", "jitter"}``: boot time of instances seen from now on.
@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import threading
 from collections.abc import Callable
@@ -21,13 +22,74 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from atomic_gang_nodesim.health import release_not_ready
 from atomic_gang_nodesim.knobs import BootDelay, DropRule
-from atomic_gang_nodesim.sim import Controls
+from atomic_gang_nodesim.sim import Simulator, log
+
+
+class Controls:
+    """The knobs as verbs (the control API calls these); each wakes the loop."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+
+    def _changed(self) -> None:
+        self.sim.wake.set()
+
+    def set_boot(self, boot: BootDelay) -> None:
+        with self.sim.lock:
+            self.sim.knobs.boot = boot
+        self._changed()
+
+    def add_drop(self, rule: DropRule) -> None:
+        with self.sim.lock:
+            self.sim.knobs.drops.append(rule)
+
+    def clear_drops(self) -> None:
+        with self.sim.lock:
+            self.sim.knobs.drops.clear()
+
+    def not_ready(self, instance_id: str) -> None:
+        with self.sim.lock:
+            if instance_id not in self.sim.knobs.notReady:
+                self.sim.knobs.notReady.append(instance_id)
+        self._changed()
+
+    def ready(self, instance_id: str) -> None:
+        with self.sim.lock:
+            if instance_id in self.sim.knobs.notReady:
+                self.sim.knobs.notReady.remove(instance_id)
+            t = self.sim.tracked.get(instance_id)
+            node = t.node if t is not None and t.phase == "joined" else ""
+        if node:
+            release_not_ready(self.sim.kube, node)
+
+    def terminate(self, instance_id: str) -> None:
+        """Terminate behind the provisioner's back (a hardware failure, a user's mistake)."""
+        self.sim.view.terminate(instance_id)
+        log.info("terminated %s behind the provisioner's back", instance_id)
+        self._changed()
+
+    def health(self) -> dict[str, Any]:
+        with self.sim.lock:
+            phases = collections.Counter(t.phase for t in self.sim.tracked.values())
+        return {"ok": self.sim.ticks > 0, "ticks": self.sim.ticks, "phases": dict(phases)}
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.sim.lock:
+            return {
+                "ticks": self.sim.ticks,
+                "describeSeconds": round(self.sim.describe_seconds, 3),
+                "knobs": self.sim.knobs.model_dump(),
+                "instances": {i: t.as_dict() for i, t in self.sim.tracked.items()},
+                "gone": {i: t.as_dict() for i, t in self.sim.gone.items()},
+            }
+
 
 Handler = Callable[[Controls, dict[str, Any]], Any]
 
 ROUTES: dict[tuple[str, str], Handler] = {
-    ("GET", "/healthz"): lambda c, b: {"ok": c.sim.ticks > 0, "ticks": c.sim.ticks},
+    ("GET", "/healthz"): lambda c, b: c.health(),
     ("GET", "/state"): lambda c, b: c.snapshot(),
     ("PUT", "/boot-delay"): lambda c, b: c.set_boot(BootDelay.model_validate(b)),
     ("POST", "/drops"): lambda c, b: c.add_drop(DropRule.model_validate(b)),
@@ -89,6 +151,11 @@ class NodeSimClient:
         resp = self._http.request(method, path, json=body)
         resp.raise_for_status()
         return resp.json()
+
+    def phases(self) -> dict[str, int]:
+        """Live instances by phase (booting, joined, dropped, failed): a cheap summary."""
+        found: dict[str, int] = self._send("GET", "/healthz")["phases"]
+        return found
 
     def healthy(self) -> bool:
         try:

@@ -16,14 +16,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from atomic_gang_nodesim import capacity
 from atomic_gang_nodesim.ec2 import Ec2View
-from atomic_gang_nodesim.health import hold_not_ready, release_not_ready
-from atomic_gang_nodesim.knobs import BootDelay, DropRule, Knobs
+from atomic_gang_nodesim.health import hold_not_ready
+from atomic_gang_nodesim.knobs import Knobs
 from atomic_gang_nodesim.kubeapi import NodeApi
 from atomic_gang_nodesim.nodeconfig import JoinSpec, NodeConfigError, parse_user_data
 from atomic_gang_nodesim.nodes import SIM_ANNOTATION, Instance, build_node
@@ -33,6 +34,7 @@ from atomic_gang_provisioner.resources import NODES
 log = logging.getLogger("atomic_gang_nodesim")
 Phase = Literal["booting", "joined", "dropped", "failed"]
 GONE_KEPT = 1000  # instances no longer live, kept for GET /state
+PARALLEL = 8  # joins, deletions and user-data reads in flight at once
 
 
 @dataclass
@@ -96,49 +98,71 @@ class Simulator:
             self.wake.clear()
 
     def tick(self) -> float:
-        """One round; returns how long to wait before the next."""
-        with self.lock:
-            t0 = self.clock()
-            live = {i.instance_id: i for i in self.view.live()}
-            self.describe_seconds = self.clock() - t0
-            for iid in [i for i in self.tracked if i not in live]:
-                self._gone(self.tracked.pop(iid))
-            for inst in sorted(live.values(), key=lambda i: (i.private_ip, i.instance_id)):
-                if inst.instance_id not in self.tracked:
-                    self._discover(inst)
-            now = self.clock()
-            for t in self.tracked.values():
-                if t.phase == "booting" and t.join_at <= now:
-                    self._join(t)
-            self._hold_not_ready()
-            self.ticks += 1
-            return self._next_wait()
+        """One round; returns how long to wait before the next.
+
+        Only this thread changes ``tracked``; the lock guards those changes against
+        the control API's readers and is never held across a call to EC2 or Kubernetes.
+        """
+        t0 = self.clock()
+        live = {i.instance_id: i for i in self.view.live()}
+        self.describe_seconds = self.clock() - t0
+        gone = [self._forget(i) for i in list(self.tracked) if i not in live]
+        self._each(self._gone, gone)
+        fresh = [i for i in live.values() if i.instance_id not in self.tracked]
+        found = [
+            self._discover(i) for i in sorted(fresh, key=lambda i: (i.private_ip, i.instance_id))
+        ]
+        self._each(self._boot, [t for t in found if t.phase == "booting"])
+        now = self.clock()
+        due = [t for t in list(self.tracked.values()) if t.phase == "booting" and t.join_at <= now]
+        self._each(self._join, due)
+        self._hold_not_ready()
+        self.ticks += 1
+        return self._next_wait()
+
+    def _each(self, fn: Callable[[Tracked], None], items: list[Tracked]) -> None:
+        """Run ``fn`` over ``items`` in parallel, as many kubelets would; log failures."""
+        if not items:
+            return
+        with ThreadPoolExecutor(max_workers=min(PARALLEL, len(items))) as pool:
+            for t, err in zip(items, pool.map(_guard(fn), items), strict=True):
+                if err is not None:
+                    log.warning("%s: %s failed: %s", t.instance_id, fn.__name__, err)
 
     def _next_wait(self) -> float:
         # Never spend more than a third of the time describing: moto slows as instances pile up.
         wait = max(self.interval, 2 * self.describe_seconds)
-        booting = [t.join_at for t in self.tracked.values() if t.phase == "booting"]
+        booting = [t.join_at for t in list(self.tracked.values()) if t.phase == "booting"]
         if booting:
             wait = min(wait, max(0.05, min(booting) - self.clock()))
         return wait
 
     # -- one instance ----------------------------------------------------------
-    def _discover(self, inst: Instance) -> None:
-        self._discovered += 1
-        t = Tracked(inst.instance_id, self._discovered, "booting", pool=inst.pool, instance=inst)
-        self.tracked[inst.instance_id] = t
-        rule = self.knobs.take_drop(instance_id=t.instance_id, pool=t.pool, ordinal=t.ordinal)
-        if rule is not None:
-            t.phase, t.reason = "dropped", "join dropped by a simulator knob"
-            log.info("dropping the join of %s (pool %s)", t.instance_id, t.pool)
-            return
+    def _discover(self, inst: Instance) -> Tracked:
+        """Number it (in launch order) and apply drop rules; booting starts in ``_boot``."""
+        with self.lock:
+            self._discovered += 1
+            t = Tracked(inst.instance_id, self._discovered, "booting", pool=inst.pool)
+            t.instance, t.join_at = inst, float("inf")
+            self.tracked[inst.instance_id] = t
+            rule = self.knobs.take_drop(instance_id=t.instance_id, pool=t.pool, ordinal=t.ordinal)
+            if rule is not None:
+                t.phase, t.reason = "dropped", "join dropped by a simulator knob"
+                log.info("dropping the join of %s (pool %s)", t.instance_id, t.pool)
+            return t
+
+    def _boot(self, t: Tracked) -> None:
+        assert t.instance is not None
         try:
-            t.join = self._verified_join(inst)
+            join = self._verified_join(t.instance)
         except NodeConfigError as exc:
-            t.phase, t.reason = "failed", str(exc)
-            log.warning("%s will never join: %s", inst.instance_id, exc)
+            with self.lock:
+                t.phase, t.reason = "failed", str(exc)
+            log.warning("%s will never join: %s", t.instance_id, exc)
             return
-        t.join_at = self.clock() + self.knobs.boot.for_instance(inst.instance_id)
+        with self.lock:
+            t.join = join
+            t.join_at = self.clock() + self.knobs.boot.for_instance(t.instance_id)
 
     def _verified_join(self, inst: Instance) -> JoinSpec:
         join = parse_user_data(self.view.user_data(inst.instance_id))
@@ -169,7 +193,8 @@ class Simulator:
             if not self._stale_node_removed(name, t.instance_id):
                 return  # ours already (a retried create); adopt it below
             self.kube.create(NODES, node)
-        t.phase, t.node = "joined", name
+        with self.lock:
+            t.phase, t.node = "joined", name
         log.info("%s joined as %s (pool %s)", t.instance_id, name, t.pool)
 
     def _stale_node_removed(self, name: str, instance_id: str) -> bool:
@@ -180,12 +205,17 @@ class Simulator:
         self.kube.delete(NODES, name, uid=old["metadata"]["uid"])
         return True
 
+    def _forget(self, instance_id: str) -> Tracked:
+        with self.lock:
+            t = self.tracked.pop(instance_id)
+            self.gone[instance_id] = t
+            while len(self.gone) > GONE_KEPT:
+                self.gone.popitem(last=False)
+            if instance_id in self.knobs.notReady:
+                self.knobs.notReady.remove(instance_id)
+        return t
+
     def _gone(self, t: Tracked) -> None:
-        self.gone[t.instance_id] = t
-        while len(self.gone) > GONE_KEPT:
-            self.gone.popitem(last=False)
-        if t.instance_id in self.knobs.notReady:
-            self.knobs.notReady.remove(t.instance_id)
         if t.phase != "joined":
             return
         with contextlib.suppress(NotFoundError):
@@ -194,63 +224,23 @@ class Simulator:
 
     # -- NotReady --------------------------------------------------------------
     def _hold_not_ready(self) -> None:
-        for iid in list(self.knobs.notReady):
+        with self.lock:
+            held = list(self.knobs.notReady)
+        for iid in held:
             t = self.tracked.get(iid)
             if t is not None and t.phase == "joined":
                 hold_not_ready(self.kube, t.node, now=_rfc3339())
 
 
-class Controls:
-    """The knobs as verbs (the control API calls these); each wakes the loop."""
+def _guard(fn: Callable[[Tracked], None]) -> Callable[[Tracked], Exception | None]:
+    def run(t: Tracked) -> Exception | None:
+        try:
+            fn(t)
+        except Exception as exc:  # one instance's failure must not stop the others
+            return exc
+        return None
 
-    def __init__(self, sim: Simulator) -> None:
-        self.sim = sim
-
-    def _changed(self) -> None:
-        self.sim.wake.set()
-
-    def set_boot(self, boot: BootDelay) -> None:
-        with self.sim.lock:
-            self.sim.knobs.boot = boot
-        self._changed()
-
-    def add_drop(self, rule: DropRule) -> None:
-        with self.sim.lock:
-            self.sim.knobs.drops.append(rule)
-
-    def clear_drops(self) -> None:
-        with self.sim.lock:
-            self.sim.knobs.drops.clear()
-
-    def not_ready(self, instance_id: str) -> None:
-        with self.sim.lock:
-            if instance_id not in self.sim.knobs.notReady:
-                self.sim.knobs.notReady.append(instance_id)
-        self._changed()
-
-    def ready(self, instance_id: str) -> None:
-        with self.sim.lock:
-            if instance_id in self.sim.knobs.notReady:
-                self.sim.knobs.notReady.remove(instance_id)
-            t = self.sim.tracked.get(instance_id)
-            if t is not None and t.phase == "joined":
-                release_not_ready(self.sim.kube, t.node)
-
-    def terminate(self, instance_id: str) -> None:
-        """Terminate behind the provisioner's back (a hardware failure, a user's mistake)."""
-        self.sim.view.terminate(instance_id)
-        log.info("terminated %s behind the provisioner's back", instance_id)
-        self._changed()
-
-    def snapshot(self) -> dict[str, Any]:
-        with self.sim.lock:
-            return {
-                "ticks": self.sim.ticks,
-                "describeSeconds": round(self.sim.describe_seconds, 3),
-                "knobs": self.sim.knobs.model_dump(),
-                "instances": {i: t.as_dict() for i, t in self.sim.tracked.items()},
-                "gone": {i: t.as_dict() for i, t in self.sim.gone.items()},
-            }
+    return run
 
 
 def _rfc3339() -> str:

@@ -18,9 +18,10 @@ from moto import mock_aws
 from atomic_gang import GangSpec, GoDuration, keys
 from atomic_gang_fakeaws import FakeAws, installed
 from atomic_gang_fakeaws.world import World, seed_backends
+from atomic_gang_nodesim.control import Controls
 from atomic_gang_nodesim.ec2 import Ec2View
 from atomic_gang_nodesim.knobs import BootDelay, DropRule, Knobs
-from atomic_gang_nodesim.sim import Controls, Simulator
+from atomic_gang_nodesim.sim import Simulator
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Launched
 from atomic_gang_provisioner.cloud.userdata import ClusterJoin, user_data
