@@ -133,7 +133,8 @@ class Story:
             if key in self.milestones:
                 text = label.replace("N ", f"{self.count} ")
                 lines.append(f"  {self.milestones[key]:6.1f}  {text}")
-        lines += ["", *self.checks(), "", "AWS calls by the provisioner for this Job: " + _calls(calls)]
+        calls_line = "AWS calls by the provisioner for this Job: " + _calls(calls)
+        lines += ["", *self.checks(), "", calls_line]
         return lines
 
     def checks(self) -> list[str]:
