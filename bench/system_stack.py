@@ -32,6 +32,15 @@ LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta2", "localqueues", namespaced=T
 CLUSTER_QUEUES = Resource("kueue.x-k8s.io", "v1beta2", "clusterqueues", namespaced=False)
 BENCH_KEY = "bench"  # the bench's own access key id in the call log
 LEADER = "atomic-gang-provisioner-0"
+# The chart's lease timings: the dev stack's 4 s lease is too tight for a 2-core box
+# under full load, and a replica that loses its lease exits (nobody restarts it here).
+LEASE = {
+    "enabled": True,
+    "namespace": "default",
+    "leaseDurationSeconds": 15,
+    "renewDeadlineSeconds": 10,
+    "retryPeriodSeconds": 2,
+}
 
 
 def start(
@@ -46,7 +55,7 @@ def start(
         nodesim=True,
         boot_delay=boot[0],
         boot_jitter=boot[1],
-        provisioner_settings=settings,
+        provisioner_settings={"leaderElection": LEASE, **settings},
     )
     stack = Stack(options, default_components(options))
     return stack, stack.up()
@@ -89,7 +98,7 @@ def add_subnets(ctx: Context, client: Any, cidrs: dict[str, str]) -> list[str]:
 
 
 def proc_stats(pid: int) -> tuple[float, float]:
-    """(peak RSS in MB, CPU seconds) of a live process."""
+    """(peak RSS in MB, CPU seconds) of a live process (raises if it died)."""
     status = Path(f"/proc/{pid}/status").read_text()
     hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

@@ -143,7 +143,9 @@ class Provisioner(ProcessComponent):
         provisioner_settings(ctx, **ctx.options.provisioner_settings)
 
     def argv(self, ctx: Context) -> list[str]:
-        return [sys.executable, "-m", "atomic_gang_provisioner"]
+        # Restarted when it exits (a replica that loses its lease does), as in a cluster.
+        restart = [sys.executable, "-m", "atomic_gang_devstack.restart", "--"]
+        return [*restart, sys.executable, "-m", "atomic_gang_provisioner"]
 
     def env(self, ctx: Context) -> Mapping[str, str]:
         return provisioner_env(

@@ -1,0 +1,62 @@
+"""``python -m atomic_gang_devstack.restart -- CMD ...``: restart CMD when it fails.
+
+What the kubelet does for a Deployment's pod (``restartPolicy: Always``, with
+backoff): a provisioner replica that loses its lease exits on purpose, and in a
+cluster it comes back. SIGTERM/SIGINT are passed to CMD and end the loop; a clean
+exit (0) ends it too.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any
+
+BACKOFF = (1.0, 2.0, 5.0, 10.0)
+
+
+class _Supervisor:
+    def __init__(self, cmd: list[str]) -> None:
+        self.cmd = cmd
+        self.stopping = threading.Event()
+        self.child: subprocess.Popen[bytes] | None = None
+
+    def on_signal(self, signum: int, _frame: Any) -> None:
+        self.stopping.set()
+        if self.child is not None and self.child.poll() is None:
+            self.child.send_signal(signum)
+
+    def loop(self) -> int:
+        restarts = 0
+        while True:
+            self.child = subprocess.Popen(self.cmd)
+            code = self.child.wait()
+            if self.stopping.is_set() or code == 0:
+                return code
+            delay = BACKOFF[min(restarts, len(BACKOFF) - 1)]
+            restarts += 1
+            print(f"--- restart: exited {code}; again in {delay:.0f}s ({restarts})", flush=True)
+            if self.stopping.wait(delay):  # the kubelet's crash-loop backoff
+                return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    cmd = args[1:] if args[:1] == ["--"] else args
+    if not cmd:
+        sys.stderr.write("usage: python -m atomic_gang_devstack.restart -- CMD ...\n")
+        return 2
+    sup = _Supervisor(cmd)
+    previous = {sig: signal.signal(sig, sup.on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        code = sup.loop()
+        return 128 - code if code < 0 else code  # killed by a signal: the shell's convention
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
