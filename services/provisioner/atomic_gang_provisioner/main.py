@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         cloud.warm_up()
     except Exception as exc:  # reported on the AdmissionCheck, retried by the reaper
         log.warning("cloud warm-up failed", extra={"error": repr(exc)})
-        manager.ctx.cloud_health.report(f"{type(exc).__name__}: {exc}"[:500])
+        manager.ctx.cloud_health.report(f"{type(exc).__name__}: {exc}"[:500], probe="cluster")
     manager.start(identity=args.identity)
     log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})
     done.wait()

@@ -121,7 +121,12 @@ class Manager:
             leading=self._is_leading,
         )
         self.controllers = self._controllers()
-        self.reaper = Reaper(self.ctx, interval=float(settings.reapIntervalSeconds))
+        warm_up = getattr(cloud, "warm_up", None)
+        self.reaper = Reaper(
+            self.ctx,
+            interval=float(settings.reapIntervalSeconds),
+            probe=warm_up if callable(warm_up) else None,
+        )
         self.elector: LeaderElector | None = None
         self._wire()
 

@@ -26,7 +26,7 @@ def chart_values(port: int) -> dict[str, Any]:
     return merge(
         REQUIRED,
         {
-            "clusterName": "chart-e2e",
+            "clusterName": "atomic-gang-dev",  # the cluster the session's simulated EC2 seeds
             "controllerName": "atomic-gang.k8s.aws/chart-e2e",
             "allowedInstanceTypes": ["m5.large"],  # the dev stack's webhook also allows c5.*
             "image": {"repository": "registry.invalid/atomic-gang-provisioner"},

@@ -169,7 +169,13 @@ def _json_stream(text: str) -> list[Obj]:
 
 @contextmanager
 def run_provisioner(
-    kubeconfig: Path, settings: Path, *, namespace: str, pod: str, log: Path
+    kubeconfig: Path,
+    settings: Path,
+    *,
+    namespace: str,
+    pod: str,
+    log: Path,
+    aws: dict[str, str],
 ) -> Iterator[subprocess.Popen[bytes]]:
     """The real controller, as the chart's pod would run it (env of the Deployment)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATOMIC_GANG_", "AWS_"))}
@@ -179,10 +185,9 @@ def run_provisioner(
         "ATOMIC_GANG_PROVISIONER_HTTP_HOST": "127.0.0.1",
         "ATOMIC_GANG_PROVISIONER_HTTP_PORT": "0",
         "POD_NAME": pod,
-        # No EC2 call is expected: nothing here claims a gang.
-        "AWS_ACCESS_KEY_ID": "chart-e2e",
-        "AWS_SECRET_ACCESS_KEY": "chart-e2e",
-        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        # The session's simulated EC2: the AdmissionCheck turns Active only once the
+        # controller has resolved the cluster and listed its instances.
+        **aws,
     }
     with log.open("ab") as out:
         proc = subprocess.Popen(

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from atomic_gang_devstack.components.cloud import aws_env
 from tests.e2e.chart.conftest import wait_ready_pods
 from tests.e2e.chart.release import (
     INSTANCE,
@@ -113,7 +114,9 @@ def test_the_provisioner_runs_under_the_charts_service_account(
     )
     log = ctx.log_path("chart-e2e-provisioner")
 
-    with run_provisioner(kubeconfig, settings, namespace=NS, pod="chart-e2e-0", log=log):
+    with run_provisioner(
+        kubeconfig, settings, namespace=NS, pod="chart-e2e-0", log=log, aws=aws_env(ctx)
+    ):
         check = wait_for(
             lambda: (
                 has_condition(c := kube.get("admissioncheck", "chart-e2e-check"), "Active") and c

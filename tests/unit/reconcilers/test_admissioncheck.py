@@ -36,4 +36,14 @@ def test_cloud_health_notifies_only_on_change() -> None:
     health.report("boom")
     health.report("boom")
     health.report("")
-    assert seen == ["boom", ""]
+    assert seen == ["ec2: boom", ""]
+
+
+def test_every_probe_must_pass() -> None:
+    health = CloudHealth()
+    health.report("no such cluster", probe="cluster")
+    health.report("")
+    assert health.error == "cluster: no such cluster"
+    assert health.failing("cluster")
+    health.report("", probe="cluster")
+    assert health.error == ""

@@ -53,14 +53,23 @@ class Faults:
 
 @dataclass
 class CloudHealth:
-    """The last verdict of a cheap cloud call (the reaper's listing); '' means healthy."""
+    """The last verdict of each cloud probe (``cluster``: the EKS cluster and its
+    subnets resolve; ``ec2``: the reaper's listing works); '' means healthy."""
 
-    error: str = ""
+    probes: dict[str, str] = field(default_factory=dict)
     on_change: Callable[[], None] = lambda: None
 
-    def report(self, error: str) -> None:
-        changed, self.error = error != self.error, error
-        if changed:
+    @property
+    def error(self) -> str:
+        return "; ".join(f"{k}: {v}" for k, v in sorted(self.probes.items()) if v)
+
+    def failing(self, probe: str) -> bool:
+        return bool(self.probes.get(probe))
+
+    def report(self, error: str, *, probe: str = "ec2") -> None:
+        before = self.error
+        self.probes[probe] = error
+        if self.error != before:
             self.on_change()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from collections.abc import Callable
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud.reaper import PoolView, classify
@@ -20,14 +21,24 @@ log = logging.getLogger("atomic_gang_provisioner.reaper")
 
 
 class Reaper:
-    def __init__(self, ctx: Context, *, interval: float) -> None:
+    def __init__(
+        self, ctx: Context, *, interval: float, probe: Callable[[], None] | None = None
+    ) -> None:
         self.ctx = ctx
         self.interval = interval
+        self._probe = probe  # re-resolves the cluster while that probe is failing
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def sweep(self) -> dict[str, int]:
         """One pass; returns instances released by reason. Also the cloud health probe."""
+        health = self.ctx.cloud_health
+        if self._probe is not None and health.failing("cluster"):
+            try:
+                self._probe()
+                health.report("", probe="cluster")
+            except Exception as exc:
+                health.report(f"{type(exc).__name__}: {exc}"[:500], probe="cluster")
         try:
             done = self._sweep()
         except Exception as exc:
