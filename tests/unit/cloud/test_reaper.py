@@ -95,3 +95,11 @@ def test_max_lifetime_wins_and_detail_is_specific() -> None:
     (reap,) = classify([old_orphan], now=NOW, pools={}, default_max_lifetime=DEFAULT_LIFE)
     assert reap.reason == "max-lifetime"
     assert "4h0m0s" in reap.detail
+
+
+def test_keep_warm_grace_lets_the_pool_timer_win() -> None:
+    warm = inst(extra={"atomic-gang.k8s.aws/keep-warm-until": "2030-01-01T11:59:45Z"})
+    kwargs = {"now": NOW, "pools": POOLS, "default_max_lifetime": GoDuration.of(hours=4)}
+    assert classify([warm], **kwargs) != ()  # type: ignore[arg-type]
+    graced = classify([warm], keep_warm_grace=timedelta(seconds=30), **kwargs)  # type: ignore[arg-type]
+    assert graced == ()

@@ -44,13 +44,14 @@ def _reason(
     pools: Mapping[str, PoolView],
     default_max_lifetime: GoDuration,
     stray_grace: timedelta,
+    keep_warm_grace: timedelta,
 ) -> tuple[ReapReason, str] | None:
     age = now - inst.launch_time
     life = inst.max_lifetime or default_max_lifetime
     if age > life.to_timedelta():
         return "max-lifetime", f"age {age} exceeds max lifetime {life}"
     until = inst.keep_warm_until
-    if until is not None and until < now:
+    if until is not None and until + keep_warm_grace < now:
         return "keep-warm-expired", f"keep-warm ended at {until.isoformat()}"
     pool = inst.pool
     if pool is None or pool not in pools:
@@ -74,6 +75,7 @@ def classify(
     pools: Mapping[str, PoolView],
     default_max_lifetime: GoDuration,
     stray_grace: timedelta = timedelta(minutes=15),
+    keep_warm_grace: timedelta = timedelta(0),
 ) -> tuple[Reap, ...]:
     """The instances to terminate, each with its reason; live managed ones only."""
     out: list[Reap] = []
@@ -86,6 +88,7 @@ def classify(
             pools=pools,
             default_max_lifetime=default_max_lifetime,
             stray_grace=stray_grace,
+            keep_warm_grace=keep_warm_grace,
         )
         if found is not None:
             out.append(Reap(instance_id=inst.instance_id, reason=found[0], detail=found[1]))

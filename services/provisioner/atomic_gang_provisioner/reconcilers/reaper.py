@@ -11,6 +11,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud.reaper import PoolView, classify
@@ -18,6 +19,7 @@ from atomic_gang_provisioner.cloud.types import ReleaseRequest
 from atomic_gang_provisioner.reconcilers.context import Context
 
 log = logging.getLogger("atomic_gang_provisioner.reaper")
+KEEP_WARM_GRACE = timedelta(seconds=30)
 
 
 class Reaper:
@@ -63,6 +65,9 @@ class Reaper:
             now=ctx.now(),
             pools=pools,
             default_max_lifetime=ctx.settings.defaults.maxLifetime,
+            # The pool's own timer releases a warm set at keepWarmUntil; the reaper is the
+            # backstop for a controller that was down, so it does not race that timer.
+            keep_warm_grace=KEEP_WARM_GRACE,
         )
         if not reaps:
             ctx.metrics.sweeps.inc()
