@@ -97,6 +97,19 @@ def add_subnets(ctx: Context, client: Any, cidrs: dict[str, str]) -> list[str]:
     ]
 
 
+def controller_pid(ctx: Context) -> int:
+    """The provisioner process itself (the stack runs it under a restart wrapper)."""
+    wrapper = ctx.state.procs[LEADER].pid
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == wrapper:
+            return int(stat.parent.name)
+    raise RuntimeError(f"no provisioner process under the wrapper {wrapper}")
+
+
 def proc_stats(pid: int) -> tuple[float, float]:
     """(peak RSS in MB, CPU seconds) of a live process (raises if it died)."""
     status = Path(f"/proc/{pid}/status").read_text()
@@ -122,7 +135,7 @@ class Stamps:
 
     def __init__(self, kube: KubeClient) -> None:
         self.lock = threading.Lock()
-        self.node_ready: dict[str, tuple[float, str, str]] = {}
+        self.node_ready: dict[str, tuple[float, str, str]] = {}  # instance id -> stamp
         self.check_ready: dict[str, tuple[float, str]] = {}
         self.admitted: dict[str, float] = {}
         self.informers = [Informer(kube, NODES), Informer(kube, WORKLOADS)]
@@ -142,8 +155,8 @@ class Stamps:
         if _true(obj, "Ready"):
             group = (obj["metadata"].get("labels") or {}).get(keys.GROUP, "")
             iid = str((obj.get("spec") or {}).get("providerID", "")).rsplit("/", 1)[-1]
-            with self.lock:
-                self.node_ready.setdefault(obj["metadata"]["name"], (time.time(), group, iid))
+            with self.lock:  # by instance: moto reuses private IPs, so Node names recur
+                self.node_ready.setdefault(iid, (time.time(), group, iid))
 
     def on_workload(self, obj: dict[str, Any]) -> None:
         key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"

@@ -1,0 +1,236 @@
+"""Idle cost, the headline: one trace through two provisioners, in one run.
+
+The trace (``bench/idle_trace.py``: 48 gang Jobs, N ∈ {2, 4, 8}, 10–30 s each,
+arriving over 200 s; p4d.24xlarge capacity in us-east-1a swinging 20 → 6 → 20 → 5
+→ 24) is replayed in real time against the complete local stack twice, one after
+the other on the same simulated EC2: first with our provisioner (Kueue + our
+AdmissionCheck, N-or-0 launches, keep-warm 0s), then with the incremental baseline
+(``bench/incremental_baseline.py``; plain Jobs, one node per RunInstances, partial
+sets kept). The bench plays the workload: a job is done once all N of its pods have
+run together for its duration (then its Job is deleted). Billing is sampled every
+0.5 s from the simulated EC2 and split by ``idle_trace.Ledger``. Throttling is off in
+both phases so only capacity limits either provisioner.
+
+Usage: .venv/bin/python -m bench.idle_cost [--jobs 48] [--seed 7] [--max-seconds 900]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from atomic_gang import keys
+from atomic_gang_devstack.component import Context
+from atomic_gang_devstack.components.cloud import FakeAws, fakeaws_endpoint
+from atomic_gang_devstack.stack import Stack
+from atomic_gang_fakeaws.control import ControlClient
+from atomic_gang_provisioner.kube import KubeClient, NotFoundError
+from atomic_gang_provisioner.resources import JOBS
+from bench import system_stack as sys_stack
+from bench.idle_report import report
+from bench.idle_trace import Ledger, Trace, TraceJob, Use, classify, make_trace
+from bench.incremental_baseline import PODS, IncrementalBaseline, baseline_job, cluster_join
+from tests.e2e.system.harness import sample_job
+
+ZONE, TYPE, CLUSTER = "us-east-1a", "p4d.24xlarge", "atomic-gang-dev"
+SETTINGS = {
+    "acquireAttemptsBeforeRetry": 100000,
+    "acquireRetry": {"backoffBaseSeconds": 1, "backoffMaxSeconds": 5},
+    "joinDeadlineSeconds": 300,
+}
+TICK = 0.5
+
+
+@dataclass
+class JobRun:
+    job: TraceJob
+    submitted: float | None = None
+    all_running: float | None = None
+    done: float | None = None
+
+
+@dataclass
+class PhaseResult:
+    name: str
+    runs: list[JobRun]
+    ledger: Ledger
+    launches: Counter[str] = field(default_factory=Counter)
+    makespan: float = 0.0
+
+
+class Phase:
+    """Replays ``trace`` in real time; ``submit`` creates one job's Kubernetes Job."""
+
+    def __init__(
+        self, ctx: Context, trace: Trace, namespace: str, submit: Callable[[TraceJob], Any]
+    ):
+        self.ctx, self.trace, self.ns, self.submit = ctx, trace, namespace, submit
+        self.kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
+        self.fake = ControlClient(fakeaws_endpoint(ctx))
+        self.ec2 = sys_stack.ec2(ctx)
+        self.runs = {j.name: JobRun(j) for j in trace.jobs}
+        self.ledger = Ledger()
+
+    def run(self, max_seconds: float) -> float:
+        t0 = time.monotonic()
+        last = t0
+        while time.monotonic() - t0 < max_seconds:
+            now = time.monotonic()
+            t = now - t0
+            self.fake.set_capacity(ZONE, TYPE, self.trace.slots_at(t))
+            for run in self.runs.values():
+                if run.submitted is None and run.job.arrival <= t:
+                    self.submit(run.job)
+                    run.submitted = t
+            live = self._sample(t, now - last)
+            last = now
+            if all(r.done is not None for r in self.runs.values()) and not live:
+                break
+            time.sleep(max(0.0, TICK - (time.monotonic() - now)))  # the sampling period
+        return time.monotonic() - t0
+
+    def _sample(self, t: float, dt: float) -> int:
+        live = self._live()
+        running: Counter[str] = Counter(
+            p["metadata"]["labels"].get("batch.kubernetes.io/job-name", "")
+            for p in self.kube.list(PODS, namespace=self.ns).items
+            if (p.get("status") or {}).get("phase") == "Running"
+            and not p["metadata"].get("deletionTimestamp")
+        )
+        uses = [
+            (self._use(run, n, running[pool]), n)
+            for pool, n in live.items()
+            if (run := self.runs.get(pool)) is not None
+        ]
+        self.ledger.add(dt, uses)
+        for run in self.runs.values():
+            self._advance(run, running[run.job.name], t)
+        return sum(live.values())
+
+    @staticmethod
+    def _use(run: JobRun, live: int, running: int) -> Use:
+        return classify(live=live, count=run.job.count, running=running, done=run.done is not None)
+
+    def _advance(self, run: JobRun, running: int, t: float) -> None:
+        if run.submitted is None or run.done is not None:
+            return
+        if run.all_running is None and running >= run.job.count:
+            run.all_running = t
+        if run.all_running is not None and t - run.all_running >= run.job.duration:
+            with contextlib.suppress(NotFoundError):
+                self.kube.delete(JOBS, run.job.name, namespace=self.ns, propagation="Background")
+            run.done = t
+
+    def _live(self) -> dict[str, int]:
+        out: Counter[str] = Counter()
+        page = self.ec2.describe_instances(
+            Filters=[
+                {"Name": f"tag:{keys.CLUSTER}", "Values": [CLUSTER]},
+                {"Name": "instance-state-name", "Values": ["pending", "running"]},
+            ],
+            MaxResults=1000,
+        )
+        for res in page["Reservations"]:
+            for inst in res["Instances"]:
+                tags = {x["Key"]: x["Value"] for x in inst.get("Tags", [])}
+                out[tags.get(keys.POOL, "")] += 1
+        return dict(out)
+
+
+def run_ours(ctx: Context, trace: Trace, max_seconds: float) -> PhaseResult:
+    ns = "idle-ours"
+    kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
+    sys_stack.namespace(kube, ns)
+
+    def submit(job: TraceJob) -> None:
+        spec = sample_job(job.name, ns, pool=job.name, count=job.count, runs_for="1h")
+        spec["metadata"]["annotations"][keys.KEEP_WARM_TTL] = "0s"
+        kube.create(JOBS, spec)
+
+    phase = Phase(ctx, trace, ns, submit)
+    before = len(phase.fake.calls("RunInstances"))
+    span = phase.run(max_seconds)
+    ours = [c for c in phase.fake.calls("RunInstances")[before:] if c["caller"] == "testing"]
+    launches = Counter(
+        "ok" if c["outcome"] == "ok" else c["outcome"].removeprefix("error:") for c in ours
+    )
+    return PhaseResult("ours (N-or-0)", list(phase.runs.values()), phase.ledger, launches, span)
+
+
+def run_baseline(ctx: Context, trace: Trace, max_seconds: float) -> PhaseResult:
+    ns = "idle-baseline"
+    kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
+    sys_stack.namespace(kube, ns, queue=False)
+    endpoint = fakeaws_endpoint(ctx)
+    once = Config(retries={"total_max_attempts": 1, "mode": "standard"})
+    session = boto3.session.Session(
+        aws_access_key_id="baseline", aws_secret_access_key="x", region_name="us-east-1"
+    )
+    baseline = IncrementalBaseline(
+        ec2=session.client("ec2", endpoint_url=endpoint, config=once),
+        kube=kube,
+        namespace=ns,
+        subnet=FakeAws().world(ctx)["subnets"][ZONE],
+        join=cluster_join(session.client("eks", endpoint_url=endpoint), CLUSTER),
+        cluster=CLUSTER,
+    )
+    thread = threading.Thread(target=baseline.run, daemon=True, name="baseline")
+    thread.start()
+    phase = Phase(
+        ctx, trace, ns, lambda j: kube.create(JOBS, baseline_job(j.name, ns, count=j.count))
+    )
+    try:
+        span = phase.run(max_seconds)
+    finally:
+        baseline.stop.set()
+        thread.join(timeout=30)
+    return PhaseResult(
+        "incremental baseline", list(phase.runs.values()), phase.ledger, baseline.launches, span
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=48)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--max-seconds", type=float, default=900, help="per provisioner")
+    args = ap.parse_args()
+    trace = make_trace(jobs=args.jobs, seed=args.seed)
+    with tempfile.TemporaryDirectory() as d:
+        stack, ctx = sys_stack.start(
+            Path(d) / "stack", provisioners=1, settings=SETTINGS, boot=(2.0, 2.0)
+        )
+        try:
+            ours, base = _both(stack, ctx, trace, args.max_seconds)
+        finally:
+            stack.down()
+    report(trace, ours, base)
+
+
+def _both(
+    stack: Stack, ctx: Context, trace: Trace, max_seconds: float
+) -> tuple[PhaseResult, PhaseResult]:
+    kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
+    sys_stack.set_gpu_quota(kube, 10000)
+    ControlClient(fakeaws_endpoint(ctx)).set_throttling(False)
+    print("phase 1: our provisioner", flush=True)
+    ours = run_ours(ctx, trace, max_seconds)
+    # The baseline runs alone: our reaper would take its instances for orphans.
+    stack.stop_component(sys_stack.LEADER)
+    print("phase 2: the incremental baseline", flush=True)
+    return ours, run_baseline(ctx, trace, max_seconds)
+
+
+if __name__ == "__main__":
+    main()

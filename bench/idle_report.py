@@ -1,0 +1,63 @@
+"""The idle-cost bench's side-by-side table (ours vs the incremental baseline)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bench.idle_trace import Trace
+from bench.system_stack import pct
+
+if TYPE_CHECKING:
+    from bench.idle_cost import PhaseResult
+
+
+def _ratio(base: float, ours: float) -> str:
+    if ours == 0:
+        return "∞" if base > 0 else "–"
+    return f"{base / ours:.2f}×"
+
+
+def _rows(res: PhaseResult) -> dict[str, float]:
+    done = [r for r in res.runs if r.done is not None]
+    completion = [r.done - r.job.arrival for r in done if r.done is not None]
+    waits = [r.all_running - r.job.arrival for r in done if r.all_running is not None]
+    s = res.ledger.seconds
+    return {
+        "jobs finished": len(done),
+        "idle burn: stranded partial sets (instance-s)": s["stranded"],
+        "peak instances in partial sets": res.ledger.peak_stranded,
+        "booting/joining with all N held (instance-s)": s["booting"],
+        "running, all N pods up (instance-s)": s["running"],
+        "after the job: release/consolidation (instance-s)": s["tail"],
+        "total billed (instance-s)": res.ledger.billed,
+        "job completion p50 (s)": pct(completion, 0.5),
+        "job completion p90 (s)": pct(completion, 0.9),
+        "job completion max (s)": max(completion, default=0.0),
+        "wait for all N pods p50 (s)": pct(waits, 0.5),
+        "makespan (s)": res.makespan,
+    }
+
+
+def report(trace: Trace, ours: PhaseResult, base: PhaseResult) -> None:
+    sizes = sorted({j.count for j in trace.jobs})
+    print(
+        f"\n## idle cost: {len(trace.jobs)} gang Jobs (N in {sizes}), capacity "
+        + " -> ".join(f"{slots}@{at:.0f}s" for at, slots in trace.capacity)
+        + "\n"
+    )
+    print(f"| | {ours.name} | {base.name} | baseline / ours |")
+    print("|---|---|---|---|")
+    a, b = _rows(ours), _rows(base)
+    for key in a:
+        fmt = "{:.0f}" if "jobs" in key or "peak" in key else "{:.1f}"
+        print(f"| {key} | {fmt.format(a[key])} | {fmt.format(b[key])} | {_ratio(b[key], a[key])} |")
+    print(f"| RunInstances calls | {_calls(ours)} | {_calls(base)} | |")
+    run, billed = "running, all N pods up (instance-s)", "total billed (instance-s)"
+    print(
+        f"\nbilled per useful instance-second: ours {a[billed] / max(a[run], 1):.2f}, "
+        f"baseline {b[billed] / max(b[run], 1):.2f}"
+    )
+
+
+def _calls(res: PhaseResult) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(res.launches.items()))
