@@ -37,6 +37,7 @@ from tests.e2e.system.harness import sample_job
 NS = "scale"
 CONTROLLER = "testing"
 RELEASE = {"TerminateInstances", "DescribeNetworkInterfaces", "DeleteNetworkInterface"}
+SUBNETS = {"us-east-1a": "10.0.16.0/20", "us-east-1b": "10.0.32.0/20", "us-east-1c": "10.0.48.0/20"}
 PER_POOL = {"DescribeLaunchTemplates", "CreateLaunchTemplate"}  # once per new pool shape
 SETTINGS = {"joinDeadlineSeconds": 1800, "acquireRetry": {"backoffBaseSeconds": 1}}
 
@@ -76,26 +77,18 @@ def _job(g: int, args: argparse.Namespace, subnets: list[str]) -> dict[str, Any]
     return job
 
 
-def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> dict[str, Any]:
-    kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
-    sim = NodeSimClient(nodesim_url(ctx))
-    subnets = sys_stack.add_subnets(
-        ctx,
-        sys_stack.ec2(ctx),
-        {"us-east-1a": "10.0.16.0/20", "us-east-1b": "10.0.32.0/20", "us-east-1c": "10.0.48.0/20"},
-    )
+def _setup(ctx: Context, args: argparse.Namespace, kube: KubeClient) -> list[str]:
+    """A namespace, quota for every gang at once, and subnets big enough for them."""
     sys_stack.namespace(kube, NS)
     sys_stack.set_gpu_quota(kube, args.gangs * args.count * 8 + 8)
-    fake = ControlClient(fakeaws_endpoint(ctx))
-    fake.clear_calls()
-    pid = sys_stack.controller_pid(ctx)
-    _, cpu0 = sys_stack.proc_stats(pid)
-    trend: list[tuple[float, int]] = []
-    t0 = time.time()
-    with ThreadPoolExecutor(max_workers=16) as pool:  # at once, as far as the apiserver allows
-        list(pool.map(lambda g: kube.create(JOBS, _job(g, args, subnets)), range(args.gangs)))
-    submitted = time.time() - t0
-    done = 0
+    return sys_stack.add_subnets(ctx, sys_stack.ec2(ctx), SUBNETS)
+
+
+def _wait_all(
+    kube: KubeClient, sim: NodeSimClient, args: argparse.Namespace, stamps: sys_stack.Stamps
+) -> tuple[int, list[tuple[float, int]]]:
+    """Progress every 10 s until every Job completed and every instance is released."""
+    t0, done, trend = time.time(), 0, []
     while time.time() - t0 < args.timeout:
         live = sum(sim.phases().values())
         trend.append((time.time(), live))
@@ -108,12 +101,27 @@ def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> di
         if done == args.gangs and _released(kube, sim):
             break
         time.sleep(10)  # a progress interval, not a synchronisation
+    return done, trend
+
+
+def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> dict[str, Any]:
+    kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
+    sim = NodeSimClient(nodesim_url(ctx))
+    subnets = _setup(ctx, args, kube)
+    fake = ControlClient(fakeaws_endpoint(ctx))
+    fake.clear_calls()
+    pid = sys_stack.controller_pid(ctx)
+    _, cpu0 = sys_stack.proc_stats(pid)
+    t0 = time.time()
+    with ThreadPoolExecutor(max_workers=16) as pool:  # at once, as far as the apiserver allows
+        list(pool.map(lambda g: kube.create(JOBS, _job(g, args, subnets)), range(args.gangs)))
+    submitted = time.time() - t0
+    done, trend = _wait_all(kube, sim, args, stamps)
     wall = time.time() - t0
     try:
         rss, cpu1 = sys_stack.proc_stats(pid)
     except (OSError, StopIteration):  # it restarted: the figures of the first run are gone
         rss, cpu1 = float("nan"), float("nan")
-    calls = fake.calls()
     return {
         "gangs": args.gangs,
         "count": args.count,
@@ -123,7 +131,7 @@ def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> di
         "released": _released(kube, sim),
         "peak_rss_mb": rss,
         "cpu_seconds": cpu1 - cpu0,
-        "calls": calls,
+        "calls": fake.calls(),
         "trend": trend,
         "t0": t0,
     }
