@@ -55,7 +55,13 @@ def test_the_sample_job_end_to_end(system: System, namespace: str) -> None:
 
     system.world.wait_pool(pool, lambda p: p.status.phase == "KeepWarm", what="KeepWarm")
     system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
-    reasons = [r for r, _ in system.events("default", pool)]
+
+    # Events are written asynchronously by the controller's recorder: wait for both.
+    def both_events() -> list[str] | None:
+        got = [x for x, _ in system.events("default", pool)]
+        return got if {"KeepWarmExpired", "Released"} <= set(got) else None
+
+    reasons = wait_for(both_events, timeout=30, what="the KeepWarmExpired and Released events")
     assert reasons.index("KeepWarmExpired") < reasons.index("Released")
     assert system.world.live(pool) == []
     wait_for(lambda: not system.gang_nodes(pool), timeout=30, what="the gang's Nodes deleted")
