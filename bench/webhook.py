@@ -1,7 +1,9 @@
 """Webhook throughput and latency, measured side by side in one run.
 
 Subjects (all HTTPS, keep-alive, one uvicorn process each, same flags):
-  baseline  a minimal FastAPI app returning a canned "allowed" (bench/baseline_app.py)
+  baseline  a minimal FastAPI app returning a canned "allowed" (bench/baseline_app.py);
+            the issue's ceiling of this stack, and the ratio targets are against it
+  bare_asgi the same canned answer as a bare ASGI app: uvicorn + TLS alone (reference)
   valid     our webhook reviewing the spec's sample Job
   invalid   our webhook reviewing a Job with three violations
 Load: wrk (apt-get install wrk), 1 thread, --connections (default 16).
@@ -22,9 +24,11 @@ import subprocess
 import sys
 import tempfile
 import timeit
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
+import orjson
 import trustme
 
 from atomic_gang import keys as k
@@ -71,7 +75,7 @@ def wrk(url: str, body: Path, lua_dir: Path, *, seconds: int, conns: int) -> dic
     }
 
 
-def start_baseline(tmp: Path, stack: ExitStack) -> str:
+def start_baseline(tmp: Path, stack: ExitStack, target: str = "bench.baseline_app:app") -> str:
     ca = trustme.CA()
     leaf = ca.issue_cert("127.0.0.1")
     cert, key = tmp / "b.crt", tmp / "b.key"
@@ -83,7 +87,7 @@ def start_baseline(tmp: Path, stack: ExitStack) -> str:
             sys.executable,
             "-m",
             "uvicorn",
-            "bench.baseline_app:app",
+            target,
             "--host",
             "127.0.0.1",
             "--port",
@@ -119,25 +123,28 @@ def start_baseline(tmp: Path, stack: ExitStack) -> str:
 def pure_us() -> dict[str, float]:
     s = settings()
     valid, invalid = gang_job(), INVALID
-    raw = json.dumps(review(valid)).encode()
+    raws = {"valid": orjson.dumps(review(valid)), "invalid": orjson.dumps(review(INVALID))}
     n = 20_000
 
-    def pipeline() -> None:
-        req = parse_review(raw)
-        json.dumps(build_response(req, decide(req, s)))
+    def per_call(fn: Callable[[], object]) -> float:
+        return min(timeit.repeat(fn, number=n, repeat=3)) / n * 1e6
+
+    def pipeline(raw: bytes) -> Callable[[], object]:
+        def run() -> object:
+            req = parse_review(raw)
+            return orjson.dumps(build_response(req, decide(req, s)))
+
+        return run
 
     def bad() -> None:
         with contextlib.suppress(ValueError):
             validate_job(invalid, s)
 
     return {
-        "validate_job(valid) us": min(
-            timeit.repeat(lambda: validate_job(valid, s), number=n, repeat=3)
-        )
-        / n
-        * 1e6,
-        "validate_job(invalid) us": min(timeit.repeat(bad, number=n, repeat=3)) / n * 1e6,
-        "parse+decide+reply(valid) us": min(timeit.repeat(pipeline, number=n, repeat=3)) / n * 1e6,
+        "validate_job(valid) us": per_call(lambda: validate_job(valid, s)),
+        "validate_job(invalid) us": per_call(bad),
+        "parse+decide+reply(valid) us": per_call(pipeline(raws["valid"])),
+        "parse+decide+reply(invalid) us": per_call(pipeline(raws["invalid"])),
     }
 
 
@@ -150,7 +157,12 @@ def main() -> None:
     if shutil.which("wrk") is None:
         sys.exit("bench/webhook.py needs wrk: apt-get install -y wrk")
     pure = pure_us()
-    results: dict[str, list[dict[str, float]]] = {"baseline": [], "valid": [], "invalid": []}
+    results: dict[str, list[dict[str, float]]] = {
+        "baseline": [],
+        "bare_asgi": [],
+        "valid": [],
+        "invalid": [],
+    }
     with tempfile.TemporaryDirectory() as d, ExitStack() as stack:
         tmp = Path(d)
         bodies = {"valid": tmp / "valid.json", "invalid": tmp / "invalid.json"}
@@ -158,7 +170,8 @@ def main() -> None:
         bodies["invalid"].write_bytes(json.dumps(review(INVALID)).encode())
         ours = stack.enter_context(run_webhook(tmp)).url
         base = start_baseline(tmp, stack)
-        urls = {"baseline": base, "valid": ours, "invalid": ours}
+        bare = start_baseline(tmp, stack, "bench.baseline_app:bare_asgi")
+        urls = {"baseline": base, "bare_asgi": bare, "valid": ours, "invalid": ours}
         for rnd in range(args.rounds):
             for name, runs in results.items():
                 body = bodies.get(name, bodies["valid"])
@@ -181,12 +194,13 @@ def report(
         f"\n## webhook bench: {args.rounds} rounds x {args.seconds}s, "
         f"{args.connections} connections, HTTPS keep-alive (medians)\n"
     )
-    print("| subject | req/s | ratio to baseline | p50 ms | p99 ms | errors |")
-    print("|---|---|---|---|---|---|")
+    bare = med["bare_asgi"]["rps"]
+    print("| subject | req/s | ratio to baseline | ratio to bare ASGI | p50 ms | p99 ms | errors |")
+    print("|---|---|---|---|---|---|---|")
     for name, m in med.items():
         print(
-            f"| {name} | {m['rps']:.0f} | {m['rps'] / base:.2f} | {m['p50_ms']:.2f} | "
-            f"{m['p99_ms']:.2f} | {m['errors']:.0f} |"
+            f"| {name} | {m['rps']:.0f} | {m['rps'] / base:.2f} | {m['rps'] / bare:.2f} | "
+            f"{m['p50_ms']:.2f} | {m['p99_ms']:.2f} | {m['errors']:.0f} |"
         )
     print("\n| pure validation | µs per Job |\n|---|---|")
     for name, us in pure.items():
