@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from atomic_gang import keys
+from atomic_gang import keys, patterns
 from atomic_gang.errors import GangValidationError, Violation
 from atomic_gang.parse import annotation_field, check_gang, has_gang_keys, label_field
 from atomic_gang.settings import GangSettings
@@ -129,7 +129,7 @@ def _validate(job: Mapping[str, Any], settings: GangSettings) -> tuple[str, dict
     raw_count = annotations.get(keys.COUNT, "").strip()
     if resolved is not None:
         violations.extend(_parity(job, int(resolved[1]["count"])))
-    elif raw_count.isdigit() and 0 < int(raw_count) < 10**9:
+    elif patterns.COUNT.match(raw_count):
         # Report parity even when other rules failed: every violation at once.
         violations.extend(_parity(job, int(raw_count)))
     violations.extend(_reserved_selectors(job))

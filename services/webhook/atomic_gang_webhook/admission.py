@@ -35,7 +35,7 @@ PATH = "/validate/batch/v1/job"
 def _declared_length(scope: Message) -> int | None:
     for name, value in scope.get("headers") or ():
         if name == b"content-length":
-            return int(value) if value.isdigit() else None
+            return int(value) if value.isascii() and value.isdigit() else None
     return None
 
 

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from atomic_gang import GangSpec, GangValidationError, Violation, parse_gang
 from atomic_gang import keys as k
 from atomic_gang.errors import REASONS
+from atomic_gang.job import MalformedJobError, check_job, validate_job
+from tests.support.jobs import gang_job
 from tests.support.jobs import settings as gang_settings
 
 S = gang_settings()
@@ -66,3 +68,39 @@ def test_parse_yields_spec_or_our_error(
         assert isinstance(spec, GangSpec)
         assert 1 <= spec.count <= S.limits.maxGangSize
         assert spec.pool == labels[k.POOL].strip()
+
+
+_DIGITISH = st.sampled_from(["²", "4²", "①", "٤", "４", "1_0", " 4", "4\n", "+4", "04"])
+_SPEC_INTS = st.one_of(st.none(), st.integers(min_value=-2, max_value=10))
+
+
+@settings(max_examples=400)
+@given(
+    overrides=st.dictionaries(
+        st.sampled_from(k.USER_KEYS), st.one_of(_VALUES, _DIGITISH), max_size=6
+    ),
+    parallelism=_SPEC_INTS,
+    completions=_SPEC_INTS,
+)
+def test_whole_job_yields_a_verdict_or_our_error(
+    overrides: dict[str, str], parallelism: int | None, completions: int | None
+) -> None:
+    """validate_job/check_job on a whole Job (what the webhook, the CLI and the
+    provisioner run) never raise anything but our two errors: a Unicode digit in count
+    once crashed the parity rule with a ValueError (an HTTP 500)."""
+    job = gang_job(
+        annotations={key: v for key, v in overrides.items() if key != k.POOL},
+        labels={k.POOL: overrides[k.POOL]} if k.POOL in overrides else None,
+        spec={"parallelism": parallelism, "completions": completions},
+    )
+    for check in (validate_job, check_job):
+        reasons: list[str] = []
+        malformed = ""
+        try:
+            check(job, S)
+        except GangValidationError as err:
+            reasons = [v.reason for v in err.violations] or ["<no violations>"]
+        except MalformedJobError as err:
+            malformed = str(err) or "empty message"
+        assert all(r in REASONS for r in reasons)
+        assert malformed != "empty message"

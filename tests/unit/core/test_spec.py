@@ -6,7 +6,7 @@ import pytest
 
 from atomic_gang import GangSpec, validate_job, validate_job_update
 from atomic_gang import keys as k
-from tests.support.jobs import gang_job, settings
+from tests.support.jobs import ROLE, gang_job, settings
 
 S = settings()
 
@@ -41,6 +41,54 @@ def test_shape_fields_differ(field: str, value: str, name: str) -> None:
     assert not a.shape_equals(b)
     assert a.shape_diff(b) == [name]
     assert a.shape_hash() != b.shape_hash()
+
+
+OTHER_ROLE = "arn:aws:iam::123456789012:role/other-gang-node-role"
+
+
+def _pair(
+    settings_overrides: dict[str, object], a: dict[str, str | None], b: dict[str, str | None]
+) -> tuple[GangSpec, GangSpec]:
+    s = settings(**settings_overrides)
+    left, right = validate_job(gang_job(annotations=a), s), validate_job(gang_job(annotations=b), s)
+    assert left is not None
+    assert right is not None
+    return left, right
+
+
+@pytest.mark.parametrize(
+    ("settings_overrides", "a", "b", "name"),
+    [
+        (
+            {"allowedNodeRoleArns": [ROLE, OTHER_ROLE]},
+            {},
+            {k.NODE_ROLE_ARN: OTHER_ROLE},
+            "nodeRoleArn",
+        ),
+        (
+            {},
+            {k.AVAILABILITY_ZONES: None, k.SUBNETS: "subnet-0123456789abcdef0"},
+            {k.AVAILABILITY_ZONES: None, k.SUBNETS: "subnet-0fedcba9876543210"},
+            "subnets",
+        ),
+        (
+            {"defaults": {"nodeRoleArn": ROLE}},  # no cluster region: the annotation decides
+            {},
+            {k.REGION: "us-west-2", k.AVAILABILITY_ZONES: "us-west-2a"},
+            "region",
+        ),
+    ],
+)
+def test_role_subnets_and_region_take_part_in_the_shape(
+    settings_overrides: dict[str, object],
+    a: dict[str, str | None],
+    b: dict[str, str | None],
+    name: str,
+) -> None:
+    left, right = _pair(settings_overrides, a, b)
+    assert not left.shape_equals(right)
+    assert name in left.shape_diff(right)
+    assert left.shape_hash() != right.shape_hash()
 
 
 def test_count_changes_shape() -> None:

@@ -62,7 +62,7 @@ class Instance:
     @property
     def generation(self) -> int | None:
         raw = self.tag(keys.GENERATION)
-        return int(raw) if raw is not None and raw.isdigit() else None
+        return int(raw) if raw is not None and raw.isascii() and raw.isdigit() else None
 
     @property
     def keep_warm_until(self) -> datetime | None:

@@ -28,7 +28,7 @@ INSTANCE_INDEX = "instance"
 
 def _rv(obj: Mapping[str, Any]) -> int:
     raw = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-    return int(raw) if raw.isdigit() else -1
+    return int(raw) if raw.isascii() and raw.isdigit() else -1
 
 
 class PoolReconciler:
