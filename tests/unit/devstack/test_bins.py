@@ -29,3 +29,114 @@ def test_paths_are_versioned_under_the_cache(
     assert b.source("kwok") == tmp_path / "kwok-v9.9.9-src"
     assert b.path("kubectl").name == f"kubectl-{b.pins['K8S']}"
     assert "kwok" in b.missing()
+
+
+def test_pins_are_in_the_ranges_issue_3_asks_for() -> None:
+    pins = bins.parse_pins(bins.BUILD_SCRIPT.read_text(encoding="utf-8"))
+    assert pins["ETCD"].startswith("v3.6.")
+    assert pins["K8S"].startswith("v1.36.")
+    assert pins["KWOK"].startswith("v0.8.")
+    assert pins["HELM"].startswith("v3.")
+    assert pins["KUEUE"] == "v0.17.0"
+
+
+def _stub_script(tmp_path: Path, b: bins.Bins, *, builds: bool = True) -> Path:
+    """A build script that records its arguments, one call a line, and "builds" the *.todo files."""
+    script = tmp_path / "build-bins.sh"
+    body = f'#!/bin/sh\necho "$@" >> {tmp_path / "calls.txt"}\n'
+    if builds:
+        body += f'for f in {b.root}/bin/*.todo; do [ -e "$f" ] && mv "$f" "${{f%.todo}}"; done\n'
+        body += f"mkdir -p {b.source('kueue')} {b.source('kwok')}\n"
+    script.write_text(body + "exit 0\n", encoding="utf-8")
+    script.chmod(0o755)
+    return script
+
+
+def _cache(
+    tmp_path: Path, *, missing: tuple[str, ...] = (), no_src: tuple[str, ...] = ()
+) -> bins.Bins:
+    """A cache with every pinned binary and source tree except ``missing`` (left as *.todo)."""
+    pins = bins.parse_pins(bins.BUILD_SCRIPT.read_text(encoding="utf-8"))
+    b = bins.Bins(root=tmp_path / "cache", pins=pins)
+    (b.root / "bin").mkdir(parents=True)
+    for name in bins.BINARIES:
+        path = b.path(name)
+        if name in missing:
+            path = path.with_name(path.name + ".todo")
+        path.write_text("#!/bin/sh\n", encoding="utf-8")
+        path.chmod(0o755)
+    for module in ("kueue", "kwok"):
+        if module not in no_src:
+            b.source(module).mkdir()
+    return b
+
+
+def _calls(tmp_path: Path) -> list[str]:
+    calls = tmp_path / "calls.txt"
+    return calls.read_text(encoding="utf-8").splitlines() if calls.exists() else []
+
+
+def test_ensure_does_not_run_the_build_when_the_cache_is_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = _cache(tmp_path)
+    monkeypatch.setattr(bins, "BUILD_SCRIPT", _stub_script(tmp_path, b))
+
+    b.ensure()
+
+    assert b.missing() == []
+    assert _calls(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("missing", "no_src", "expected"),
+    [
+        pytest.param(("etcd",), (), "etcd", id="one-binary"),
+        pytest.param(("kubectl", "kwok"), (), "kube kwok", id="kube-group-and-kwok"),
+        pytest.param((), ("kueue",), "kueue", id="source-link-only"),
+        pytest.param(
+            ("cert-manager-cainjector", "helm"), (), "cert-manager helm", id="helm-and-cert-manager"
+        ),
+    ],
+)
+def test_ensure_builds_only_the_missing_components(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    missing: tuple[str, ...],
+    no_src: tuple[str, ...],
+    expected: str,
+) -> None:
+    b = _cache(tmp_path, missing=missing, no_src=no_src)
+    monkeypatch.setattr(bins, "BUILD_SCRIPT", _stub_script(tmp_path, b))
+
+    b.ensure()
+
+    assert _calls(tmp_path) == [expected]
+    assert b.missing() == []
+
+
+def test_ensure_fails_when_the_build_leaves_a_binary_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = _cache(tmp_path, missing=("kwok",))
+    monkeypatch.setattr(bins, "BUILD_SCRIPT", _stub_script(tmp_path, b, builds=False))
+
+    with pytest.raises(bins.BinaryMissingError, match="still missing: kwok"):
+        b.ensure()
+    assert _calls(tmp_path) == ["kwok"]
+
+
+def test_ensure_uses_the_cache_dir_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for pin in bins.parse_pins(bins.BUILD_SCRIPT.read_text(encoding="utf-8")):
+        monkeypatch.delenv(f"{pin}_VERSION", raising=False)
+    b = _cache(tmp_path, missing=("etcd",))
+    monkeypatch.setenv("ATOMIC_GANG_CACHE", str(b.root))
+    loaded = bins.Bins.load()  # pins from the real script, before it is stubbed
+    monkeypatch.setattr(bins, "BUILD_SCRIPT", _stub_script(tmp_path, b))
+
+    loaded.ensure(("etcd", "kueue"))
+
+    assert loaded.root == b.root
+    assert _calls(tmp_path) == ["etcd"]
