@@ -21,7 +21,8 @@ from packaging.utils import canonicalize_name
 
 from tests.integration.docker.dockerfile import ENTRYPOINTS, REPO_ROOT, SERVICES, dockerfile
 
-PINNED_PYTHON = re.compile(r"^python:3\.11\.\d+-slim-[a-z]+$")
+# A readable tag plus the multi-arch index digest: the tag alone is mutable (rebuilt in place).
+PINNED_PYTHON = re.compile(r"^python:3\.11\.\d+-slim-[a-z]+@sha256:[0-9a-f]{64}$")
 ARCH_WORDS = re.compile(r"amd64|x86_64|aarch64|arm64|TARGETARCH|TARGETPLATFORM|BUILDPLATFORM")
 
 
@@ -43,6 +44,20 @@ def test_hadolint_finds_nothing() -> None:
 
     assert json.loads(done.stdout or "[]") == []
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        pytest.param("python:3.11.13-slim-bookworm", id="tag-only"),
+        pytest.param("python@sha256:" + "a" * 64, id="digest-only"),
+        pytest.param("python:3.11.13-slim-bookworm@sha256:" + "A" * 64, id="upper-case-digest"),
+        pytest.param("python:3.11.13-slim-bookworm@sha256:" + "a" * 63, id="short-digest"),
+        pytest.param("python:3.12.1-slim-bookworm@sha256:" + "a" * 64, id="other-minor"),
+    ],
+)
+def test_pinned_python_rejects_a_loose_base(image: str) -> None:
+    assert not PINNED_PYTHON.match(image)
 
 
 def test_hadolint_would_catch_a_bad_line(tmp_path: Path) -> None:
