@@ -1,10 +1,19 @@
-"""Least-privilege RBAC: exactly what the provisioner calls, leases in one namespace only."""
+"""Least-privilege RBAC: exactly what the provisioner calls, leases in one namespace only.
+
+The rules below are stated once more here on purpose (a chart change must be
+deliberate), and the README's two RBAC tables are read and held to them.
+"""
 
 from __future__ import annotations
 
+import re
+
+from atomic_gang_devstack.bins import REPO_ROOT
 from tests.integration.chart.render import NAMESPACE, RELEASE, Rendered
 
-# (apiGroup, resource) -> verbs; mirrors the README's RBAC table.
+Rules = dict[tuple[str, str], set[str]]
+
+# (apiGroup, resource) -> verbs; the README's RBAC tables must say the same.
 CLUSTER_RULES = {
     ("kueue.x-k8s.io", "workloads"): {"get", "list", "watch"},
     ("kueue.x-k8s.io", "workloads/status"): {"get", "patch"},
@@ -19,10 +28,11 @@ CLUSTER_RULES = {
     ("", "events"): {"create", "patch"},
 }
 LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update"}}
+_ROW = re.compile(r"\| (`[^`]*`|core) \| `([^`]+)` \| ([a-z, ]+?)(?: \(.*\))? \|")
 
 
-def _rules(role: dict[str, object]) -> dict[tuple[str, str], set[str]]:
-    out: dict[tuple[str, str], set[str]] = {}
+def _rules(role: dict[str, object]) -> Rules:
+    out: Rules = {}
     for rule in role["rules"]:  # type: ignore[attr-defined]
         assert "resourceNames" not in rule
         assert "nonResourceURLs" not in rule
@@ -61,3 +71,41 @@ def test_bindings_name_only_the_controller_account(default: Rendered) -> None:
         ]
     webhook_sa = default.one("ServiceAccount", f"{RELEASE}-webhook")
     assert webhook_sa["automountServiceAccountToken"] is False
+
+
+def readme_rbac_tables(readme: str) -> list[Rules]:
+    """The tables of the README's ``### RBAC`` section, in order (``core`` is the "" group)."""
+    section = readme.split("\n### RBAC\n", 1)[1].split("\n#", 1)[0]
+    tables: list[Rules] = []
+    previous_was_row = False
+    for line in section.splitlines():
+        is_row = line.startswith("|")
+        if is_row and not previous_was_row:
+            tables.append({})
+        previous_was_row = is_row
+        if not is_row or line.startswith(("| API group", "|---")):
+            continue
+        m = _ROW.fullmatch(line)
+        assert m, f"README RBAC row not understood: {line!r}"
+        group = "" if m.group(1) == "core" else m.group(1).strip("`")
+        verbs = {v.strip() for v in m.group(3).split(",")}
+        assert (group, m.group(2)) not in tables[-1], line
+        tables[-1][(group, m.group(2))] = verbs
+    return tables
+
+
+def test_readme_rbac_tables_are_the_charts_rules() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+
+    assert readme_rbac_tables(readme) == [CLUSTER_RULES, LEASE_RULES]
+
+
+def test_readme_rbac_reader_sees_a_drifted_row() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    row = "| `batch` | `jobs` | get, list, watch |"
+    assert row in readme
+
+    drifted = readme_rbac_tables(readme.replace(row, "| `batch` | `jobs` | get, list |"))
+
+    assert drifted[0][("batch", "jobs")] == {"get", "list"}
+    assert drifted != [CLUSTER_RULES, LEASE_RULES]
