@@ -22,8 +22,13 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 DEAD = frozenset({"Z", "X"})  # zombie (not yet reaped) or dead
+KILL_WAIT = 10.0  # seconds a SIGKILLed process may take to go (uninterruptible sleep)
 # Popen objects of children started by this very process, so they get reaped.
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+class StopTimeoutError(RuntimeError):
+    """A process outlived SIGKILL (stuck in uninterruptible sleep, e.g. on a dead mount)."""
 
 
 class ProcRecord(BaseModel):
@@ -151,6 +156,17 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+def _wait_gone_after_kill(rec: ProcRecord) -> None:
+    deadline = time.monotonic() + KILL_WAIT
+    while alive(rec):
+        if time.monotonic() > deadline:
+            raise StopTimeoutError(
+                f"{rec.name} (pid {rec.pid}) still alive {KILL_WAIT:.0f}s after SIGKILL;"
+                f" see /proc/{rec.pid}/status and its log {rec.log}"
+            )
+        time.sleep(0.02)
+
+
 def stop(rec: ProcRecord, *, grace: float = 10.0) -> bool:
     """SIGTERM the process group, SIGKILL it after ``grace`` seconds. False if not ours."""
     if not alive(rec):
@@ -165,8 +181,7 @@ def stop(rec: ProcRecord, *, grace: float = 10.0) -> bool:
         time.sleep(0.05)
     if alive(rec) or _group_exists(rec.pid):
         _signal_group(rec.pid, signal.SIGKILL)
-        while alive(rec):
-            time.sleep(0.02)
+        _wait_gone_after_kill(rec)
     child = _CHILDREN.pop(rec.pid, None)
     if child is not None:
         child.wait()

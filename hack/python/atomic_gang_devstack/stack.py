@@ -164,16 +164,22 @@ class Stack:
 
     def _stop_all(self, ctx: Context) -> None:
         by_name = {c.name: c for c in self.components}
+        stuck: list[procs.StopTimeoutError] = []
         # Reverse start order: Kueue and the webhook go before the apiserver they talk to.
         for name in reversed(ctx.state.started):
             comp = by_name.get(name)
             if comp is not None:
                 comp.stop(ctx)
             rec = ctx.state.procs.get(name)
-            if rec is not None and procs.stop(rec):
-                log.info("stopped %s (pid %d)", name, rec.pid)
+            try:
+                if rec is not None and procs.stop(rec):
+                    log.info("stopped %s (pid %d)", name, rec.pid)
+            except procs.StopTimeoutError as exc:
+                stuck.append(exc)  # stop the others first; the state keeps its record
         ctx.state.ready = False
         ctx.state.save()
+        if stuck:
+            raise stuck[0]
 
     def _component(self, name: str) -> Component:
         for c in self.components:

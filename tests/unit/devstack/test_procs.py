@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,20 @@ def test_a_tied_child_survives_the_thread_that_started_it(tmp_path: Path) -> Non
             )
     finally:
         procs.stop(rec)
+
+
+def test_stop_gives_up_on_a_process_that_outlives_sigkill(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A process in uninterruptible sleep ignores SIGKILL: stop must not wait forever.
+    sent: list[signal.Signals] = []
+    monkeypatch.setattr(procs, "alive", lambda rec: True)
+    monkeypatch.setattr(procs, "_group_exists", lambda pgid: True)
+    monkeypatch.setattr(procs, "_signal_group", lambda pgid, sig: sent.append(sig))
+    monkeypatch.setattr(procs, "KILL_WAIT", 0.2)
+    rec = procs.ProcRecord(name="stuck", pid=999999, start_ticks=1, argv=("x",), log="/l/stuck.log")
+
+    started = time.monotonic()
+    with pytest.raises(procs.StopTimeoutError, match=r"stuck \(pid 999999\).*SIGKILL.*stuck\.log"):
+        procs.stop(rec, grace=0.1)
+
+    assert sent == [signal.SIGTERM, signal.SIGKILL]
+    assert time.monotonic() - started < 5
