@@ -38,6 +38,7 @@ from tests.e2e.chart.support import (
 from tests.e2e.conftest import LocalStack
 from tests.e2e.jobs import gang_job
 from tests.e2e.kube import Kube, has_condition, wait_for
+from tests.integration.chart.notes import missing_in_order, spec_verify_lines
 from tests.integration.chart.render import CHART, Obj, manifest, merge
 
 pytestmark = pytest.mark.e2e
@@ -61,8 +62,9 @@ def test_every_object_is_created_and_pods_run_on_kwok_nodes(
             kube, NS, f"{INSTANCE},app.kubernetes.io/component={component}", replicas
         )
         assert {p["spec"]["nodeName"] for p in pods} <= set(chart_nodes)
-    assert "kubectl get admissioncheck chart-e2e-check" in release.install_output
-    assert "WARNING: webhook.devUrl is set" in release.install_output
+    notes = release.install_output.split("\nNOTES:\n", 1)[1]
+    assert missing_in_order(notes, spec_verify_lines("chart-e2e-check")) == []
+    assert "WARNING: webhook.devUrl is set" in notes
 
 
 SA = f"system:serviceaccount:{NS}:atomic-gang-controller"
