@@ -84,3 +84,29 @@ def test_a_pod_off_the_gang_fails_the_check() -> None:
     snaps[5] = replace(snaps[5], pods={**snaps[5].pods, **stray})
     story, _ = _play(snaps)
     assert story.checks()[1].startswith("FAIL")
+
+
+def test_two_pods_on_one_node_fail_the_placement_check() -> None:
+    snaps = _script()
+    doubled = {f"pod-{n}": PodState(phase="Running", node="ip-0") for n in range(2)}
+    snaps[5] = replace(snaps[5], pods=doubled)
+    story, _ = _play(snaps)
+    line = (
+        "FAIL  every pod ran on a node of the gang (1 nodes, 2 pods: some nodes ran more than one)"
+    )
+    assert story.checks()[1] == line
+    assert not story.ok
+
+
+def test_fewer_pods_than_the_gang_fail_the_placement_check() -> None:
+    snaps = _script()
+    for i in range(5, len(snaps)):  # pod-1 never exists
+        snaps[i] = replace(snaps[i], pods={k: v for k, v in snaps[i].pods.items() if k != "pod-1"})
+    story, _ = _play(snaps)
+    assert story.checks()[1].startswith("FAIL")
+    assert "(1 nodes, one pod each)" in story.checks()[1]
+
+
+def test_a_good_run_names_the_distinct_nodes() -> None:
+    story, _ = _play(_script())
+    assert story.checks()[1] == "ok    every pod ran on a node of the gang (2 nodes, one pod each)"

@@ -74,17 +74,19 @@ def _watch(ctx: Context, timeout: float) -> Story:
         kube=kube, endpoint=fakeaws_endpoint(ctx), job=JOB, namespace=NAMESPACE, pool=POOL
     )
     story, prev = Story(pool=POOL, count=COUNT), Snapshot()
-    ctx.kubectl.run("apply", "-f", str(JOB_FILE))
-    t0 = time.monotonic()
-    story.mark("applied", 0.0)
-    while not story.done and time.monotonic() - t0 < timeout:
-        cur = observer.snapshot()
-        t = time.monotonic() - t0
-        for line in story.update(prev, cur, t):
-            say(t, line)
-        prev = cur
-        time.sleep(0.3)  # a poll interval, not a synchronisation
-    kube.close()
+    try:
+        ctx.kubectl.run("apply", "-f", str(JOB_FILE))
+        t0 = time.monotonic()
+        story.mark("applied", 0.0)
+        while not story.done and time.monotonic() - t0 < timeout:
+            cur = observer.snapshot()
+            t = time.monotonic() - t0
+            for line in story.update(prev, cur, t):
+                say(t, line)
+            prev = cur
+            time.sleep(0.3)  # a poll interval, not a synchronisation
+    finally:
+        kube.close()
     return story
 
 
@@ -98,11 +100,13 @@ def _controller_calls(control: ControlClient) -> dict[str, int]:
 def run(ctx: Context, timeout: float) -> int:
     _show_setup(ctx)
     control = ControlClient(fakeaws_endpoint(ctx))
-    control.clear_calls()  # from here on the log holds this Job's calls only
-    story = _watch(ctx, timeout)
-    for line in story.summary(_controller_calls(control)):
-        print(line, flush=True)
-    control.close()
+    try:
+        control.clear_calls()  # from here on the log holds this Job's calls only
+        story = _watch(ctx, timeout)
+        for line in story.summary(_controller_calls(control)):
+            print(line, flush=True)
+    finally:
+        control.close()
     if not story.done:
         print(f"\nthe demo did not finish within {timeout:.0f}s; logs: {ctx.dir / 'logs'}")
     return 0 if story.ok else 1

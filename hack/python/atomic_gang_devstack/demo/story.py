@@ -3,7 +3,7 @@
 Pure. :meth:`Story.update` turns two snapshots into progress lines and
 records milestones (first time each happened); :meth:`Story.summary` prints
 the timeline plus the checks a user would want to see: admitted only after
-N Ready nodes, every pod on a node of the gang, nothing left billing.
+N Ready nodes, N pods on N distinct nodes of the gang, nothing left billing.
 """
 
 from __future__ import annotations
@@ -142,18 +142,26 @@ class Story:
             return "ok  " if ok else "FAIL"
 
         order = self.milestones.get("admitted", 0) >= self.milestones.get("all-ready", 1e9)
-        on_gang = bool(self.pod_nodes) and set(self.pod_nodes.values()) <= self.gang_nodes
+        used = set(self.pod_nodes.values())
+        on_gang = bool(used) and used <= self.gang_nodes
+        one_each = len(self.pod_nodes) == len(used) == self.count
         return [
             f"{mark(order and self.ready_at_admission >= self.count)}  admitted only after "
             f"{self.count}/{self.count} nodes were Ready",
-            f"{mark(on_gang)}  every pod ran on a node of the gang "
-            f"({len(set(self.pod_nodes.values()))} nodes, one pod each)",
+            f"{mark(on_gang and one_each)}  every pod ran on a node of the gang "
+            f"({len(used)} nodes, {_per_node(self.pod_nodes)})",
             f"{mark(self.done)}  released: no instance of the pool left in EC2",
         ]
 
     @property
     def ok(self) -> bool:
         return all(line.startswith("ok") for line in self.checks())
+
+
+def _per_node(pod_nodes: dict[str, str]) -> str:
+    if len(pod_nodes) == len(set(pod_nodes.values())):
+        return "one pod each"
+    return f"{len(pod_nodes)} pods: some nodes ran more than one"
 
 
 def _calls(calls: dict[str, int]) -> str:

@@ -1,0 +1,99 @@
+"""``make demo``'s entry point: Ctrl-C anywhere tears the stack down and exits 130."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from atomic_gang_devstack.demo import __main__ as demo
+from atomic_gang_devstack.waits import ComponentFailedError
+
+
+class StubStack:
+    """Stands in for :class:`Stack`: ``up`` raises what it is given, ``down`` counts."""
+
+    def __init__(self, options: Any, components: Any, *, up_raises: BaseException | None) -> None:
+        self.options, self.up_raises, self.downs = options, up_raises, 0
+
+    def up(self) -> object:
+        if self.up_raises is not None:
+            raise self.up_raises
+        return object()
+
+    def down(self) -> None:
+        self.downs += 1
+
+
+class StubControl:
+    closed = 0
+
+    def __init__(self, endpoint: str) -> None:
+        pass
+
+    def clear_calls(self) -> None:
+        pass
+
+    def close(self) -> None:
+        StubControl.closed += 1
+
+
+class StubBins:
+    @staticmethod
+    def load() -> StubBins:
+        return StubBins()
+
+    def ensure(self) -> None:
+        pass
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _stub(monkeypatch: pytest.MonkeyPatch, up_raises: BaseException | None) -> list[StubStack]:
+    made: list[StubStack] = []
+
+    def make(options: Any, components: Any) -> StubStack:
+        made.append(StubStack(options, components, up_raises=up_raises))
+        return made[-1]
+
+    monkeypatch.setattr(demo, "Stack", make)
+    monkeypatch.setattr(demo, "default_components", lambda options: [])
+    monkeypatch.setattr(demo, "Bins", StubBins)
+    return made
+
+
+def test_ctrl_c_while_the_stack_starts_tears_it_down(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = _stub(monkeypatch, KeyboardInterrupt())
+    assert demo.main(["--state-dir", str(tmp_path)]) == 130
+    assert [s.downs for s in made] == [1]
+    out = capsys.readouterr().out
+    assert "interrupted: tearing everything down" in out
+    assert out.rstrip().endswith("stack stopped")
+
+
+def test_ctrl_c_during_the_story_tears_down_and_closes_clients(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = _stub(monkeypatch, None)
+    monkeypatch.setattr(demo, "_show_setup", lambda ctx: None)
+    monkeypatch.setattr(demo, "fakeaws_endpoint", lambda ctx: "http://127.0.0.1:1")
+    monkeypatch.setattr(demo, "ControlClient", StubControl)
+    monkeypatch.setattr(demo, "_watch", _interrupt)
+    StubControl.closed = 0
+    assert demo.main(["--state-dir", str(tmp_path)]) == 130
+    assert [s.downs for s in made] == [1]
+    assert StubControl.closed == 1
+    assert "interrupted: tearing everything down" in capsys.readouterr().out
+
+
+def test_a_failed_start_tears_down_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    made = _stub(monkeypatch, ComponentFailedError("kueue", "log tail"))
+    assert demo.main(["--state-dir", str(tmp_path)]) == 1
+    assert [s.downs for s in made] == [1]
