@@ -30,6 +30,7 @@ from tests.support.pools import (
     observed,
     pool,
 )
+from tests.unit.pool.writeahead import released_after_write_ahead
 
 ICE = Shortfall(
     attempts=(
@@ -169,9 +170,10 @@ def test_n_ready_nodes_need_one_describe_then_satisfied() -> None:
 def test_dead_instance_while_joining_releases_whole_set() -> None:
     plan = machine.decide(launched(), observed(nodes(4), instances(dead=1)), T0)
     assert plan.status.phase == "Releasing"
-    assert plan.release is not None
-    assert plan.release.instance_ids == tuple(IDS)
     assert plan.status.lastErrorReason == "InstanceLost"
+    _, release = released_after_write_ahead(launched(), plan)
+    assert release.release is not None
+    assert release.release.instance_ids == tuple(IDS)
 
 
 def test_join_watchdog_releases_and_reacquires() -> None:
@@ -181,8 +183,9 @@ def test_join_watchdog_releases_and_reacquires() -> None:
     assert plan.status.lastErrorReason == "JoinTimeout"
     assert plan.status.consecutiveShortfalls == 1
     assert "3/4" in plan.events[0].message
+    p, release = released_after_write_ahead(p, plan)
     done = machine.after_release(
-        p, plan, result=ReleaseResult(terminated=tuple(IDS)), now=T0, knobs=KNOBS
+        p, release, result=ReleaseResult(terminated=tuple(IDS)), now=T0, knobs=KNOBS
     )
     assert done.status.phase == "Acquiring"
     assert done.status.instanceIds == []
@@ -220,7 +223,7 @@ def test_keep_warm_zero_releases_at_once() -> None:
     )
     plan = machine.decide(p, observed(nodes(4)), T0)
     assert plan.status.phase == "Releasing"
-    assert plan.release is not None
+    released_after_write_ahead(p, plan, observed(nodes(4)))
 
 
 def test_warm_reuse_has_no_launch() -> None:
@@ -239,7 +242,11 @@ def test_keep_warm_expiry_releases() -> None:
     p = p.model_copy(update={"spec": p.spec.model_copy(update={"claim": None})})
     plan = machine.decide(p, observed(nodes(4)), T0 + timedelta(seconds=1))
     assert plan.status.phase == "Releasing"
-    assert plan.release is not None
+    assert [e.reason for e in plan.events] == ["KeepWarmExpired"]
+    p, release = released_after_write_ahead(p, plan, observed(nodes(4)))
+    done = machine.after_release(p, release, result=ReleaseResult(), now=T0, knobs=KNOBS)
+    assert done.status.phase == "Idle"
+    assert [e.reason for e in done.events] == ["Released"]
 
 
 def test_lost_instance_degrades_claimant_and_releases() -> None:
@@ -250,8 +257,8 @@ def test_lost_instance_degrades_claimant_and_releases() -> None:
     s = plan.status
     assert s.phase == "Degraded"
     assert s.degradedClaimKey == KEY
-    assert plan.release is not None
-    done = machine.after_release(p, plan, result=ReleaseResult(), now=T0, knobs=KNOBS)
+    p, release = released_after_write_ahead(p, plan)
+    done = machine.after_release(p, release, result=ReleaseResult(), now=T0, knobs=KNOBS)
     assert done.status.phase == "Degraded"  # until Kueue evicts the claimant
     assert done.status.instanceIds == []
     held = done.status
@@ -266,13 +273,14 @@ def test_lost_instance_degrades_claimant_and_releases() -> None:
 def test_not_ready_node_gets_a_grace_period() -> None:
     p = launched(phase="Satisfied")
     views = (*nodes(3), nodes(4, ready=False)[3])
-    plan = machine.decide(p, observed(views), T0)
+    assert machine.decide(p, observed(views), T0).describe is True  # one look at EC2 first
+    plan = machine.decide(p, observed(views, instances()), T0)
     assert plan.status.phase == "Satisfied"
     assert plan.status.unhealthySince == T0
     assert plan.requeue_after == 60
-    later = machine.decide(
-        p.model_copy(update={"status": plan.status}), observed(views), T0 + timedelta(seconds=61)
-    )
+    held = p.model_copy(update={"status": plan.status})
+    assert machine.decide(held, observed(views), T0 + timedelta(seconds=30)).describe is False
+    later = machine.decide(held, observed(views), T0 + timedelta(seconds=61))
     assert later.status.phase == "Degraded"
     assert later.status.lastErrorReason == "NodeNotReady"
 
@@ -281,18 +289,22 @@ def test_finalizer_releases_then_removes() -> None:
     p = launched(phase="Satisfied")
     p = p.model_copy(update={"metadata": {**p.metadata, "deletionTimestamp": "x"}})
     plan = machine.decide(p, observed(nodes(4)), T0)
-    assert plan.release is not None
+    assert plan.status.phase == "Releasing"
     assert plan.remove_finalizer is False
-    done = machine.after_release(p, plan, result=ReleaseResult(), now=T0, knobs=KNOBS)
+    p, release = released_after_write_ahead(p, plan, observed(nodes(4)))
+    assert release.remove_finalizer is False
+    done = machine.after_release(p, release, result=ReleaseResult(), now=T0, knobs=KNOBS)
     assert done.remove_finalizer is True
     empty = pool(deleting=True)
     assert machine.decide(empty, observed(), T0).remove_finalizer is True
 
 
 def test_idle_with_leftovers_releases() -> None:
-    plan = machine.decide(pool(phase="Idle", instanceIds=["i-1"]), observed(), T0)
-    assert plan.release is not None
-    assert plan.release.instance_ids == ("i-1",)
+    p = pool(phase="Idle", instanceIds=["i-1"])
+    plan = machine.decide(p, observed(), T0)
+    _, release = released_after_write_ahead(p, plan)
+    assert release.release is not None
+    assert release.release.instance_ids == ("i-1",)
 
 
 def test_observed_generation_is_recorded() -> None:
@@ -349,16 +361,21 @@ def test_lost_launch_found_after_abandon_is_released() -> None:
     p = pool(claim=None, phase="Acquiring", acquireGeneration=7)
     plan = machine.decide(p, replace(observed(), found=instances()), T0)
     assert plan.status.phase == "Releasing"
-    assert plan.release is not None
-    assert plan.release.instance_ids == tuple(IDS)
+    assert plan.status.instanceIds == IDS  # persisted before the terminate call
     assert plan.status.acquireGeneration == 8
+    _, release = released_after_write_ahead(p, plan)
+    assert release.release is not None
+    assert release.release.instance_ids == tuple(IDS)
 
 
 def test_finalizer_while_acquiring_finds_lost_launches() -> None:
     p = pool(deleting=True, phase="Acquiring", acquireGeneration=3)
     assert machine.decide(p, observed(), T0).find == 3
     plan = machine.decide(p, replace(observed(), found=instances()), T0)
-    assert plan.release is not None
+    assert plan.status.instanceIds == IDS
     assert not plan.remove_finalizer
+    _, release = released_after_write_ahead(p, plan)
+    assert release.release is not None
+    assert not release.remove_finalizer
     nothing = machine.decide(p, replace(observed(), found=()), T0)
     assert nothing.remove_finalizer

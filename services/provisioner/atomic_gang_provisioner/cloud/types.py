@@ -15,7 +15,10 @@ from atomic_gang import GangSpec, GoDuration, keys
 from atomic_gang.durations import DurationError
 
 InstanceState = Literal["pending", "running", "shutting-down", "terminated", "stopping", "stopped"]
+# Live: still exists and may bill (cleanup, reaper, adoption must see it).
 LIVE_STATES: frozenset[str] = frozenset({"pending", "running", "stopping", "stopped"})
+# Healthy: can be (or become) a working gang member; a stopping/stopped one cannot.
+HEALTHY_STATES: frozenset[str] = frozenset({"pending", "running"})
 Tags = tuple[tuple[str, str], ...]
 
 
@@ -45,6 +48,11 @@ class Instance:
     @property
     def live(self) -> bool:
         return self.state in LIVE_STATES
+
+    @property
+    def healthy(self) -> bool:
+        """Pending or running: a stopped member breaks the gang even though it is live."""
+        return self.state in HEALTHY_STATES
 
     @property
     def provider_id(self) -> str:

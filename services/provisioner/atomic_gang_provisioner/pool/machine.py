@@ -2,7 +2,8 @@
 
 ``decide`` runs the current phase; when it moves to another phase without an
 action pending (e.g. Idle → Acquiring), the next phase runs in the same
-reconcile, so a claim launches without an extra round trip. ``after_acquire``
+reconcile. A cloud call that follows a phase change (launch, terminate) waits
+one quick round trip until the new phase is persisted (write-ahead). ``after_acquire``
 and ``after_release`` turn a cloud result into the status to write.
 """
 
@@ -48,10 +49,13 @@ def _finalize(pool: GangNodePool, observed: Observed) -> Plan:
             status = update(status, instanceIds=[i.instance_id for i in observed.found])
     if releasing.has_resources(status):
         n = len(status.instanceIds)
+        first = pool.status.phase != "Releasing"  # one event, not one per ENI poll
         return Plan(
             status=update(status, phase="Releasing"),
             release=releasing.request(status),
-            events=(event("Finalizing", f"Pool deleted: terminating {n} instance(s)"),),
+            events=(event("Finalizing", f"Pool deleted: terminating {n} instance(s)"),)
+            if first
+            else (),
         )
     return Plan(status=status, remove_finalizer=True)
 
@@ -75,15 +79,16 @@ def seed_generation(pool: GangNodePool) -> GangNodePool:
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     pool = seed_generation(pool)
     if pool.deleting:
-        return _with_conditions(pool, _finalize(pool, observed), now)
+        final = _finalize(pool, observed)
+        if _needs_write_ahead(pool.status.phase, final):
+            final = _write_ahead(final)
+        return _with_conditions(pool, final, now)
     plan = Plan(status=pool.status)
     current = pool
     for _ in range(MAX_HOPS):
         step = PHASES[current.status.phase](current, observed, now)
-        if step.acquire is not None and current.status.phase != pool.status.phase:
-            # Write-ahead: launch only once "Acquiring at generation G" is persisted, so
-            # a crash after EC2 answered always leaves a status that looks for the set.
-            plan = plan.then(replace(step, acquire=None, requeue_after=WRITE_AHEAD_REQUEUE))
+        if _needs_write_ahead(pool.status.phase, step):
+            plan = plan.then(_write_ahead(step))
             break
         plan = plan.then(step)
         moved = step.status.phase != current.status.phase
@@ -91,6 +96,23 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             break
         current = current.model_copy(update={"status": step.status})
     return _with_conditions(pool, plan, now)
+
+
+def _needs_write_ahead(stored: Phase, step: Plan) -> bool:
+    """A cloud call that a phase change leads to waits until that phase is persisted.
+
+    Acquire: launch only once "Acquiring at generation G" is stored, so a crash after
+    EC2 answered always leaves a status that looks for the set. Release: terminate only
+    once Releasing (or Degraded) is stored, so the transition is visible and a crash
+    mid-termination resumes releasing the recorded set.
+    """
+    if step.acquire is None and step.release is None:
+        return False
+    return step.status.phase != stored
+
+
+def _write_ahead(step: Plan) -> Plan:
+    return replace(step, acquire=None, release=None, requeue_after=WRITE_AHEAD_REQUEUE)
 
 
 def after_acquire(

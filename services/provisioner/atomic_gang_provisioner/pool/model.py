@@ -188,7 +188,8 @@ def health(pool: GangNodePool, observed: Observed) -> Health:
 
 
 def dead_instances(pool: GangNodePool, observed: Observed) -> tuple[str, ...]:
-    """Instance ids of the set that EC2 no longer reports live (needs a describe)."""
+    """Instance ids of the set that EC2 no longer reports healthy: gone, terminated,
+    stopping or stopped (needs a describe)."""
     assert observed.instances is not None
-    live = {i.instance_id for i in observed.instances if i.live}
-    return tuple(i for i in pool.status.instanceIds if i not in live)
+    healthy = {i.instance_id for i in observed.instances if i.healthy}
+    return tuple(i for i in pool.status.instanceIds if i not in healthy)

@@ -1,7 +1,8 @@
 """Shared health rule for a formed gang (Satisfied or KeepWarm).
 
-A missing Node triggers one describe: a dead instance is a loss at once. A
-NotReady (or missing but live) Node is tolerated for ``health_grace``.
+A missing Node, or a Node newly seen NotReady, triggers one describe: an
+instance that is gone, terminated, stopping or stopped is a loss at once. A
+NotReady (or missing) Node of a healthy instance is tolerated for ``health_grace``.
 """
 
 from __future__ import annotations
@@ -28,14 +29,15 @@ def check(pool: GangNodePool, observed: Observed, now: datetime) -> Verdict:
     status = update(status, readyCount=h.ready)
     if h.ready == len(status.instanceIds):
         return Verdict(update(status, unhealthySince=None))
-    if h.missing and observed.instances is None:
+    newly_not_ready = h.not_ready and status.unhealthySince is None
+    if (h.missing or newly_not_ready) and observed.instances is None:
         return Verdict(status, describe=True)
     dead = dead_instances(pool, observed) if observed.instances is not None else ()
     if dead:
         return Verdict(
             status,
             lost="InstanceLost",
-            message=f"Instance(s) {' '.join(dead)} terminated or stopped",
+            message=f"Instance(s) {' '.join(dead)} gone, terminated or stopped",
         )
     since = status.unhealthySince or now
     grace = observed.knobs.health_grace

@@ -1,0 +1,54 @@
+"""Health of a formed gang: a stopped or stopping member is a loss at once,
+although it is still live for cleanup and the reaper."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.pool import machine
+from tests.support.pools import IDS, T0, instances, launched, nodes, observed
+from tests.unit.pool.writeahead import released_after_write_ahead
+
+
+def _stopped(state: str) -> tuple[Instance, ...]:
+    running = instances()
+    return (replace(running[0], state=state), *running[1:])
+
+
+@pytest.mark.parametrize(
+    "state",
+    [pytest.param("stopped", id="stopped"), pytest.param("stopping", id="stopping")],
+)
+def test_stopped_instance_degrades_the_gang_at_once(state: str) -> None:
+    assert _stopped(state)[0].live  # still live for cleanup and the reaper...
+    assert not _stopped(state)[0].healthy  # ...but no longer a gang member
+    p = launched(phase="Satisfied")
+    views = (nodes(4, ready=False)[0], *nodes(4)[1:])  # its kubelet went away
+    assert machine.decide(p, observed(views), T0).describe is True
+    plan = machine.decide(p, observed(views, _stopped(state)), T0)
+    assert plan.status.phase == "Degraded"
+    assert plan.status.lastErrorReason == "InstanceLost"
+    assert IDS[0] in plan.status.lastError
+    assert "stopped" in plan.status.lastError
+
+
+def test_stopped_instance_of_a_warm_set_releases_it() -> None:
+    p = launched(phase="KeepWarm", claimKey="", keepWarmUntil=T0 + timedelta(minutes=5))
+    p = p.model_copy(update={"spec": p.spec.model_copy(update={"claim": None})})
+    views = (nodes(4, ready=False)[0], *nodes(4)[1:])
+    plan = machine.decide(p, observed(views, _stopped("stopped")), T0)
+    assert plan.status.phase == "Releasing"
+    assert plan.status.lastErrorReason == "InstanceLost"
+    _, release = released_after_write_ahead(p, plan, observed(views, _stopped("stopped")))
+    assert release.release is not None
+    assert release.release.instance_ids == tuple(IDS)  # the stopped one is terminated too
+
+
+def test_stopped_instance_while_joining_releases_the_set() -> None:
+    plan = machine.decide(launched(), observed(nodes(4), _stopped("stopped")), T0)
+    assert plan.status.phase == "Releasing"
+    assert plan.status.lastErrorReason == "InstanceLost"
