@@ -3,6 +3,8 @@
 One paginated listing of this cluster's managed instances, the pure
 ``classify`` against what the pool caches say, then the full release path
 (ENI-aware) for anything past max lifetime, past keep-warm, or orphaned.
+ENIs still attached when a release returns are retried on the next sweeps;
+instances count as reaped only once their release succeeded.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from atomic_gang_provisioner.api import GangNodePool
-from atomic_gang_provisioner.cloud.reaper import PoolView, classify
+from atomic_gang_provisioner.cloud.reaper import PoolView, Reap, classify
 from atomic_gang_provisioner.cloud.types import ReleaseRequest
 from atomic_gang_provisioner.reconcilers.context import Context
 
@@ -31,6 +33,7 @@ class Reaper:
         self._probe = probe  # re-resolves the cluster while that probe is failing
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._pending_enis: set[str] = set()
 
     def sweep(self) -> dict[str, int]:
         """One pass; returns instances released by reason. Also the cloud health probe."""
@@ -53,6 +56,31 @@ class Reaper:
         ctx = self.ctx
         if not ctx.pools.has_synced():
             return {}  # an empty cache would make every instance look orphaned
+        reaps = self._classify()
+        if not reaps and not self._pending_enis:
+            ctx.metrics.sweeps.inc()
+            return {}
+        ctx.must_lead()
+        result = ctx.cloud.release(
+            ReleaseRequest(
+                instance_ids=tuple(r.instance_id for r in reaps),
+                enis=tuple(sorted(self._pending_enis)),
+            )
+        )
+        # A terminated instance is never listed again, so its ENIs that were still
+        # attached at the deadline are retried from here on every sweep until deleted.
+        self._pending_enis = set(result.pending_enis)
+        ctx.metrics.sweeps.inc()
+        if result.error:
+            log.warning(
+                "reaper release failed; the next sweep tries again",
+                extra={"instances": [r.instance_id for r in reaps], "error": result.error},
+            )
+            return {}
+        return self._record(reaps)
+
+    def _classify(self) -> tuple[Reap, ...]:
+        ctx = self.ctx
         pools: dict[str, PoolView] = {}
         for obj in ctx.pools.list():
             pool = GangNodePool.from_dict(obj)
@@ -60,7 +88,7 @@ class Reaper:
                 generation=pool.status.activeGeneration or None,
                 instance_ids=frozenset(pool.status.instanceIds),
             )
-        reaps = classify(
+        return classify(
             ctx.cloud.list_owned(),
             now=ctx.now(),
             pools=pools,
@@ -69,21 +97,23 @@ class Reaper:
             # backstop for a controller that was down, so it does not race that timer.
             keep_warm_grace=KEEP_WARM_GRACE,
         )
-        if not reaps:
-            ctx.metrics.sweeps.inc()
-            return {}
-        ctx.must_lead()
-        ctx.cloud.release(ReleaseRequest(instance_ids=tuple(r.instance_id for r in reaps)))
-        ctx.metrics.sweeps.inc()
+
+    def _record(self, reaps: tuple[Reap, ...]) -> dict[str, int]:
+        """Count and log what was terminated (only after the release succeeded)."""
         counts = Counter(r.reason for r in reaps)
         for reason, n in counts.items():
-            ctx.metrics.reaped.labels(reason).inc(n)
+            self.ctx.metrics.reaped.labels(reason).inc(n)
         for r in reaps:
             log.warning(
                 "reaped instance",
                 extra={"instance": r.instance_id, "reason": r.reason, "detail": r.detail},
             )
         return {str(reason): n for reason, n in counts.items()}
+
+    @property
+    def pending_enis(self) -> frozenset[str]:
+        """ENIs of reaped instances still to delete (retried every sweep)."""
+        return frozenset(self._pending_enis)
 
     def _run(self) -> None:
         while True:  # first sweep at once: it also tells the AdmissionCheck the cloud works

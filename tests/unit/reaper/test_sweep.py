@@ -1,0 +1,131 @@
+"""The reaper's full release path: pending ENIs are retried on later sweeps (a
+terminated instance is never listed again), and instances count as reaped only
+once their release succeeded."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+
+import pytest
+
+from atomic_gang import keys
+from atomic_gang_provisioner.cloud.types import (
+    AcquireRequest,
+    AcquireResult,
+    Instance,
+    ReleaseRequest,
+    ReleaseResult,
+)
+from atomic_gang_provisioner.reconcilers.reaper import Reaper
+from tests.support.jobs import settings
+from tests.support.kubefakes import RecordingTransport, context
+from tests.support.pools import T0
+
+
+def orphan(iid: str) -> Instance:
+    """A live managed instance of a pool that does not exist."""
+    return Instance(
+        instance_id=iid,
+        state="running",
+        availability_zone="us-east-1a",
+        instance_type="p4d.24xlarge",
+        launch_time=T0 - timedelta(minutes=5),
+        tags=((keys.CLUSTER, "my-eks-cluster"), (keys.MANAGED, "true"), (keys.POOL, "gone")),
+    )
+
+
+@dataclass
+class FakeCloud:
+    """The cloud Protocol, as the reaper uses it: a listing and scripted releases."""
+
+    listed: list[Instance] = field(default_factory=list)
+    results: list[ReleaseResult] = field(default_factory=list)
+    requests: list[ReleaseRequest] = field(default_factory=list)
+
+    def list_owned(self) -> tuple[Instance, ...]:
+        return tuple(self.listed)
+
+    def release(self, request: ReleaseRequest) -> ReleaseResult:
+        self.requests.append(request)
+        result = self.results.pop(0) if self.results else ReleaseResult()
+        if not result.error:  # terminated instances are never listed again
+            gone = set(request.instance_ids)
+            self.listed = [i for i in self.listed if i.instance_id not in gone]
+        return result
+
+    def acquire(self, request: AcquireRequest) -> AcquireResult:
+        raise AssertionError("the reaper never launches")
+
+    def find(self, *, pool: str, generation: int) -> tuple[Instance, ...]:
+        raise AssertionError("unused")
+
+    def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
+        raise AssertionError("unused")
+
+    def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        raise AssertionError("the reaper uses the full release path")
+
+    def tag(self, instance_ids: Sequence[str], tags: Mapping[str, str]) -> None:
+        raise AssertionError("unused")
+
+    def forget_pool(self, pool: str) -> None:
+        raise AssertionError("unused")
+
+
+def reaper(cloud: FakeCloud) -> Reaper:
+    ctx = replace(
+        context(settings=settings(), transport=RecordingTransport(), now=lambda: T0),
+        cloud=cloud,
+    )
+    return Reaper(ctx, interval=60)
+
+
+def reaped(r: Reaper, reason: str) -> float:
+    value = r.ctx.metrics.registry.get_sample_value(
+        "atomic_gang_reaped_instances_total", {"reason": reason}
+    )
+    return value or 0.0
+
+
+def test_pending_enis_are_retried_on_the_next_sweeps_until_deleted() -> None:
+    cloud = FakeCloud(
+        listed=[orphan("i-1")],
+        results=[
+            ReleaseResult(terminated=("i-1",), pending_enis=("eni-a", "eni-b")),
+            ReleaseResult(deleted_enis=("eni-a",), pending_enis=("eni-b",)),
+            ReleaseResult(deleted_enis=("eni-b",)),
+        ],
+    )
+    r = reaper(cloud)
+    assert r.sweep() == {"orphaned": 1}  # terminated: counted although ENIs are pending
+    assert r.pending_enis == {"eni-a", "eni-b"}
+    assert r.sweep() == {}  # nothing listed any more, but the ENIs are not forgotten
+    assert r.sweep() == {}
+    assert r.pending_enis == frozenset()
+    r.sweep()  # nothing left: no release call at all
+    assert [(q.instance_ids, q.enis) for q in cloud.requests] == [
+        (("i-1",), ()),
+        ((), ("eni-a", "eni-b")),
+        ((), ("eni-b",)),
+    ]
+    assert reaped(r, "orphaned") == 1
+
+
+def test_a_failed_release_counts_and_logs_nothing_and_is_retried(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failed = ReleaseResult(pending_enis=("eni-a",), error="RequestLimitExceeded: slow down")
+    cloud = FakeCloud(listed=[orphan("i-1"), orphan("i-2")], results=[failed])
+    r = reaper(cloud)
+    with caplog.at_level("WARNING", logger="atomic_gang_provisioner.reaper"):
+        assert r.sweep() == {}
+    assert reaped(r, "orphaned") == 0
+    assert not [x for x in caplog.records if x.getMessage() == "reaped instance"]
+    assert any("release failed" in x.getMessage() for x in caplog.records)
+    assert r.pending_enis == {"eni-a"}
+    assert r.sweep() == {"orphaned": 2}  # still listed: the next sweep releases them
+    assert cloud.requests[1].instance_ids == ("i-1", "i-2")
+    assert cloud.requests[1].enis == ("eni-a",)
+    assert reaped(r, "orphaned") == 2
