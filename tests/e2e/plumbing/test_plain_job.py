@@ -5,28 +5,12 @@ This proves the scheduler, the job controller (KCM) and kwok's stages work.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from atomic_gang_devstack.components.kwok import fake_node
 from tests.e2e.jobs import plain_job
 from tests.e2e.kube import Kube, has_condition, wait_for
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def kwok_node(kube: Kube, namespace: str) -> Iterator[str]:
-    name = f"node-{namespace}"[:63]
-    kube.apply(fake_node(name))
-    wait_for(
-        lambda: has_condition(kube.get("node", name), "Ready"),
-        timeout=30,
-        what=f"node {name} Ready",
-    )
-    yield name
-    kube.run("delete", "node", name, "--wait=false", check=False)
 
 
 def test_plain_job_completes_on_a_kwok_node(kube: Kube, namespace: str, kwok_node: str) -> None:
