@@ -8,7 +8,8 @@
 * Fix-ups moto lacks: the launch template's instance profile and IMDS options
   on *every* instance, primary ENI DeleteOnTermination and ENI tags, the
   request's ClientToken and ``aws:ec2:fleet-id`` on fleet instances.
-* The ``malformed_fleet`` rule drops ids from a CreateFleet answer.
+* The ``malformed_fleet`` rule drops ids from a CreateFleet answer; the
+  ``fleet_error`` rule answers with only ``Errors`` (nothing launched).
 """
 
 from __future__ import annotations
@@ -206,6 +207,20 @@ def _fleet_error(
     }
 
 
+def _errors_only(self: Any, code: str, message: str) -> dict[str, Any]:
+    """An instant fleet that launched nothing, one error per override."""
+    errors = [
+        {
+            **_fleet_error(config.get("LaunchTemplateSpecification") or {}, o, "", ""),
+            "ErrorCode": code,
+            "ErrorMessage": message,
+        }
+        for config in self._get_param("LaunchTemplateConfigs", [])
+        for o in config.get("Overrides") or [{}]
+    ]
+    return {"FleetId": random_fleet_id(), "Instances": [], "Errors": errors}
+
+
 def create_fleet(self: Any) -> Any:
     state = active()
     token = self._get_param("ClientToken")
@@ -222,8 +237,10 @@ def _create_fleet(self: Any, state: FakeState, token: str | None) -> Any:
         seen = _replay(state, key, fp, token)
         if seen is not None:
             return ActionResult(seen)
-    result = _launch_fleet(self, state, token)
     rule = current_rule()
+    if rule is not None and rule.effect == "fleet_error":
+        return ActionResult(_errors_only(self, rule.code, rule.message))
+    result = _launch_fleet(self, state, token)
     if rule is not None and rule.effect == "malformed_fleet":
         result["Instances"] = result["Instances"][: max(0, len(result["Instances"]) - rule.drop)]
     if token:

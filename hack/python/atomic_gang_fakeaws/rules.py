@@ -3,7 +3,10 @@
 ``effect``: ``error`` fails the call before it runs; ``timeout`` loses the
 request before it runs; ``lost_response`` runs the call, then loses the answer
 (instances launched, caller sees a timeout or a dropped connection);
-``malformed_fleet`` drops ``drop`` instance ids from a CreateFleet answer.
+``malformed_fleet`` drops ``drop`` instance ids from a CreateFleet answer;
+``fleet_error`` makes an instant CreateFleet launch nothing and answer 200 with
+``code``/``message`` in its ``Errors[]`` (how EC2 reports, say, an
+``UnauthorizedOperation`` on the launch template).
 ``match`` compares flattened request parameters (``Placement.AvailabilityZone``
 or ``SubnetId``) for equality; ``skip`` lets that many matching calls through.
 """
@@ -14,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Effect = Literal["error", "timeout", "lost_response", "malformed_fleet"]
+Effect = Literal["error", "timeout", "lost_response", "malformed_fleet", "fleet_error"]
 
 
 class Rule(BaseModel):

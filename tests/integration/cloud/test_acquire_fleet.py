@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
-from atomic_gang_provisioner.cloud import AcquireRequest, Launched, ReleaseRequest, Shortfall
+from atomic_gang_provisioner.cloud import (
+    AcquireRequest,
+    Launched,
+    PermanentFailure,
+    QuotaExceeded,
+    ReleaseRequest,
+    Shortfall,
+)
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
 from tests.integration.cloud.conftest import TYPE, backend, pool_instances, tags_of
 
@@ -84,3 +93,27 @@ def test_generation_versions_are_reused_then_pruned(
     assert live_versions == [live_versions[0], "ag-train-g1-fleet"]
     assert live_versions[0].startswith("base-")
     assert len(fake.calls("DeleteLaunchTemplateVersions")) == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [
+        pytest.param("UnauthorizedOperation", PermanentFailure, id="unauthorized"),
+        pytest.param("InvalidAMIID.NotFound", PermanentFailure, id="bad-ami"),
+        pytest.param("VcpuLimitExceeded", QuotaExceeded, id="quota"),
+    ],
+)
+def test_errors_inside_the_fleet_answer_are_classified(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, code: str, kind: type
+) -> None:
+    fake.add_rule(
+        {"action": "CreateFleet", "effect": "fleet_error", "code": code, "message": "no: " + code}
+    )
+    result = provider.acquire(AcquireRequest(spec=make_spec(mode="fleet", count=2), generation=0))
+    assert isinstance(result, kind)
+    assert isinstance(result, PermanentFailure | QuotaExceeded)
+    assert result.code == code
+    assert result.message == "no: " + code
+    (call,) = fake.calls("CreateFleet")
+    assert call["outcome"] == "ok"  # a 200 answer: the error is only in Errors[]
+    assert pool_instances("train") == []

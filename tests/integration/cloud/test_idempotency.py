@@ -129,3 +129,40 @@ def test_changed_inputs_under_one_token_move_on(
         "ok",
     ]
     assert {i.availability_zone for i in changed.instances} == {"us-east-1b"}
+
+
+def test_a_replayed_fleet_that_is_gone_is_never_reported_launched(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, admin: dict[str, Any]
+) -> None:
+    request = AcquireRequest(spec=make_spec(mode="fleet", count=2), generation=0)
+    first = provider.acquire(request)
+    assert isinstance(first, Launched)
+    admin["ec2"].terminate_instances(InstanceIds=list(first.instance_ids))
+    again = provider.acquire(request)
+    # EC2 replayed the original answer for the reused token: the same, dead, ids.
+    assert tokens(fake, "CreateFleet") == ["ag-train-g0-fleet"] * 2
+    assert isinstance(again, Shortfall)
+    assert again.attempts[0].code == "MalformedResponse"
+    assert sorted(again.rolled_back) == sorted(first.instance_ids)
+    assert pool_instances("train") == []
+
+
+def test_a_partial_set_found_after_a_crash_is_rolled_back(
+    make_provider: Callable[..., Ec2Provider],
+    make_spec: Spec,
+    fake: FakeAws,
+    admin: dict[str, Any],
+) -> None:
+    request = AcquireRequest(spec=make_spec(count=3), generation=0)
+    first = make_provider().acquire(request)
+    assert isinstance(first, Launched)
+    gone, *kept = first.instance_ids
+    admin["ec2"].terminate_instances(InstanceIds=[gone])
+    # The controller died before persisting the ids; a new one finds 2 of 3.
+    again = make_provider().acquire(request)
+    assert isinstance(again, Shortfall)
+    assert again.terminal
+    assert again.attempts[0].code == "PartialSetFound"
+    assert sorted(again.rolled_back) == sorted(kept)
+    assert pool_instances("train") == []
+    assert len(fake.calls("RunInstances")) == 1

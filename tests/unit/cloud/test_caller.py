@@ -79,3 +79,25 @@ def test_backoff_is_jittered_and_capped() -> None:
     delays = [backoff.delay(k) for k in range(10)]
     assert all(0 <= d <= 5 for d in delays)
     assert len(set(delays)) == len(delays)
+
+
+class Ceiling(random.Random):
+    """A "random" source that always picks the top of the range."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+def test_backoff_ceiling_doubles_each_attempt_up_to_the_cap() -> None:
+    backoff = Backoff(base_seconds=0.5, cap_seconds=3, rng=Ceiling())
+    assert [backoff.delay(k) for k in range(6)] == [0.5, 1.0, 2.0, 3.0, 3.0, 3.0]
+
+
+def test_the_caller_sleeps_the_growing_backoff() -> None:
+    sleeps: list[float] = []
+    backoff = Backoff(max_attempts=5, base_seconds=1, cap_seconds=5, rng=Ceiling())
+    client = Scripted(*[client_error("RequestLimitExceeded", 503)] * 4)
+    assert Caller(backoff=backoff, sleeper=sleeps.append).call(client, "run_instances") == {
+        "ok": True
+    }
+    assert sleeps == [1, 2, 4, 5]

@@ -4,7 +4,8 @@ Adoption: a crash between "EC2 returned" and "ids persisted" leaves a set
 tagged with this (pool, generation). It is looked up by tag before any launch;
 exactly N live → adopted, anything else → terminated (a shortfall). The launch
 itself re-derives the same ClientTokens, so a retry whose first response was
-lost gets the original reservation back from EC2.
+lost gets the original reservation back from EC2; a replayed answer is read
+again, and a set that is gone by now is rolled back, never reported launched.
 """
 
 from __future__ import annotations
@@ -136,12 +137,16 @@ class Acquirer:
         cutoff = self._wall() - REPLAY_AGE
         if all(i.state == "pending" and i.launch_time >= cutoff for i in answered):
             return answered
+        return self._reread(answered)
+
+    def _reread(self, answered: list[Instance]) -> list[Instance]:
+        """The answered ids as EC2 sees them now; an id it no longer shows counts as gone."""
         now = {i.instance_id: i for i in self._inv.describe([i.instance_id for i in answered])}
         return [now.get(i.instance_id, replace(i, state="terminated")) for i in answered]
 
     def fleet(self, plan: LaunchPlan, user_data_b64: str) -> AcquireResult:
         token = token_for(plan, FLEET_ZONE)
-        version = self._templates.generation_version(
+        version, retried = self._templates.generation_version(
             base=plan.template, token=token, data=fleet_template_data(plan, user_data_b64)
         )
         try:
@@ -155,7 +160,9 @@ class Acquirer:
         ids = fleet_instance_ids(resp)
         if ids:
             found = self._fleet_instances(plan, resp, token, fleet_id)
-            return self._validated(plan, found, token, fleet_id)
+            # A fleet answer carries no states: on a retried token it may be the
+            # replay of a set that has since been terminated, so read it again.
+            return self._validated(plan, self._reread(found) if retried else found, token, fleet_id)
         errors = [_fleet_error(e) for e in resp.get("Errors", [])]
         blocking = [e for e in errors if e.kind != "capacity"]
         if blocking:

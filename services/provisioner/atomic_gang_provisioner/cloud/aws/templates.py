@@ -112,12 +112,15 @@ class Templates:
                 Versions=[str(n) for n in numbers[i : i + 200]],
             )
 
-    def generation_version(self, *, base: TemplateRef, token: str, data: dict[str, Any]) -> int:
-        """A version for one fleet launch, reused on retry; older ones pruned."""
+    def generation_version(
+        self, *, base: TemplateRef, token: str, data: dict[str, Any]
+    ) -> tuple[int, bool]:
+        """A version for one fleet launch and whether it already existed (a retry of
+        this token: its CreateFleet may replay an old answer); older ones pruned."""
         versions = self.versions(base.template_id)
         mine = [v for v in versions if v.get("VersionDescription") == token]
         if mine:
-            return int(mine[0]["VersionNumber"])
+            return int(mine[0]["VersionNumber"]), True
         made = self._call(
             "create_launch_template_version",
             LaunchTemplateId=base.template_id,
@@ -131,7 +134,7 @@ class Templates:
             and not str(v.get("VersionDescription", "")).startswith(BASE_PREFIX)
         ]
         self._delete_versions(base.template_id, stale)
-        return int(made["VersionNumber"])
+        return int(made["VersionNumber"]), False
 
     def delete_for_pool(self, *, cluster: str, pool: str) -> list[str]:
         found = self._call(
