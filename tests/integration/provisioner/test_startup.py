@@ -1,0 +1,98 @@
+"""Invalid settings stop the provisioner's start-up (exit 2) with a message naming
+the field, before any client to the apiserver or EC2 is built."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+VALID = "clusterName: c\ndefaults: {region: us-east-1}\n"
+
+
+def _start(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ATOMIC_GANG_", "AWS_", "KUBERNETES_")) and k != "KUBECONFIG"
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "atomic_gang_provisioner"],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def _config(tmp_path: Path, text: str) -> str:
+    cfg = tmp_path / "settings.yaml"
+    cfg.write_text(text)
+    return str(cfg)
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "needle"),
+    [
+        pytest.param("defaults: {region: us-east-1}\n", "clusterName", id="missing-cluster"),
+        pytest.param("clusterName: c\n", "defaults.region", id="missing-region"),
+        pytest.param(VALID + "bogus: 1\n", "bogus", id="unknown-key"),
+        pytest.param(VALID + "joinDeadlineSeconds: -5\n", "joinDeadlineSeconds", id="deadline"),
+        pytest.param(
+            VALID + "acquireAttemptsBeforeRetry: 0\n", "acquireAttemptsBeforeRetry", id="attempts"
+        ),
+        pytest.param(
+            VALID + "maxConcurrentPoolReconciles: 0\n",
+            "maxConcurrentPoolReconciles",
+            id="pool-reconciles",
+        ),
+        pytest.param(
+            VALID + "acquireRetry: {backoffBaseSeconds: 10, backoffMaxSeconds: 1}\n",
+            "backoffMaxSeconds",
+            id="backoff-base-above-cap",
+        ),
+        pytest.param(
+            VALID + "leaderElection: {leaseDurationSeconds: 1, renewDeadlineSeconds: 5}\n",
+            "renewDeadlineSeconds",
+            id="lease-timings",
+        ),
+        pytest.param(VALID + "limits: {maxGangSize: -3}\n", "limits.maxGangSize", id="bad-limit"),
+        pytest.param("clusterName: [\n", "settings", id="not-yaml"),
+    ],
+)
+def test_bad_settings_exit_2(tmp_path: Path, yaml_text: str, needle: str) -> None:
+    result = _start({"ATOMIC_GANG_CONFIG": _config(tmp_path, yaml_text)})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("atomic-gang-provisioner: ")
+    assert needle in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_settings_file_exit_2(tmp_path: Path) -> None:
+    result = _start({"ATOMIC_GANG_CONFIG": str(tmp_path / "absent.yaml")})
+    assert result.returncode == 2
+    assert "absent.yaml" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        pytest.param({"ATOMIC_GANG_PROVISIONER_HTTP_PORT": "99999"}, "http_port", id="port"),
+        pytest.param({"ATOMIC_GANG_PROVISIONER_LOG_LEVEL": "chatty"}, "log_level", id="log-level"),
+        pytest.param(
+            {"ATOMIC_GANG_PROVISIONER_WORKLOAD_WORKERS": "0"}, "workload_workers", id="workers"
+        ),
+        pytest.param(
+            {"ATOMIC_GANG_PROVISIONER_RESYNC_SECONDS": "-1"}, "resync_seconds", id="resync"
+        ),
+    ],
+)
+def test_bad_server_env_exit_2(tmp_path: Path, env: dict[str, str], needle: str) -> None:
+    result = _start({"ATOMIC_GANG_CONFIG": _config(tmp_path, VALID), **env})
+    assert result.returncode == 2, result.stderr
+    assert "ATOMIC_GANG_PROVISIONER_" in result.stderr
+    assert needle in result.stderr
