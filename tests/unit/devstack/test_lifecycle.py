@@ -121,3 +121,27 @@ def test_a_failing_component_names_its_log_and_nothing_is_left_running(tmp_path:
     assert all(_gone(r) for r in st.procs.values())
     assert not kubeconfig_out.exists()
     stack.down()
+
+
+def test_a_process_that_outlives_sigkill_does_not_stop_the_teardown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options, _ = _options(tmp_path)
+    stack = Stack(options, [WebA(), WebB()])
+    recs = dict(stack.up().state.procs)
+    real_stop = procs.stop
+
+    def stuck_b(rec: procs.ProcRecord, *, grace: float = 10.0) -> bool:
+        if rec.name == "web-b":
+            raise procs.StopTimeoutError("web-b still alive after SIGKILL")
+        return real_stop(rec, grace=grace)
+
+    monkeypatch.setattr(procs, "stop", stuck_b)
+    with pytest.raises(procs.StopTimeoutError, match="web-b"):
+        stack.down()
+
+    assert _gone(recs["web-a"])  # stopped although web-b (stopped first) got stuck
+    assert load(options.state_dir) is not None  # kept, so a later down can retry
+    monkeypatch.setattr(procs, "stop", real_stop)
+    assert stack.down()
+    assert all(_gone(r) for r in recs.values())
