@@ -168,6 +168,23 @@ def test_cert_manager_issued_the_secret_and_injected_the_ca(
     assert serving.served_serial() == serial_of(data["tls.crt"])
 
 
+def test_cert_manager_1_11_cainjector_drops_match_conditions(
+    release: Release, serving: WebhookProcess
+) -> None:
+    """Records the README's caveat: when cert-manager is bumped, this fails; update the README."""
+    (rendered,) = [
+        o
+        for o in release.helm.manifest(RELEASE, NS)
+        if o["kind"] == "ValidatingWebhookConfiguration"
+    ]
+    assert [c["name"] for c in rendered["webhooks"][0]["matchConditions"]] == [
+        "carries-atomic-gang-keys"
+    ]
+    assert _ca_bundle(release.kube)  # the cainjector has written the registration
+
+    assert "matchConditions" not in _vwc(release.kube)["webhooks"][0]
+
+
 def test_bad_job_is_rejected_through_the_chart_webhook(
     release: Release, serving: WebhookProcess
 ) -> None:
