@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import base64
+import email
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+import yaml
 from moto.ssm.models import ssm_backends
 
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.eks_ssm import fake_ami
 from atomic_gang_fakeaws.world import World
-from atomic_gang_provisioner.cloud import AcquireRequest, Launched, PermanentFailure, Shortfall
+from atomic_gang_provisioner.cloud import (
+    AcquireRequest,
+    Launched,
+    PermanentFailure,
+    Shortfall,
+    naming,
+)
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
 from tests.integration.cloud.conftest import CLUSTER, TYPE, backend, pool_instances, tags_of
 
@@ -62,36 +71,54 @@ def test_explicit_ami_wins_over_ssm(
     assert fake.calls("GetParameter") == []
 
 
+def node_config(admin: dict[str, Any], instance_id: str) -> dict[str, Any]:
+    """The nodeadm NodeConfig inside an instance's MIME multipart user data."""
+    raw = admin["ec2"].describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
+    message = email.message_from_bytes(base64.b64decode(raw["UserData"]["Value"]))
+    assert message.is_multipart()
+    (part,) = [p for p in message.walk() if p.get_content_type() == "application/node.eks.aws"]
+    doc: dict[str, Any] = yaml.safe_load(part.get_payload())
+    assert doc["kind"] == "NodeConfig"
+    return doc
+
+
+def flag(flags: list[str], name: str) -> str:
+    (value,) = [f.removeprefix(name + "=") for f in flags if f.startswith(name + "=")]
+    return value
+
+
+@pytest.mark.parametrize("mode", ["runinstances", "fleet"])
 def test_every_instance_gets_profile_tags_and_user_data(
-    provider: Ec2Provider, make_spec: Spec, admin: dict[str, Any], world: World
+    provider: Ec2Provider, make_spec: Spec, admin: dict[str, Any], world: World, mode: str
 ) -> None:
-    result = provider.acquire(AcquireRequest(spec=make_spec(count=3), generation=7))
+    spec = make_spec(count=2, mode=mode)
+    result = provider.acquire(AcquireRequest(spec=spec, generation=7))
     assert isinstance(result, Launched)
-    ec2 = admin["ec2"]
-    described = ec2.describe_instances(InstanceIds=list(result.instance_ids))
+    described = admin["ec2"].describe_instances(InstanceIds=list(result.instance_ids))
     instances = [i for r in described["Reservations"] for i in r["Instances"]]
-    assert len(instances) == 3
+    assert len(instances) == 2
+    want_tags = naming.group_tags(cluster=CLUSTER, spec=spec, generation=7)
+    assert {"atomic-gang.k8s.aws/managed", "atomic-gang.k8s.aws/group"} <= set(want_tags)
+    cluster = admin["eks"].describe_cluster(name=CLUSTER)["cluster"]
     for inst in instances:
         assert inst["IamInstanceProfile"]["Arn"].endswith("/" + world.instance_profile)
         assert inst["MetadataOptions"]["HttpTokens"] == "required"
-        tags = tags_of(inst["InstanceId"])
-        assert tags["atomic-gang.k8s.aws/group"] == "train-g7"
-        assert tags["atomic-gang.k8s.aws/generation"] == "7"
         volume = inst["BlockDeviceMappings"][0]["Ebs"]["VolumeId"]
         eni = inst["NetworkInterfaces"][0]["NetworkInterfaceId"]
-        for resource in (volume, eni):
-            assert tags_of(resource)["atomic-gang.k8s.aws/pool"] == "train"
-            assert tags_of(resource)["atomic-gang.k8s.aws/generation"] == "7"
-    raw = ec2.describe_instance_attribute(
-        InstanceId=instances[0]["InstanceId"], Attribute="userData"
-    )
-    text = base64.b64decode(raw["UserData"]["Value"]).decode()
-    assert "kind: NodeConfig" in text
-    assert "atomic-gang.k8s.aws/generation=7" in text
-    assert "--register-with-taints=atomic-gang.k8s.aws/gang=train:NoSchedule" in text
-    cluster = admin["eks"].describe_cluster(name=CLUSTER)["cluster"]
-    assert cluster["endpoint"] in text
-    assert cluster["certificateAuthority"]["data"] in text
+        for resource in (inst["InstanceId"], volume, eni):
+            assert want_tags.items() <= tags_of(resource).items(), resource
+        doc = node_config(admin, inst["InstanceId"])["spec"]
+        assert doc["cluster"] == {
+            "name": CLUSTER,
+            "apiServerEndpoint": cluster["endpoint"],
+            "certificateAuthority": cluster["certificateAuthority"]["data"],
+            "cidr": cluster["kubernetesNetworkConfig"]["serviceIpv4Cidr"],
+        }
+        flags = doc["kubelet"]["flags"]
+        labels = dict(kv.split("=", 1) for kv in flag(flags, "--node-labels").split(","))
+        assert labels == naming.node_labels(spec=spec, generation=7)
+        assert labels["atomic-gang.k8s.aws/managed"] == "true"
+        assert flag(flags, "--register-with-taints") == "atomic-gang.k8s.aws/gang=train:NoSchedule"
 
 
 def test_a_new_ami_makes_a_new_default_and_deletes_old_versions(
