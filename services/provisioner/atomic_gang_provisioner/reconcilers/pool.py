@@ -21,6 +21,7 @@ from atomic_gang_provisioner.pool.model import Metric, NodeView, Observed, Plan
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.resources import POOLS
 from atomic_gang_provisioner.runtime import Result
+from atomic_gang_provisioner.workload.view import KUEUE_API, view
 
 log = logging.getLogger("atomic_gang_provisioner.pool")
 INSTANCE_INDEX = "instance"
@@ -116,11 +117,31 @@ class PoolReconciler:
             self._note_fresh(pool, plan)
         if plan.remove_finalizer:
             self._remove_finalizer(pool)
+        claimant = self._claimant_objects(pool) if plan.events else ()
         for ev in plan.events:
             ctx.events.event(pool.to_dict(), type=ev.type, reason=ev.reason, message=ev.message)
+            for obj in claimant:
+                text = f"Pool {pool.name}: {ev.message}"
+                ctx.events.event(obj, type=ev.type, reason=ev.reason, message=text)
             log.info(ev.message, extra={"pool": pool.name, "reason": ev.reason})
         for metric in plan.metrics:
             self._observe(pool, metric)
+
+    def _claimant_objects(self, pool: GangNodePool) -> tuple[dict[str, Any], ...]:
+        """The claiming Workload and its Job, so that ``kubectl describe job`` shows the
+        gang's transitions. Each pool event is emitted exactly once, here, so the
+        claimant gets one event per transition with no bookkeeping of what was sent."""
+        claim = pool.spec.claim
+        if claim is None:
+            return ()
+        meta = {"namespace": claim.namespace, "name": claim.name, "uid": claim.uid}
+        out = [{"apiVersion": KUEUE_API, "kind": "Workload", "metadata": meta}]
+        wl = self.ctx.workloads.get(f"{claim.namespace}/{claim.name}")
+        owner = view(wl).owner_job if wl is not None else None
+        if owner is not None:
+            job = {"namespace": claim.namespace, "name": owner[0], "uid": owner[1]}
+            out.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": job})
+        return tuple(out)
 
     def _note_fresh(self, pool: GangNodePool, plan: Plan) -> None:
         new, old = plan.status, pool.status

@@ -67,9 +67,31 @@ class WorkloadReconciler:
         uid = wl.owner_job[1] if wl.owner_job else wl.job_uid_label
         for job in self.ctx.jobs.by_index(JOB_UID_INDEX, uid):
             return job
-        if wl.owner_job:
-            return self.ctx.jobs.get(f"{wl.namespace}/{wl.owner_job[0]}")
-        return None
+        if not wl.owner_job:
+            return None
+        name, owner_uid = wl.owner_job
+        cached = self.ctx.jobs.get(f"{wl.namespace}/{name}")
+        if cached is not None or not self._awaits_us(wl):
+            return cached
+        return self._live_job(wl.namespace, name, owner_uid)
+
+    def _awaits_us(self, wl: WorkloadView) -> bool:
+        """In play with our check still Pending: only then is a cache miss worth a GET."""
+        ours = self.ctx.our_checks()
+        return wl.in_play and any(c.name in ours and c.state == "Pending" for c in wl.checks)
+
+    def _live_job(self, namespace: str, name: str, uid: str) -> Mapping[str, Any] | None:
+        """The jobs cache holds only Jobs with the pool label. A Job without it that is
+        queued to our check must still be found, so that it is Rejected with a message
+        rather than awaited forever; the GET also covers a labelled Job the cache has
+        not seen yet."""
+        try:
+            obj = self.ctx.client.get(JOBS, name, namespace=namespace)
+        except NotFoundError:
+            return None
+        if not obj or (uid and (obj.get("metadata") or {}).get("uid") != uid):
+            return None  # e.g. a new Job under the old name: not this Workload's owner
+        return obj
 
     def _pool(self, job: Mapping[str, Any] | None) -> GangNodePool | None:
         name = ((job or {}).get("metadata") or {}).get("labels", {}).get(keys.POOL)
