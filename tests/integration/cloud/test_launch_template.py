@@ -77,7 +77,7 @@ def node_config(admin: dict[str, Any], instance_id: str) -> dict[str, Any]:
     message = email.message_from_bytes(base64.b64decode(raw["UserData"]["Value"]))
     assert message.is_multipart()
     (part,) = [p for p in message.walk() if p.get_content_type() == "application/node.eks.aws"]
-    doc: dict[str, Any] = yaml.safe_load(part.get_payload())
+    doc: dict[str, Any] = yaml.safe_load(str(part.get_payload()))
     assert doc["kind"] == "NodeConfig"
     return doc
 
