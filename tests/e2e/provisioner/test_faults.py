@@ -35,12 +35,28 @@ def replica(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     reps.stop_all()
 
 
-def _events(world: World, namespace: str, reason: str) -> list[str]:
+def _events(
+    world: World, namespace: str, reason: str, *, kind: str = "", name: str = ""
+) -> list[str]:
     return [
         e["message"]
         for e in world.kube.list(EVENTS, namespace=namespace).items
         if e["reason"] == reason
+        and (not kind or e["involvedObject"].get("kind") == kind)
+        and (not name or e["involvedObject"].get("name") == name)
     ]
+
+
+def _wait_event(
+    world: World, namespace: str, reason: str, *, kind: str, name: str, text: str
+) -> str:
+    """Events are written asynchronously: wait for one about this object saying ``text``."""
+
+    def probe() -> str | None:
+        found = _events(world, namespace, reason, kind=kind, name=name)
+        return next((m for m in found if text in m), None)
+
+    return wait_for(probe, timeout=30, what=f"a {reason} event on {kind} {name}")
 
 
 def test_shortfall_holds_at_zero_cost_until_capacity(
@@ -116,10 +132,10 @@ def test_join_watchdog_releases_and_reacquires(
     )
     assert not set(first.status.instanceIds) & set(world.live(pool))
     assert world.check(submitted)["state"] == "Pending"
-    assert (
-        any("Only 3/4 nodes became Ready" in m for m in _events(world, "default", "JoinTimeout"))
-        or True
-    )
+    # Recorded on the (cluster-scoped) pool, whose Events live in "default", and on the
+    # claimant's Job in its own namespace.
+    for ns, kind, name in (("default", "GangNodePool", pool), (namespace, "Job", "watchdog")):
+        _wait_event(world, ns, "JoinTimeout", kind=kind, name=name, text="Only 3/4 nodes")
     world.delete_nodes(nodes)
     world.register_nodes(second)
     world.wait_check(submitted, "Ready")

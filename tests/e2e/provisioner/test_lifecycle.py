@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from atomic_gang import keys
+from atomic_gang_devstack import dev_objects
 from atomic_gang_provisioner.kube.resource import EVENTS
 from atomic_gang_provisioner.resources import JOBS, POOLS
+from tests.e2e.jobs import plain_job
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import Replicas, World, iter_pods
 from tests.support.wait import wait_for
@@ -34,6 +36,31 @@ def replica(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     reps.stop_all()
 
 
+def events_on(world: World, obj: dict[str, Any], reason: str, kind: str) -> list[dict[str, Any]]:
+    """Events with ``reason`` about exactly this object (kind, name and uid)."""
+    meta = obj["metadata"]
+    items = world.kube.list(
+        EVENTS, namespace=meta["namespace"], field_selector=f"involvedObject.name={meta['name']}"
+    ).items
+    return [
+        e
+        for e in items
+        if e["reason"] == reason
+        and e["involvedObject"].get("kind") == kind
+        and e["involvedObject"].get("uid") == meta["uid"]
+    ]
+
+
+def wait_event(world: World, obj: dict[str, Any], reason: str, kind: str) -> dict[str, Any]:
+    """Events are written asynchronously by the controller's recorder: wait for one."""
+    found = wait_for(
+        lambda: events_on(world, obj, reason, kind),
+        timeout=30,
+        what=f"a {reason} event on {kind} {obj['metadata']['name']}",
+    )
+    return found[0]
+
+
 def test_happy_path_then_keep_warm(world: World, replica: Replicas, namespace: str) -> None:
     pool = unique("happy")
     submitted = world.submit(job("happy", namespace, pool=pool, keep_warm_ttl="1h"))
@@ -53,6 +80,15 @@ def test_happy_path_then_keep_warm(world: World, replica: Replicas, namespace: s
         }
     ]
     assert len(world.launches(pool)) == 1  # one RunInstances call, MinCount == MaxCount == 4
+    # The pool's transitions reach the Job the user describes, not only the pool.
+    satisfied = wait_event(world, submitted, "Satisfied", "Job")
+    assert satisfied["message"] == (
+        f"Pool {pool}: All 4 nodes of group {p.status.activeGroup} are Ready"
+    )
+    assert wait_event(world, submitted, "Launched", "Job")["message"].startswith(
+        f"Pool {pool}: Launched 4×"
+    )
+    assert "pods are pinned" in wait_event(world, submitted, "GangReady", "Job")["message"]
     pods = wait_for(
         lambda: (
             [q for q in iter_pods(world, namespace) if q["status"].get("phase") == "Succeeded"]
@@ -107,15 +143,24 @@ def test_second_claimant_retries_and_shape_conflict_is_rejected(
     pool = unique("claims")
     owner = world.submit(job("owner", namespace, pool=pool))
     world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
+    owner_wl = wait_for(lambda: world.workload(owner), timeout=30, what="the owner's Workload")
     other = world.submit(job("other", namespace, pool=pool))
-    wait_for(
-        lambda: (
-            "in use by Workload" in (world.check(other).get("message") or "")
-            or (world.workload(other) or {}).get("status", {}).get("requeueState")
-        ),
-        timeout=30,
-        what="Retry for the second claimant",
+    other_wl = wait_for(lambda: world.workload(other), timeout=30, what="the Workload")
+    retry = wait_event(world, other_wl, "GangRetry", "Workload")
+    assert retry["message"] == (
+        f"Pool {pool} is in use by Workload {namespace}/{owner_wl['metadata']['name']}; "
+        "releasing quota and retrying in 30s"
     )
+
+    def requeued() -> dict[str, Any] | None:
+        wl = world.workload(other) or {}
+        return wl if ((wl.get("status") or {}).get("requeueState") or {}).get("requeueAt") else None
+
+    wait_for(requeued, timeout=30, what="Kueue requeues the second claimant after Retry")
+    claimed = world.pool(pool)
+    assert claimed is not None
+    assert claimed.spec.claim is not None
+    assert claimed.spec.claim.uid == owner_wl["metadata"]["uid"]  # the claim never moved
     bigger = world.submit(job("bigger", namespace, pool=pool, count=8))
 
     def deactivated() -> dict[str, Any] | None:
@@ -127,6 +172,28 @@ def test_second_claimant_retries_and_shape_conflict_is_rejected(
     msgs = [e["message"] for e in events if e["involvedObject"]["name"] == wl["metadata"]["name"]]
     assert any("count (pool 4, this Job 8)" in m for m in msgs), msgs
     assert world.check(owner)["state"] == "Pending"
+
+
+def test_a_job_without_gang_keys_queued_to_our_check_is_rejected(
+    world: World, replica: Replicas, namespace: str
+) -> None:
+    """The jobs cache only holds pool-labelled Jobs; this one must still be found."""
+    plain = plain_job(unique("plain"), namespace)
+    plain["metadata"]["labels"] = {keys.QUEUE_NAME_LABEL: dev_objects.LOCAL_QUEUE}
+    submitted = world.submit(plain)
+
+    def deactivated() -> dict[str, Any] | None:
+        w = world.workload(submitted)
+        return w if w is not None and w.get("spec", {}).get("active") is False else None
+
+    wl = wait_for(deactivated, timeout=60, what="Kueue deactivates the Rejected Workload")
+    for obj, kind in ((wl, "Workload"), (submitted, "Job")):
+        message = wait_event(world, obj, "GangRejected", kind)["message"]
+        assert "no atomic-gang annotations or pool label" in message
+        assert keys.POOL in message
+        assert keys.COUNT in message
+    assert world.kube.get(JOBS, plain["metadata"]["name"], namespace=namespace)["spec"]["suspend"]
+    assert list(iter_pods(world, namespace)) == []
 
 
 def test_finalizer_terminates_before_delete(
