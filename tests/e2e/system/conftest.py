@@ -1,7 +1,8 @@
 """One complete stack for the system tests (what ``make dev-up`` runs), in a state
 dir of its own so it never meets the instances and Nodes of other e2e packages.
 
-The provisioner settings shorten the waits the scenarios exercise: a 20 s join
+It also writes the ``aws.env`` file ``make dev-up`` writes to ``.dev/``. The
+provisioner settings shorten the waits the scenarios exercise: a 20 s join
 deadline, a 3 s health grace, fast shortfall retries that never turn into Retry.
 """
 
@@ -20,9 +21,10 @@ from atomic_gang_devstack.state import StackOptions
 from tests.e2e.system.harness import System
 from tests.support.wait import wait_for
 
+HEALTH_GRACE_SECONDS = 3
 SETTINGS = {
     "joinDeadlineSeconds": 20,
-    "healthGraceSeconds": 3,
+    "healthGraceSeconds": HEALTH_GRACE_SECONDS,
     "acquireAttemptsBeforeRetry": 1000,
     "acquireRetry": {"backoffBaseSeconds": 0.5, "backoffMaxSeconds": 2.0},
 }
@@ -30,8 +32,10 @@ SETTINGS = {
 
 @pytest.fixture(scope="package")
 def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    state_dir = tmp_path_factory.mktemp("system-stack")
     options = StackOptions(
-        state_dir=tmp_path_factory.mktemp("system-stack"),
+        state_dir=state_dir,
+        aws_env_out=state_dir / "aws.env",  # what make dev-up writes to .dev/aws.env
         detach=False,
         check_stand_in=False,
         fake_nodes=1,  # a general node the gang's pods must never use

@@ -9,6 +9,7 @@ simulator's (``nodesim``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -21,6 +22,7 @@ import boto3
 import yaml
 
 from atomic_gang import keys
+from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint
@@ -30,14 +32,18 @@ from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_nodesim.control import NodeSimClient
 from atomic_gang_provisioner.kube import KubeClient, NotFoundError
 from atomic_gang_provisioner.kube.resource import EVENTS
-from atomic_gang_provisioner.resources import JOBS, NODES
+from atomic_gang_provisioner.resources import JOBS, NODES, WORKLOADS
 from tests.e2e.kube import Kube
-from tests.e2e.provisioner.harness import LEASES, World, iter_pods
+from tests.e2e.provisioner.harness import CHECK, LEASES, World, iter_pods
+from tests.support.wait import wait_for
 
 CONTROLLER_KEY = "testing"
 SAMPLE_JOB = REPO_ROOT / "hack" / "demo" / "allreduce-pretrain.yaml"
 REPLICAS = ("atomic-gang-provisioner-0", "atomic-gang-provisioner-1")
 LEASE = "atomic-gang-provisioner"
+CLUSTER = str(dev_objects.DEV_SETTINGS["clusterName"])
+WARM_REUSE_BUDGET_SECONDS = 2.0  # issue 6 scenario 4: create to Admitted on a warm set
+BILLING_STATES = ("pending", "running", "stopping", "stopped")
 
 
 def sample_job(
@@ -133,6 +139,21 @@ class System:
             i["InstanceId"] for p in pages for r in p["Reservations"] for i in r["Instances"]
         )
 
+    def managed_live(self) -> dict[str, str]:
+        """Every instance tagged managed for the dev cluster that still bills (id → pool)."""
+        pages = self.world.ec2.get_paginator("describe_instances").paginate(
+            Filters=[
+                {"Name": f"tag:{keys.MANAGED}", "Values": ["true"]},
+                {"Name": f"tag:{keys.CLUSTER}", "Values": [CLUSTER]},
+                {"Name": "instance-state-name", "Values": list(BILLING_STATES)},
+            ]
+        )
+        instances = [i for p in pages for r in p["Reservations"] for i in r["Instances"]]
+        tags = [{t["Key"]: t["Value"] for t in i.get("Tags") or []} for i in instances]
+        return {
+            i["InstanceId"]: t.get(keys.POOL, "?") for i, t in zip(instances, tags, strict=True)
+        }
+
     def controller_calls(self, action: str, pool: str | None = None) -> list[dict[str, Any]]:
         calls = [c for c in self.fake.calls(action) if c["caller"] == CONTROLLER_KEY]
         return [c for c in calls if pool is None or pool in str(c["params"])]
@@ -169,7 +190,9 @@ def sampling(probe: Callable[[], Any], *, every: float = 0.2) -> Iterator[list[A
 
     def loop() -> None:
         while not stop.is_set():
-            samples.append(probe())
+            # A failed read (the apiserver busy) is a missed sample, no more.
+            with contextlib.suppress(Exception):
+                samples.append(probe())
             stop.wait(every)
 
     thread = threading.Thread(target=loop, daemon=True, name="e2e-sampler")
@@ -179,3 +202,77 @@ def sampling(probe: Callable[[], Any], *, every: float = 0.2) -> Iterator[list[A
     finally:
         stop.set()
         thread.join(timeout=30)
+
+
+# -- invariants shared by the scenarios ------------------------------------------
+def assert_warm_reuse_fast(elapsed: float) -> None:
+    """Scenario 4: a Job on a warm pool goes from create to Admitted within the budget."""
+    assert elapsed <= WARM_REUSE_BUDGET_SECONDS, (
+        f"warm reuse took {elapsed:.2f}s from create to Admitted "
+        f"(budget {WARM_REUSE_BUDGET_SECONDS}s)"
+    )
+
+
+def assert_no_managed_instances_left(system: System, *, timeout: float = 90) -> None:
+    """Nothing managed is left billing in moto for the whole cluster (every pool, not
+    only the test's), waiting out keep-warm windows still running."""
+    try:
+        wait_for(lambda: not system.managed_live(), timeout=timeout, what="0 managed instances")
+    except TimeoutError:
+        raise AssertionError(f"managed instances still billing: {system.managed_live()}") from None
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One reading of a Workload's gate, then of its gang (in that order)."""
+
+    admitted: bool
+    check_ready: bool
+    finished: bool
+    group: str
+    ready: int  # Ready Nodes carrying the pool's active group
+
+
+def gate(system: System, namespace: str, job: str, pool: str) -> Gate:
+    """The Workload is read before the Nodes: while a gang forms, Ready Nodes only grow,
+    so a sample can overcount the Nodes Ready at admission but never undercount; a
+    sample showing fewer than N is a real violation, never a race of the probe."""
+    wls = system.kube.list(WORKLOADS, namespace=namespace).items
+    refs = [(w, w["metadata"].get("ownerReferences") or []) for w in wls]
+    wl = next((w for w, rs in refs if any(r.get("name") == job for r in rs)), None)
+    checks = ((wl or {}).get("status") or {}).get("admissionChecks") or []
+    ours: dict[str, Any] = next((c for c in checks if c.get("name") == CHECK), {})
+    found = system.world.pool(pool)
+    group = found.status.activeGroup if found is not None else ""
+    nodes = system.gang_nodes(pool).values()
+    ready = [
+        n
+        for n in nodes
+        if condition(n, "Ready") and n["metadata"]["labels"].get(keys.GROUP) == group
+    ]
+    return Gate(
+        admitted=condition(wl, "Admitted") is not None,
+        check_ready=ours.get("state") == "Ready",
+        finished=condition(wl, "Finished") is not None,
+        group=group,
+        ready=len(ready),
+    )
+
+
+def assert_gated_on_full_gang(samples: list[Gate], count: int) -> None:
+    """Every sample with the Workload admitted (or our check Ready) and not yet finished
+    shows ``count`` Ready Nodes of the active group."""
+    gated = [s for s in samples if (s.admitted or s.check_ready) and not s.finished]
+    assert any(s.admitted for s in gated), f"no sample saw the Workload admitted: {samples[-3:]}"
+    short = [s for s in gated if not s.group or s.ready != count]
+    assert not short, f"gate open with a partial gang ({len(short)}/{len(gated)}): {short[0]}"
+
+
+@contextmanager
+def admitted_only_on_full_gang(
+    system: System, namespace: str, *, job: str, pool: str, count: int = 4
+) -> Iterator[list[Gate]]:
+    """Sample the gate over the block, then assert :func:`assert_gated_on_full_gang`."""
+    with sampling(lambda: gate(system, namespace, job, pool), every=0.1) as samples:
+        yield samples
+    assert_gated_on_full_gang(list(samples), count)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.system.conftest import unique
-from tests.e2e.system.harness import System, sample_job
+from tests.e2e.system.harness import System, assert_no_managed_instances_left, sample_job
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -17,7 +17,7 @@ def test_shortfall_launches_nothing_until_capacity_suffices(system: System, name
     system.fake.set_capacity(ZONE, TYPE, 3)  # a 4-gang does not fit
     try:
         job = system.world.submit(
-            sample_job("short", namespace, pool=pool, availability_zones=ZONE)
+            sample_job("short", namespace, pool=pool, availability_zones=ZONE, keep_warm_ttl="2s")
         )
         system.world.wait_pool(
             pool, lambda p: p.status.consecutiveShortfalls >= 3, what="repeated shortfalls"
@@ -42,3 +42,4 @@ def test_shortfall_launches_nothing_until_capacity_suffices(system: System, name
         assert len(system.ever_launched(pool)) == 4
     finally:
         system.fake.set_capacity(ZONE, TYPE, None)
+    assert_no_managed_instances_left(system)

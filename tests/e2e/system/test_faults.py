@@ -1,22 +1,37 @@
 """Issue 6 scenarios 5 and 6: a dropped join (the watchdog), and a node of a running
-gang lost (health): both end in a fresh full gang, never in pods on a partial one."""
+gang lost (health): both end in a fresh full gang. No pod starts on a partial gang, and
+the pods left on a broken gang stop within the health grace plus a bounded margin.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
 from atomic_gang import keys
-from tests.e2e.system.conftest import unique
-from tests.e2e.system.harness import System, condition, sample_job, sampling
+from tests.e2e.system.conftest import HEALTH_GRACE_SECONDS, unique
+from tests.e2e.system.harness import (
+    System,
+    assert_no_managed_instances_left,
+    condition,
+    sample_job,
+    sampling,
+)
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
+# After a node is lost, the rest of its gang's pods stop within the health grace plus
+# this: the provisioner sees the loss, its check goes Retry, Kueue evicts (suspends the
+# Job), the Job controller deletes the pods and kwok stops them.
+STOP_MARGIN_SECONDS = 15.0
 
 
 def _picture(system: System, namespace: str, pool: str) -> dict[str, Any]:
-    """Pods (name → node, phase) and the gang's Nodes (name → group, Ready) at one moment."""
+    """Pods (name → node, phase) and the gang's Nodes (name → group, Ready) at one moment
+    (``t``: monotonic time taken before either is read)."""
+    t = time.monotonic()
     nodes = {
         name: (n["metadata"]["labels"].get(keys.GROUP), condition(n, "Ready") is not None)
         for name, n in system.gang_nodes(pool).items()
@@ -25,7 +40,7 @@ def _picture(system: System, namespace: str, pool: str) -> dict[str, Any]:
         p["metadata"]["name"]: (p["spec"].get("nodeName"), p["status"].get("phase"))
         for p in system.pods(namespace)
     }
-    return {"nodes": nodes, "pods": pods}
+    return {"t": t, "nodes": nodes, "pods": pods}
 
 
 def _no_pod_started_on_a_partial_gang(samples: list[dict[str, Any]], count: int) -> None:
@@ -42,13 +57,32 @@ def _no_pod_started_on_a_partial_gang(samples: list[dict[str, Any]], count: int)
     assert seen
 
 
+def _running_of(samples: list[dict[str, Any]], group: str) -> list[tuple[float, str]]:
+    """(t, pod) for every sample showing Running a pod once seen on a Node of ``group``.
+
+    Pods are matched by name: a later gang's Nodes can reuse the names of this one's
+    (names come from private IPs, which EC2 hands out again)."""
+    mine = {
+        pod
+        for s in samples
+        for pod, (node, _) in s["pods"].items()
+        if s["nodes"].get(node, (None,))[0] == group
+    }
+    return [
+        (s["t"], pod)
+        for s in samples
+        for pod, (_, phase) in s["pods"].items()
+        if phase == "Running" and pod in mine
+    ]
+
+
 def test_a_dropped_join_releases_the_set_and_the_job_still_completes(
     system: System, namespace: str
 ) -> None:
     pool = unique("watchdog")
     system.sim.drop(pool=pool, count=1)  # nodeadm fails on one instance of the first set
     with sampling(lambda: _picture(system, namespace, pool)) as samples:
-        job = system.world.submit(sample_job("watchdog", namespace, pool=pool))
+        job = system.world.submit(sample_job("watchdog", namespace, pool=pool, keep_warm_ttl="2s"))
         first = system.world.wait_pool(
             pool, lambda p: len(p.status.instanceIds) == 4, what="the first set launched"
         )
@@ -69,14 +103,16 @@ def test_a_dropped_join_releases_the_set_and_the_job_still_completes(
     groups = {samples[-1]["nodes"].get(node, ("?",))[0] for node, _ in samples[-1]["pods"].values()}
     assert groups == {second.status.activeGroup}
     _no_pod_started_on_a_partial_gang(samples, 4)
+    assert_no_managed_instances_left(system)
 
 
 def test_a_lost_node_requeues_the_workload_onto_a_fresh_gang(
-    system: System, namespace: str
+    system: System, namespace: str, record_property: Any
 ) -> None:
     pool = unique("health")
     with sampling(lambda: _picture(system, namespace, pool)) as samples:
-        job = system.world.submit(sample_job("health", namespace, pool=pool, runs_for="25s"))
+        spec = sample_job("health", namespace, pool=pool, runs_for="25s", keep_warm_ttl="2s")
+        job = system.world.submit(spec)
         wait_for(
             lambda: sum(ph == "Running" for _, ph in system_pods(system, namespace)) == 4,
             timeout=90,
@@ -85,6 +121,7 @@ def test_a_lost_node_requeues_the_workload_onto_a_fresh_gang(
         first = system.world.pool(pool)
         assert first is not None
         victim = first.status.instanceIds[0]
+        killed_at = time.monotonic()
         system.sim.terminate(victim)  # behind the provisioner's back
         fresh = system.world.wait_pool(
             pool,
@@ -105,6 +142,15 @@ def test_a_lost_node_requeues_the_workload_onto_a_fresh_gang(
     assert not set(first.status.instanceIds) & set(system.world.live(pool))
     assert fresh.status.activeGroup != first.status.activeGroup
     _no_pod_started_on_a_partial_gang(samples, 4)
+
+    old = _running_of(samples, first.status.activeGroup)
+    assert any(t < killed_at for t, _ in old)  # the probe did see the first gang running
+    last = max(t for t, _ in old) - killed_at
+    record_property("old_gang_last_running_after_kill_seconds", round(last, 2))
+    bound = HEALTH_GRACE_SECONDS + STOP_MARGIN_SECONDS
+    late = sorted({pod for t, pod in old if t > killed_at + bound})
+    assert not late, f"pods of the broken gang still Running {bound}s after the kill: {late}"
+    assert_no_managed_instances_left(system)
 
 
 def system_pods(system: System, namespace: str) -> list[tuple[str, str]]:

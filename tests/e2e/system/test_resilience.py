@@ -11,7 +11,13 @@ from atomic_gang_devstack import procs
 from atomic_gang_devstack.components.cloud import provisioner_env
 from tests.e2e.provisioner.harness import LEASES
 from tests.e2e.system.conftest import unique
-from tests.e2e.system.harness import LEASE, REPLICAS, System, sample_job
+from tests.e2e.system.harness import (
+    LEASE,
+    REPLICAS,
+    System,
+    assert_no_managed_instances_left,
+    sample_job,
+)
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -41,7 +47,7 @@ def test_controller_killed_during_acquisition_adopts_the_launched_set(
     )
     wait_for(lambda: _holder(system).startswith("crashy"), timeout=30, what="crashy leading")
     pool = unique("crash")
-    job = system.world.submit(sample_job("crash", namespace, pool=pool))
+    job = system.world.submit(sample_job("crash", namespace, pool=pool, keep_warm_ttl="2s"))
     wait_for(lambda: procs.exit_code(crashy) is not None, timeout=60, what="the crash")
     launched = system.world.live(pool)
     assert len(launched) == 4  # EC2 launched them; the status never recorded them
@@ -59,6 +65,7 @@ def test_controller_killed_during_acquisition_adopts_the_launched_set(
     ok = [c for c in system.controller_calls("RunInstances", pool) if c["outcome"] == "ok"]
     assert len(ok) >= 1
     assert {c["params"]["ClientToken"] for c in ok} == {ok[0]["params"]["ClientToken"]}
+    assert_no_managed_instances_left(system)
 
 
 def test_killing_the_leader_mid_acquisition_leaves_the_standby_to_finish(
@@ -70,7 +77,7 @@ def test_killing_the_leader_mid_acquisition_leaves_the_standby_to_finish(
     system.sim.set_boot_delay(6.0)  # the kill lands while the set is joining
     try:
         pool = unique("failover")
-        job = system.world.submit(sample_job("failover", namespace, pool=pool))
+        job = system.world.submit(sample_job("failover", namespace, pool=pool, keep_warm_ttl="2s"))
         system.world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
         system.kill(leader)
         wait_for(lambda: system.leader() == standby, timeout=20, what="the standby leading")
@@ -81,3 +88,4 @@ def test_killing_the_leader_mid_acquisition_leaves_the_standby_to_finish(
     assert (
         len([c for c in system.controller_calls("RunInstances", pool) if c["outcome"] == "ok"]) == 1
     )
+    assert_no_managed_instances_left(system)
