@@ -3,13 +3,18 @@ fleet mode across AZs, warm reuse."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
 import pytest
 
 from atomic_gang import keys
+from atomic_gang_provisioner.kube import KubeClient
+from atomic_gang_provisioner.resources import POOLS
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import System, condition, sample_job
 from tests.support.wait import wait_for
@@ -22,6 +27,64 @@ def _at(cond: dict[str, Any] | None) -> datetime:
     return datetime.fromisoformat(str(cond["lastTransitionTime"]).replace("Z", "+00:00"))
 
 
+class PhaseLog:
+    """Every phase one pool passes through, from a watch (a poll could miss a short
+    phase); ``<deleted>`` when the object goes."""
+
+    def __init__(self, kube: KubeClient, pool: str) -> None:
+        selector = f"metadata.name={pool}"
+        listing = kube.list(POOLS, field_selector=selector)
+        self.phases: list[str] = []
+        self._stream = kube.watch(
+            POOLS, resource_version=listing.resource_version, field_selector=selector
+        )
+        self._thread = threading.Thread(target=self._run, name="phase-log", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with contextlib.suppress(Exception):  # closing the stream ends the iteration
+            for ev in self._stream:
+                if ev["type"] == "DELETED":
+                    self._note("<deleted>")
+                elif ev["type"] in ("ADDED", "MODIFIED"):
+                    self._note(str((ev["object"].get("status") or {}).get("phase") or ""))
+
+    def _note(self, phase: str) -> None:
+        if phase and (not self.phases or self.phases[-1] != phase):
+            self.phases.append(phase)
+
+    def close(self) -> None:
+        self._stream.close()
+        self._thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def phase_log(kube: KubeClient, pool: str) -> Iterator[PhaseLog]:
+    log = PhaseLog(kube, pool)
+    try:
+        yield log
+    finally:
+        log.close()
+
+
+def in_order(seen: Sequence[str], *wanted: tuple[str, ...]) -> bool:
+    """``seen`` holds one of each group of ``wanted``, group after group."""
+    i = 0
+    for group in wanted:
+        while i < len(seen) and seen[i] not in group:
+            i += 1
+        if i == len(seen):
+            return False
+        i += 1
+    return True
+
+
+def test_in_order() -> None:
+    assert in_order(["Satisfied", "KeepWarm", "Releasing", "Idle"], ("KeepWarm",), ("Releasing",))
+    assert not in_order(["Releasing", "KeepWarm", "Idle"], ("KeepWarm",), ("Releasing",))
+    assert not in_order(["KeepWarm", "Idle"], ("KeepWarm",), ("Releasing",), ("Idle",))
+
+
 def _admitted(system: System, job: dict[str, Any]) -> dict[str, Any]:
     def probe() -> dict[str, Any] | None:
         wl = system.world.workload(job)
@@ -32,6 +95,15 @@ def _admitted(system: System, job: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_sample_job_end_to_end(system: System, namespace: str) -> None:
     pool = unique("pretrain")
+    with phase_log(system.kube, pool) as phases:
+        _sample_job_end_to_end(system, namespace, pool)
+    # Issue 6 scenario 1: the pool goes KeepWarm, then Releasing, then Idle (or away).
+    assert in_order(
+        phases.phases, ("Satisfied",), ("KeepWarm",), ("Releasing",), ("Idle", "<deleted>")
+    ), phases.phases
+
+
+def _sample_job_end_to_end(system: System, namespace: str, pool: str) -> None:
     spec = sample_job("allreduce-pretrain", namespace, pool=pool, keep_warm_ttl="4s")
     assert "job.batch/allreduce-pretrain created" in system.kubectl.apply(spec).stdout
     job = system.job(spec)
