@@ -4,13 +4,17 @@ The image's venv is built exactly by the Dockerfile's RUN lines (see
 replay.py), then: ``pip check`` finds nothing but the other service's
 dependencies missing, ``--help`` works, bad settings exit 2 (fail closed),
 and a real start serves: the webhook over TLS, the controller against the
-local control plane.
+local control plane. The real start runs as in the pod: the runtime stage's
+ENV, cwd and HOME at the image root (UID 65532 has no passwd entry, so HOME is
+``/``), TMPDIR on a scratch dir (the chart's ``/tmp`` emptyDir), and nothing
+under the image root may change: the read-only root filesystem, checked.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import ssl
 import subprocess
@@ -34,6 +38,7 @@ from tests.support.wait import wait_for
 from tests.support.webhook_proc import free_port
 
 pytestmark = pytest.mark.e2e
+Snapshot = dict[str, tuple[int, int, int]]  # path under the root -> (mode, size, mtime_ns)
 CRD = REPO_ROOT / "charts/atomic-gang-provisioner/crds/gangnodepools.atomic-gang.k8s.aws.yaml"
 SETTINGS = {
     "clusterName": "replay",
@@ -59,6 +64,30 @@ def _service(image: Path) -> str:
 def _clean_env(**extra: str) -> dict[str, str]:
     keep = {k: v for k, v in os.environ.items() if k in ("HOME", "LANG", "PATH")}
     return {**keep, **extra}
+
+
+def _pod_env(image: Path, scratch: Path, **extra: str) -> dict[str, str]:
+    """The runtime stage's ENV (but PATH), HOME at the image's ``/``, TMPDIR on the emptyDir."""
+    runtime: dict[str, str] = {}
+    for env in dockerfile(_service(image)).stage("runtime").all("ENV"):
+        runtime |= dict(pair.partition("=")[::2] for pair in shlex.split(env))
+    runtime.pop("PATH")
+    return {**_clean_env(**extra), **runtime, "HOME": str(image), "TMPDIR": str(scratch)}
+
+
+def _snapshot(root: Path) -> Snapshot:
+    out: Snapshot = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in (*dirnames, *filenames):
+            path = Path(dirpath) / name
+            st = path.lstat()
+            out[str(path.relative_to(root))] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _changes(before: Snapshot, after: Snapshot) -> list[str]:
+    paths = before.keys() | after.keys()
+    return sorted(p for p in paths if before.get(p) != after.get(p))
 
 
 def _run(image: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -111,20 +140,22 @@ def test_bad_settings_fail_closed_with_exit_2(image: Path, tmp_path: Path) -> No
 
 
 @contextmanager
-def _webhook(image: Path, tmp_path: Path, settings: Path) -> Iterator[httpx.Client]:
+def _webhook(image: Path, tmp_path: Path, settings: Path, scratch: Path) -> Iterator[httpx.Client]:
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1")
     cert.cert_chain_pems[0].write_to_path(str(tmp_path / "tls.crt"))
     cert.private_key_pem.write_to_path(str(tmp_path / "tls.key"))
     port = free_port()
     exe = image / "opt" / "venv" / "bin" / "atomic-gang-webhook"
-    env = _clean_env(
+    env = _pod_env(
+        image,
+        scratch,
         ATOMIC_GANG_WEBHOOK_HOST="127.0.0.1",
         ATOMIC_GANG_WEBHOOK_PORT=str(port),
         ATOMIC_GANG_WEBHOOK_CERT_FILE=str(tmp_path / "tls.crt"),
         ATOMIC_GANG_WEBHOOK_KEY_FILE=str(tmp_path / "tls.key"),
     )
-    proc = subprocess.Popen([str(exe), "--config", str(settings)], env=env)
+    proc = subprocess.Popen([str(exe), "--config", str(settings)], env=env, cwd=image)
     try:
         verify = ssl.create_default_context(cafile=str(_ca(ca, tmp_path)))
         with httpx.Client(base_url=f"https://127.0.0.1:{port}", verify=verify) as c:
@@ -151,30 +182,39 @@ def _probe_ok(client: httpx.Client, path: str) -> bool:
 def test_real_start(image: Path, tmp_path: Path, local_stack: LocalStack) -> None:
     settings = tmp_path / "settings.yaml"
     settings.write_text(yaml.safe_dump(SETTINGS))
+    scratch = tmp_path / "emptydir-tmp"
+    scratch.mkdir()
+    before = _snapshot(image)
+    assert "opt/venv/bin/python" in before
+
     if _service(image) == "webhook":
-        with _webhook(image, tmp_path, settings) as client:
+        with _webhook(image, tmp_path, settings, scratch) as client:
             wait_for(lambda: _probe_ok(client, "/readyz"), timeout=30, what="webhook /readyz")
             bad = gang_job(annotations={"atomic-gang.k8s.aws/count": "many"})
             review = client.post("/validate/batch/v1/job", content=body(bad)).json()
             assert review["response"]["allowed"] is False
-        return
-    _controller_start(image, settings, local_stack)
+    else:
+        _controller_start(image, settings, local_stack, scratch)
+
+    assert _changes(before, _snapshot(image)) == [], "a read-only root filesystem would refuse"
 
 
-def _controller_start(image: Path, settings: Path, local_stack: LocalStack) -> None:
+def _controller_start(image: Path, settings: Path, local_stack: LocalStack, scratch: Path) -> None:
     kube = local_stack.kube
     if kube.run("get", "crd", "gangnodepools.atomic-gang.k8s.aws", check=False).returncode:
         kube.run("create", "-f", str(CRD))
     port = free_port()
     exe = image / "opt" / "venv" / "bin" / "atomic-gang-provisioner"
-    env = _clean_env(
+    env = _pod_env(
+        image,
+        scratch,
         ATOMIC_GANG_PROVISIONER_KUBECONFIG=str(local_stack.ctx.admin_kubeconfig()),
         ATOMIC_GANG_PROVISIONER_HTTP_HOST="127.0.0.1",
         ATOMIC_GANG_PROVISIONER_HTTP_PORT=str(port),
         AWS_ACCESS_KEY_ID="replay",
         AWS_SECRET_ACCESS_KEY="replay",
     )
-    proc = subprocess.Popen([str(exe), "--config", str(settings)], env=env)
+    proc = subprocess.Popen([str(exe), "--config", str(settings)], env=env, cwd=image)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
             wait_for(lambda: _probe_ok(client, "/readyz"), timeout=60, what="controller /readyz")
