@@ -10,7 +10,9 @@ moto (5.2) evaluates identity policies with *no* condition context, so every
 * DeleteNetworkInterface is authorised against the ENI's ARN;
 * RunInstances/CreateFleet also need ``iam:PassRole`` on each role of the
   instance profile they pass (directly or via the launch template), with
-  ``iam:PassedToService = ec2.amazonaws.com``.
+  ``iam:PassedToService = ec2.amazonaws.com``; so does AddRoleToInstanceProfile
+  for the role it adds (as AWS documents);
+* the instance-profile actions are authorised against the profile's ARN.
 * body-less REST calls (EKS) are signed over an empty body, as botocore does.
 Other condition keys still pass unchecked (moto's behaviour), and moto only
 knows the ``StringEquals`` operator; any other operator is ignored.
@@ -32,6 +34,9 @@ ABSENT = "\x00absent"
 _ORIGINAL = IAMRequestBase.check_action_permitted
 _CREATE_REQUEST = IAMRequestBase._create_aws_request
 ARN_RESOURCES = {"ec2:DeleteNetworkInterface": ("NetworkInterfaceId", "network-interface")}
+PROFILE_ACTIONS = frozenset(
+    {"iam:CreateInstanceProfile", "iam:AddRoleToInstanceProfile", "iam:GetInstanceProfile"}
+)
 
 
 class ConditionContext(dict[str, str]):
@@ -99,6 +104,8 @@ def _resource(req: Any, params: dict[str, str], resource: str) -> str:
     found = ARN_RESOURCES.get(req._action)
     if found and params.get(found[0]):
         return f"arn:aws:ec2:{req._region}:{req.account_id}:{found[1]}/{params[found[0]]}"
+    if req._action in PROFILE_ACTIONS and params.get("InstanceProfileName"):
+        return f"arn:aws:iam::{req.account_id}:instance-profile/{params['InstanceProfileName']}"
     return resource
 
 
@@ -123,6 +130,12 @@ def passed_roles(req: Any, params: dict[str, str]) -> list[str]:
     return roles
 
 
+def _passed(req: Any, params: dict[str, str]) -> list[str]:
+    if req._action == "iam:AddRoleToInstanceProfile":
+        return [f"arn:aws:iam::{req.account_id}:role/{params.get('RoleName', '')}"]
+    return passed_roles(req, params)
+
+
 def create_aws_request(self: Any) -> Any:
     """moto signs a body-less REST request (EKS GETs) over its parsed parameters,
     so every EKS call fails SignatureDoesNotMatch once IAM is enforced."""
@@ -139,9 +152,9 @@ def check_action_permitted(self: Any, resource: str) -> None:
     context = ConditionContext(_compute(self, params))
     if not _permitted(self, self._action, _resource(self, params, resource), context):
         self._raise_access_denied()
-    if self._action in ("ec2:RunInstances", "ec2:CreateFleet"):
+    if self._action in ("ec2:RunInstances", "ec2:CreateFleet", "iam:AddRoleToInstanceProfile"):
         passed = {"iam:PassedToService": "ec2.amazonaws.com"}
-        for role in passed_roles(self, params):
+        for role in _passed(self, params):
             if not _permitted(self, "iam:PassRole", role, passed):
                 self._action = "iam:PassRole"
                 self._raise_access_denied()

@@ -70,7 +70,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     cloud = Ec2Provider(
         clients=make_clients(region=settings.defaults.region),
-        config=EngineConfig(cluster=settings.clusterName, eni_wait_seconds=server.eni_wait_seconds),
+        config=EngineConfig(
+            cluster=settings.clusterName,
+            eni_wait_seconds=server.eni_wait_seconds,
+            self_manage_instance_profile=settings.iam.selfManageInstanceProfile,
+        ),
     )
     manager = Manager(settings=settings, server=server, client=client, cloud=cloud, metrics=metrics)
     http = serve(

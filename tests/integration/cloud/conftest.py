@@ -121,6 +121,7 @@ def make_provider(clients: AwsClients, clock: FakeClock) -> Factory:
             cluster=CLUSTER,
             backoff=Backoff(max_attempts=4, base_seconds=0.5, cap_seconds=4, rng=random.Random(3)),
             eni_wait_seconds=overrides.pop("eni_wait_seconds", 20.0),
+            self_manage_instance_profile=overrides.pop("self_manage_instance_profile", False),
         )
         return Ec2Provider(
             clients=overrides.pop("clients", clients),

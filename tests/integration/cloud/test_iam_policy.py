@@ -31,6 +31,7 @@ from atomic_gang_provisioner.cloud.aws import Ec2Provider, make_clients
 from tests.integration.cloud.conftest import REGION, TYPE, backend, live
 
 POLICY = Path(__file__).parents[3] / "docs" / "iam" / "controller-policy.json"
+SELF_MANAGED = POLICY.with_name("self-managed-instance-profile.json")
 DENIED = ("AccessDenied", "UnauthorizedOperation", "AccessDeniedException")
 T = TypeVar("T")
 Spec = Callable[..., GangSpec]
@@ -57,20 +58,35 @@ class Keyed:
         )
 
 
+Controller = Callable[..., tuple[Ec2Provider, Keyed]]
+
+
 @pytest.fixture
-def controller(
+def make_controller(
     admin: dict[str, Any], session: Any, world: World, make_provider: Callable[..., Ec2Provider]
-) -> tuple[Ec2Provider, Keyed]:
-    iam = admin["iam"]
-    iam.create_user(UserName="atomic-gang-controller")
-    iam.put_user_policy(
-        UserName="atomic-gang-controller",
-        PolicyName="controller",
-        PolicyDocument=POLICY.read_text(),
-    )
-    key = iam.create_access_key(UserName="atomic-gang-controller")["AccessKey"]
-    keyed = Keyed(session, key)
-    return make_provider(clients=make_clients(region=REGION, session=keyed)), keyed
+) -> Controller:
+    """An engine signing as a user that holds exactly the given policy files."""
+
+    def build(*policies: Path, **engine: Any) -> tuple[Ec2Provider, Keyed]:
+        iam = admin["iam"]
+        iam.create_user(UserName="atomic-gang-controller")
+        for n, path in enumerate(policies):
+            iam.put_user_policy(
+                UserName="atomic-gang-controller",
+                PolicyName=f"controller-{n}",
+                PolicyDocument=path.read_text(),
+            )
+        key = iam.create_access_key(UserName="atomic-gang-controller")["AccessKey"]
+        keyed = Keyed(session, key)
+        clients = make_clients(region=REGION, session=keyed)
+        return make_provider(clients=clients, **engine), keyed
+
+    return build
+
+
+@pytest.fixture
+def controller(make_controller: Controller) -> tuple[Ec2Provider, Keyed]:
+    return make_controller(POLICY)
 
 
 def denied_calls(fake: FakeAws) -> list[dict[str, Any]]:
@@ -193,6 +209,60 @@ def test_passing_a_role_outside_the_policy_is_denied(
     assert isinstance(result, PermanentFailure)
     assert result.code in DENIED
     assert "iam:PassRole" in result.message
+    assert live() == []
+
+
+def _drop_profile(admin: dict[str, Any], world: World) -> None:
+    iam = admin["iam"]
+    name = world.instance_profile
+    iam.remove_role_from_instance_profile(InstanceProfileName=name, RoleName="eks-gang-node-role")
+    iam.delete_instance_profile(InstanceProfileName=name)
+
+
+def test_self_managed_instance_profile_is_allowed_by_its_statement(
+    make_controller: Controller, admin: dict[str, Any], make_spec: Spec, fake: FakeAws, world: World
+) -> None:
+    _drop_profile(admin, world)
+    admin["iam"].create_role(RoleName="admin-role", AssumeRolePolicyDocument=TRUST)
+    admin["iam"].create_instance_profile(InstanceProfileName="atomic-gang-instance-profile-x")
+    engine, keyed = make_controller(POLICY, SELF_MANAGED, self_manage_instance_profile=True)
+    iam = keyed.client("iam")
+
+    def create_then_stray() -> list[str]:
+        result = engine.acquire(AcquireRequest(spec=make_spec(count=2), generation=0))
+        assert isinstance(result, Launched), result
+        codes = []
+        with pytest.raises(ClientError) as err:  # the statement is scoped to our prefix
+            iam.create_instance_profile(InstanceProfileName="someone-elses-profile")
+        codes.append(str(err.value.response["Error"]["Code"]))
+        with pytest.raises(ClientError) as err:  # iam:PassRole covers the node role only
+            iam.add_role_to_instance_profile(
+                InstanceProfileName="atomic-gang-instance-profile-x", RoleName="admin-role"
+            )
+        codes.append(str(err.value.response["Error"]["Code"]))
+        return codes
+
+    assert all(code in DENIED for code in enforced(create_then_stray))
+    assert [c["action"] for c in denied_calls(fake)] == [
+        "CreateInstanceProfile",
+        "AddRoleToInstanceProfile",
+    ]
+    assert {"CreateInstanceProfile", "AddRoleToInstanceProfile"} <= {
+        c["action"] for c in fake.calls() if c["outcome"] == "ok"
+    }
+    prof = admin["iam"].get_instance_profile(InstanceProfileName=world.instance_profile)
+    assert [r["Arn"] for r in prof["InstanceProfile"]["Roles"]] == [world.node_role_arn]
+
+
+def test_self_managing_without_its_statement_is_denied(
+    make_controller: Controller, admin: dict[str, Any], make_spec: Spec, world: World
+) -> None:
+    _drop_profile(admin, world)
+    engine, _ = make_controller(POLICY, self_manage_instance_profile=True)
+    result = enforced(lambda: engine.acquire(AcquireRequest(spec=make_spec(), generation=0)))
+    assert isinstance(result, PermanentFailure)
+    assert result.code in DENIED
+    assert "iam:CreateInstanceProfile" in result.message
     assert live() == []
 
 

@@ -88,8 +88,10 @@ _HINTS: Final[dict[str, str]] = {
     IDEMPOTENCY_MISMATCH: "the launch inputs changed within one generation; it will be retried",
     "InstanceProfileNotFound": (
         "create the instance profile atomic-gang-instance-profile-<cluster>-<role-name>"
-        " holding the node role (see the README's prerequisites)"
+        " holding the node role (see the README's prerequisites), or set"
+        " iam.selfManageInstanceProfile and grant docs/iam/self-managed-instance-profile.json"
     ),
+    "InstanceProfileNotYetVisible": "IAM is eventually consistent; it will be retried",
     "InstanceProfileRoleMismatch": "add the node role to the convention-named instance profile",
     "NoPlacement": "the cluster has no subnet in the requested AZs; check the AZ annotations",
     "CapacityReservationMismatch": (

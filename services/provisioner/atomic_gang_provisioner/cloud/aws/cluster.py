@@ -3,8 +3,9 @@
 Join parameters and the cluster security group come from eks:DescribeCluster;
 AZ→subnet placement from ec2:DescribeSubnets; the AMI from the EKS-optimized
 AL2023 SSM parameter; the architecture from ec2:DescribeInstanceTypes; the
-instance profile is verified with iam:GetInstanceProfile. Caching keeps a warm
-acquisition at one launch call plus the adoption read.
+instance profile is verified with iam:GetInstanceProfile (and, with
+``iam.selfManageInstanceProfile``, created with the node role when missing).
+Caching keeps a warm acquisition at one launch call plus the adoption read.
 """
 
 from __future__ import annotations
@@ -51,8 +52,10 @@ class Resolver:
         cluster: str,
         monotonic: Callable[[], float],
         ttl_seconds: float,
+        self_manage_profile: bool = False,
     ) -> None:
         self._c = clients
+        self._self_manage = self_manage_profile
         self._call = caller.call
         self._cluster = cluster
         self._now = monotonic
@@ -147,15 +150,12 @@ class Resolver:
         return self._cached(("profile", name, spec.node_role_arn), lambda: self._verify(name, spec))
 
     def _verify(self, name: str, spec: GangSpec) -> str:
-        try:
-            prof = self._call(self._c.iam, "get_instance_profile", InstanceProfileName=name)
-        except CloudError as err:
-            if err.kind == "not_found":
-                raise CloudError(
-                    "InstanceProfileNotFound", f"instance profile {name} does not exist"
-                ) from err
-            raise
-        roles = prof["InstanceProfile"].get("Roles", [])
+        prof = self._get_profile(name)
+        if self._self_manage and (prof is None or not prof.get("Roles")):
+            prof = self._provision_profile(name, spec, exists=prof is not None)
+        if prof is None:
+            raise CloudError("InstanceProfileNotFound", f"instance profile {name} does not exist")
+        roles = prof.get("Roles", [])
         want = patterns.role_name(spec.node_role_arn)
         if not any(r.get("Arn") == spec.node_role_arn or r.get("RoleName") == want for r in roles):
             held = ", ".join(r.get("Arn", "?") for r in roles) or "no role"
@@ -164,6 +164,45 @@ class Resolver:
                 f"instance profile {name} holds {held}, not {spec.node_role_arn}",
             )
         return name
+
+    def _get_profile(self, name: str) -> dict[str, Any] | None:
+        try:
+            prof = self._call(self._c.iam, "get_instance_profile", InstanceProfileName=name)
+        except CloudError as err:
+            if err.kind == "not_found":
+                return None
+            raise
+        found: dict[str, Any] = prof["InstanceProfile"]
+        return found
+
+    def _provision_profile(self, name: str, spec: GangSpec, *, exists: bool) -> dict[str, Any]:
+        """Create the profile (if missing) and add the node role (if it holds none).
+
+        Another replica may race us: "already exists" and "already holds a role"
+        are fine, the final read decides. IAM is eventually consistent, so a
+        profile not yet readable after its creation is a retryable error.
+        """
+        iam = self._c.iam
+        if not exists:
+            try:
+                self._call(iam, "create_instance_profile", InstanceProfileName=name)
+            except CloudError as err:
+                if err.code != "EntityAlreadyExists":
+                    raise
+        role = patterns.role_name(spec.node_role_arn)
+        try:
+            self._call(iam, "add_role_to_instance_profile", InstanceProfileName=name, RoleName=role)
+        except CloudError as err:
+            if err.code != "LimitExceeded":
+                raise
+        prof = self._get_profile(name)
+        if prof is None:
+            raise CloudError(
+                "InstanceProfileNotYetVisible",
+                f"created {name}; IAM does not show it yet",
+                http_status=503,
+            )
+        return prof
 
 
 @dataclass(frozen=True, slots=True)

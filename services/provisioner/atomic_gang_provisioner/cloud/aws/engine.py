@@ -44,6 +44,8 @@ class EngineConfig:
     cache_ttl_seconds: float = 600.0
     eni_wait_seconds: float = 60.0
     eni_poll_seconds: float = 2.0
+    # iam.selfManageInstanceProfile: create the convention-named profile when missing.
+    self_manage_instance_profile: bool = False
 
 
 def _utcnow() -> datetime:
@@ -70,6 +72,7 @@ class Ec2Provider:
             cluster=config.cluster,
             monotonic=monotonic,
             ttl_seconds=config.cache_ttl_seconds,
+            self_manage_profile=config.self_manage_instance_profile,
         )
         self._templates = Templates(clients=clients, caller=self._caller)
         self._inv = Inventory(clients=clients, caller=self._caller, cluster=config.cluster)
