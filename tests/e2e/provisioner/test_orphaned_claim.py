@@ -39,7 +39,11 @@ def test_a_workload_deleted_while_down_releases_its_claim(
             pool, lambda q: q.spec.claim is None, timeout=90, what="the orphaned claim released"
         )
         assert released.metadata["uid"] == p.metadata["uid"]
-        assert "released the claim of a deleted Workload" in reps.log("after")
+        wait_for(  # logged just after the patch the test saw: no read-once race
+            lambda: "released the claim of a deleted Workload" in reps.log("after"),
+            timeout=15,
+            what="the orphaned-claim release logged",
+        )
         world.kube.delete(POOLS, pool)
         wait_for(lambda: world.pool(pool) is None, timeout=60, what="the pool finalized")
         assert world.live(pool) == []
