@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_devstack.components import default_components
-from atomic_gang_devstack.components.simulated import CapacityFile, env_file_text
+from atomic_gang_devstack.components.simulated import CapacityFile, FakeAwsSetup, env_file_text
 from atomic_gang_devstack.stack import waves
 from atomic_gang_devstack.state import StackOptions
 
@@ -62,3 +62,25 @@ def test_the_full_dev_stack_starts_simulator_after_kwok_and_fakeaws(tmp_path: Pa
     level = {n: i for i, w in enumerate(ws) for n in w}
     assert level["nodesim"] > max(level["kwok"], level["fakeaws"])
     assert level["fakeaws-setup"] > level["fakeaws"]
+
+
+class EnvCtx:
+    """What ``FakeAwsSetup`` reads from a Context: its options and the fakeaws port."""
+
+    def __init__(self, options: StackOptions) -> None:
+        self.options = options
+
+    def port(self, key: str) -> int:
+        assert key == "fakeaws"
+        return 4566
+
+
+def test_setup_writes_aws_env_and_down_removes_it(tmp_path: Path) -> None:
+    out = tmp_path / "dev" / "aws.env"
+    ctx = EnvCtx(StackOptions(state_dir=tmp_path, cloud=True, aws_env_out=out))
+    FakeAwsSetup().start(ctx)  # type: ignore[arg-type]
+    text = out.read_text()
+    assert "export AWS_ENDPOINT_URL=http://127.0.0.1:4566\n" in text
+    assert "export AWS_DEFAULT_REGION=us-east-1\n" in text
+    FakeAwsSetup().stop(ctx)  # type: ignore[arg-type]
+    assert not out.exists()
