@@ -20,7 +20,7 @@ from atomic_gang.settings import GangSettings, SettingsError, load_settings
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.httpserver import serve
-from atomic_gang_provisioner.kube import KubeClient
+from atomic_gang_provisioner.kube import KubeClient, KubeConfigError
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 
@@ -55,6 +55,20 @@ def load(argv: list[str] | None) -> tuple[argparse.Namespace, ServerSettings, Ga
     return args, server, settings
 
 
+def _kube_client(server: ServerSettings) -> KubeClient:
+    """ATOMIC_GANG_PROVISIONER_KUBECONFIG, then $KUBECONFIG, then in-cluster; exit 2 if none."""
+    try:
+        if server.kubeconfig or os.environ.get("KUBECONFIG"):
+            return KubeClient.from_kubeconfig(server.kubeconfig or None)
+        return KubeClient.in_cluster()
+    except KubeConfigError as exc:
+        sys.stderr.write(
+            f"atomic-gang-provisioner: {exc} (set ATOMIC_GANG_PROVISIONER_KUBECONFIG, "
+            "or run in a pod with a ServiceAccount)\n"
+        )
+        sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         args, server, settings = load(argv)
@@ -63,11 +77,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     logs.configure(server.log_level)
     metrics = ProvisionerMetrics.create()
-    client = (
-        KubeClient.from_kubeconfig(server.kubeconfig or None)
-        if server.kubeconfig or os.environ.get("KUBECONFIG")
-        else KubeClient.in_cluster()
-    )
+    client = _kube_client(server)
     cloud = Ec2Provider(
         clients=make_clients(region=settings.defaults.region),
         config=EngineConfig(

@@ -96,3 +96,21 @@ def test_bad_server_env_exit_2(tmp_path: Path, env: dict[str, str], needle: str)
     assert result.returncode == 2, result.stderr
     assert "ATOMIC_GANG_PROVISIONER_" in result.stderr
     assert needle in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        pytest.param({"ATOMIC_GANG_PROVISIONER_KUBECONFIG": "absent"}, "kubeconfig", id="absent"),
+        pytest.param({"KUBECONFIG": ""}, "not running in a cluster", id="no-cluster"),
+    ],
+)
+def test_no_usable_kube_config_exits_2(tmp_path: Path, extra: dict[str, str], needle: str) -> None:
+    env = {"ATOMIC_GANG_CONFIG": _config(tmp_path, VALID), **extra}
+    if "ATOMIC_GANG_PROVISIONER_KUBECONFIG" in env:
+        env["ATOMIC_GANG_PROVISIONER_KUBECONFIG"] = str(tmp_path / "absent.kubeconfig")
+    result = _start(env)
+    assert result.returncode == 2, result.stderr
+    assert needle in result.stderr
+    assert "ATOMIC_GANG_PROVISIONER_KUBECONFIG" in result.stderr
+    assert "Traceback" not in result.stderr

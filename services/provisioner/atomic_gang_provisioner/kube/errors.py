@@ -119,3 +119,7 @@ def error_from_response(status: int, data: bytes) -> KubeError:
         decoded if isinstance(decoded, dict) else {"message": data[:500].decode(errors="replace")}
     )
     return error_from_status(status, body)
+
+
+class KubeConfigError(Exception):
+    """No usable kubeconfig or in-cluster configuration (a start-up error, not a call)."""

@@ -21,7 +21,11 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from atomic_gang_provisioner.kube.errors import TransportError, error_from_response
+from atomic_gang_provisioner.kube.errors import (
+    KubeConfigError,
+    TransportError,
+    error_from_response,
+)
 
 Query = Sequence[tuple[str, str]]
 DEFAULT_TIMEOUT = 30.0
@@ -39,18 +43,26 @@ class Transport:
         cls, path: str | Path | None = None, *, context: str | None = None
     ) -> Transport:
         conf = k8s_client.Configuration()
-        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=None if path is None else str(path),
-            context=context,
-            client_configuration=conf,
-            persist_config=False,
-        )
+        try:
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=None if path is None else str(path),
+                context=context,
+                client_configuration=conf,
+                persist_config=False,
+            )
+        except (k8s_config.ConfigException, OSError, ValueError) as exc:
+            where = "$KUBECONFIG or ~/.kube/config" if path is None else str(path)
+            raise KubeConfigError(f"cannot load kubeconfig {where}: {exc}") from exc
         return cls._from_configuration(conf)
 
     @classmethod
     def in_cluster(cls) -> Transport:
         conf = k8s_client.Configuration()
-        k8s_config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
+        try:
+            k8s_config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
+        except (k8s_config.ConfigException, OSError) as exc:
+            msg = f"not running in a cluster and no kubeconfig given: {exc}"
+            raise KubeConfigError(msg) from exc
         return cls._from_configuration(conf)
 
     @classmethod
