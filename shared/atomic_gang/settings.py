@@ -8,6 +8,9 @@ mount its values as a ConfigMap. Environment variables (``ATOMIC_GANG_`` prefix,
 
 from __future__ import annotations
 
+import difflib
+import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -184,3 +187,22 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> GangSetti
         return GangSettings(**data)
     except ValidationError as exc:
         raise SettingsError(_format_validation_error(exc, source)) from exc
+
+
+def check_env_names(
+    prefix: str, fields: Iterable[str], environ: Mapping[str, str] | None = None
+) -> None:
+    """Reject ``<prefix>X`` variables that name no field: pydantic-settings ignores them
+    even with ``extra="forbid"``, and a typo must never be ignored silently."""
+    known = {f.upper() for f in fields}
+    env = os.environ if environ is None else environ
+    bad = sorted(n for n in env if n.startswith(prefix) and n[len(prefix) :] not in known)
+    if not bad:
+        return
+    lines = []
+    for name in bad:
+        near = difflib.get_close_matches(name[len(prefix) :], sorted(known), n=1)
+        hint = f" (did you mean {prefix}{near[0]}?)" if near else ""
+        lines.append(f"  {name}: unknown setting{hint}")
+    valid = ", ".join(prefix + f for f in sorted(known))
+    raise SettingsError("unknown environment variables:\n" + "\n".join(lines) + f"\nknown: {valid}")

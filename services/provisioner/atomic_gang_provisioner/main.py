@@ -16,7 +16,7 @@ import threading
 from pydantic import ValidationError
 
 from atomic_gang import logs
-from atomic_gang.settings import GangSettings, SettingsError, load_settings
+from atomic_gang.settings import GangSettings, SettingsError, check_env_names, load_settings
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.httpserver import serve
@@ -47,6 +47,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 def load(argv: list[str] | None) -> tuple[argparse.Namespace, ServerSettings, GangSettings]:
     args = _args(argv)
     try:
+        check_env_names("ATOMIC_GANG_PROVISIONER_", ServerSettings.model_fields)
         server = ServerSettings()
     except ValidationError as exc:
         raise SettingsError(f"invalid ATOMIC_GANG_PROVISIONER_* settings: {exc}") from exc

@@ -15,7 +15,7 @@ import uvicorn
 from pydantic import ValidationError
 
 from atomic_gang import logs
-from atomic_gang.settings import GangSettings, SettingsError, load_settings
+from atomic_gang.settings import GangSettings, SettingsError, check_env_names, load_settings
 from atomic_gang_webhook.app import AppState, create_app
 from atomic_gang_webhook.config import ServerSettings
 from atomic_gang_webhook.tls import ReloadingCertificate, not_after
@@ -42,6 +42,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 def load(argv: list[str] | None) -> tuple[ServerSettings, GangSettings]:
     args = _parse_args(argv)
     try:
+        check_env_names("ATOMIC_GANG_WEBHOOK_", ServerSettings.model_fields)
         server = ServerSettings()
         if args.port:
             server = server.model_copy(update={"port": args.port})

@@ -114,3 +114,14 @@ def test_no_usable_kube_config_exits_2(tmp_path: Path, extra: dict[str, str], ne
     assert needle in result.stderr
     assert "ATOMIC_GANG_PROVISIONER_KUBECONFIG" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_misspelt_env_variable_is_not_ignored(tmp_path: Path) -> None:
+    result = _start(
+        {
+            "ATOMIC_GANG_CONFIG": _config(tmp_path, VALID),
+            "ATOMIC_GANG_PROVISIONER_KUBECONFG": "/x",
+        }
+    )
+    assert result.returncode == 2, result.stderr
+    assert "did you mean ATOMIC_GANG_PROVISIONER_KUBECONFIG" in result.stderr

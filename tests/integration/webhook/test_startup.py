@@ -60,3 +60,11 @@ def test_missing_certificate_exit_2(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "TLS" in result.stderr
+
+
+def test_a_misspelt_env_variable_is_not_ignored(tmp_path: Path) -> None:
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("defaults: {region: us-east-1}\n")
+    result = _start({"ATOMIC_GANG_CONFIG": str(cfg), "ATOMIC_GANG_WEBHOOK_CERTFILE": "/x"})
+    assert result.returncode == 2
+    assert "did you mean ATOMIC_GANG_WEBHOOK_CERT_FILE" in result.stderr

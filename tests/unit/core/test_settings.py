@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from atomic_gang import GoDuration, load_settings
-from atomic_gang.settings import SettingsError
+from atomic_gang.settings import SettingsError, check_env_names
 
 ISSUE_EXAMPLE = """\
 clusterName: my-eks-cluster
@@ -81,3 +81,14 @@ def test_require_names_missing_fields() -> None:
 def test_missing_file_is_a_settings_error(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="cannot read"):
         load_settings(tmp_path / "absent.yaml")
+
+
+def test_unknown_server_env_variables_are_named_with_a_suggestion() -> None:
+    env = {"ATOMIC_GANG_X_PORT": "1", "ATOMIC_GANG_X_PROT": "2", "OTHER": "3"}
+    with pytest.raises(SettingsError) as info:
+        check_env_names("ATOMIC_GANG_X_", ["port", "host"], env)
+    text = str(info.value)
+    assert "ATOMIC_GANG_X_PROT: unknown setting (did you mean ATOMIC_GANG_X_PORT?)" in text
+    assert "ATOMIC_GANG_X_PORT:" not in text
+    assert "OTHER" not in text
+    check_env_names("ATOMIC_GANG_X_", ["port"], {"ATOMIC_GANG_X_PORT": "1"})  # known: fine
