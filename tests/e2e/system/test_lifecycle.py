@@ -16,7 +16,14 @@ from atomic_gang import keys
 from atomic_gang_provisioner.kube import KubeClient
 from atomic_gang_provisioner.resources import POOLS
 from tests.e2e.system.conftest import unique
-from tests.e2e.system.harness import System, condition, sample_job
+from tests.e2e.system.harness import (
+    System,
+    admitted_only_on_full_gang,
+    assert_no_managed_instances_left,
+    assert_warm_reuse_fast,
+    condition,
+    sample_job,
+)
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -95,7 +102,10 @@ def _admitted(system: System, job: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_sample_job_end_to_end(system: System, namespace: str) -> None:
     pool = unique("pretrain")
-    with phase_log(system.kube, pool) as phases:
+    with (
+        phase_log(system.kube, pool) as phases,
+        admitted_only_on_full_gang(system, namespace, job="allreduce-pretrain", pool=pool),
+    ):
         _sample_job_end_to_end(system, namespace, pool)
     # Issue 6 scenario 1: the pool goes KeepWarm, then Releasing, then Idle (or away).
     assert in_order(
@@ -144,6 +154,7 @@ def _sample_job_end_to_end(system: System, namespace: str, pool: str) -> None:
         v for c in system.controller_calls("TerminateInstances") for v in c["params"].values()
     }
     assert set(pool_obj.status.instanceIds) <= terminated
+    assert_no_managed_instances_left(system)
 
 
 def test_fleet_mode_spans_zones_and_completes(system: System, namespace: str) -> None:
@@ -173,6 +184,7 @@ def test_fleet_mode_spans_zones_and_completes(system: System, namespace: str) ->
         assert system.controller_calls("RunInstances", pool) == []
         on = {p["spec"]["nodeName"] for p in system.pods(namespace)}
         assert on == set(system.gang_nodes(pool))
+        assert_no_managed_instances_left(system)
     finally:
         for zone in caps:
             system.fake.set_capacity(zone, "p5.48xlarge", None)
@@ -191,7 +203,9 @@ def test_warm_reuse_admits_the_next_job_without_a_launch(
     t0 = time.monotonic()
     second = system.world.submit(sample_job("second", namespace, pool=pool, keep_warm_ttl="2s"))
     _admitted(system, second)
-    record_property("warm_reuse_admission_seconds", round(time.monotonic() - t0, 2))
+    elapsed = time.monotonic() - t0
+    record_property("warm_reuse_admission_seconds", round(elapsed, 2))
+    assert_warm_reuse_fast(elapsed)
 
     later = [c for c in system.fake.calls()[before:] if c["caller"] == "testing"]
     assert not [c for c in later if c["action"] in ("RunInstances", "CreateFleet")]
@@ -201,3 +215,4 @@ def test_warm_reuse_admits_the_next_job_without_a_launch(
     assert {p["spec"]["nodeName"] for p in second_pods} == warm_nodes
     system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
     assert system.world.live(pool) == []
+    assert_no_managed_instances_left(system)
