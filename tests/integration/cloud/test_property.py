@@ -1,9 +1,12 @@
 """Random acquisitions, capacity changes, faults, lost answers and crashes.
 
 Invariants, after every step: never more than N live instances for one
-(pool, generation); every instance is tagged managed; nothing was launched
-without a ClientToken. At the end: release everything, run one reaper sweep,
-and no managed instance may remain.
+(pool, generation); every instance is tagged managed; every instance carries
+*our* ClientToken for its (pool, generation, AZ or fleet), not one botocore
+made up. At the end: pools still acquiring (a crash, a RetryLater) resume as
+a restarted controller would, everything is released, and no instance of any
+pool may be live *before* the reaper sweep; the sweep, given the real pool
+views, then leaves no managed instance.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from atomic_gang_provisioner.cloud import (
     Launched,
     ReleaseRequest,
     classify_for_reaping,
+    naming,
 )
 from atomic_gang_provisioner.cloud.aws import AwsClients, Ec2Provider, EngineConfig, make_clients
+from atomic_gang_provisioner.cloud.reaper import PoolView
 from atomic_gang_provisioner.cloud.retry import Backoff
 from tests.integration.cloud.conftest import CLUSTER, REGION, TYPE, FakeClock, backend, tags_of
 
@@ -71,6 +76,10 @@ class Pool:
     ids: tuple[str, ...] = ()
     fleets: tuple[str, ...] = ()
     enis: tuple[str, ...] = field(default_factory=tuple)
+    # The persisted status still says Acquiring at this generation (a crash, or a
+    # non-terminal result): a restarted controller re-acquires and adopts.
+    acquiring: bool = False
+    released: set[str] = field(default_factory=set)
 
 
 class GangMachine(RuleBasedStateMachine):
@@ -123,7 +132,11 @@ class GangMachine(RuleBasedStateMachine):
         if pool.ids:
             return
         result = self.engine.acquire(self.request(name))
+        pool.acquiring = not result.terminal
         if isinstance(result, Launched):
+            ids = set(result.instance_ids)
+            assert len(ids) == pool.count, result
+            assert ids <= {i.id for i in self.live()}, f"Launched reports dead ids: {result}"
             pool.ids = result.instance_ids
             pool.fleets = (result.fleet_id,) if result.fleet_id else ()
         if result.terminal:
@@ -133,8 +146,17 @@ class GangMachine(RuleBasedStateMachine):
     def acquire_then_crash(self, name: str) -> None:
         """EC2 answered, the controller died before persisting anything."""
         if not self.pools[name].ids:
+            self.pools[name].acquiring = True
             self.engine.acquire(self.request(name))
         self.engine = self.new_engine()
+
+    @rule(name=st.sampled_from(["runs", "fleet"]), times=st.integers(min_value=1, max_value=5))
+    def lost_launch_then_acquire_again(self, name: str, times: int) -> None:
+        """The launch call's answer is lost ``times`` times (4 exhaust the retry budget)."""
+        action = "CreateFleet" if self.pools[name].mode == "fleet" else "RunInstances"
+        self.fake.add_rule({"action": action, "effect": "lost_response", "times": times})
+        self.acquire(name)
+        self.acquire(name)
 
     @rule(zone=st.sampled_from(ZONES), slots=st.none() | st.integers(min_value=0, max_value=4))
     def set_capacity(self, zone: str, slots: int | None) -> None:
@@ -160,6 +182,7 @@ class GangMachine(RuleBasedStateMachine):
         )
         pool.enis = done.pending_enis
         if done.done:
+            pool.released.update(pool.ids)
             pool.ids, pool.fleets = (), ()
 
     @rule(seconds=st.sampled_from([1.0, 30.0, 600.0]))
@@ -182,22 +205,51 @@ class GangMachine(RuleBasedStateMachine):
             assert n <= self.pools[pool].count, f"{n} live instances for {pool} generation {gen}"
 
     @invariant()
-    def everything_is_managed_and_tokened(self) -> None:
+    def everything_is_managed_and_carries_our_token(self) -> None:
         for inst in backend().all_instances():
-            assert tags_of(inst.id).get(keys.MANAGED) == "true", inst.id
-            assert inst.client_token not in (None, "", "ABCDE"), inst.id
+            tags = tags_of(inst.id)
+            assert tags.get(keys.MANAGED) == "true", inst.id
+            pool = tags[keys.POOL]
+            zone = "fleet" if self.pools[pool].mode == "fleet" else inst.placement.zone
+            want = naming.client_token(pool=pool, generation=int(tags[keys.GENERATION]), zone=zone)
+            assert inst.client_token == want, (inst.id, inst.client_token, want)
+
+    @invariant()
+    def released_sets_stay_released(self) -> None:
+        for name, pool in self.pools.items():
+            back = pool.released & {i.id for i in self.live()}
+            assert not back, f"released instances of {name} are live: {sorted(back)}"
+
+    def finish(self) -> None:
+        """What a restarted controller does: resume acquiring pools, then release all."""
+        self.fake.clear_rules()
+        self.engine = self.new_engine()
+        for name, pool in self.pools.items():
+            for _ in range(5):
+                if not pool.acquiring or pool.ids:
+                    break
+                self.acquire(name)
+            for _ in range(5):
+                if not pool.ids:
+                    break
+                self.release(name)
+            assert not pool.ids, f"{name} could not be released"
 
     def teardown(self) -> None:
         try:
-            self.fake.clear_rules()
-            for pool in self.pools.values():
-                for _ in range(5):
-                    if not pool.ids:
-                        break
-                    self.release(next(n for n, p in self.pools.items() if p is pool))
+            self.finish()
+            left = [(i.id, tags_of(i.id).get(keys.POOL)) for i in self.live()]
+            assert left == [], f"live after every pool was released: {left}"
+            views = {
+                name: PoolView(generation=p.generation, instance_ids=frozenset(p.ids))
+                for name, p in self.pools.items()
+            }
             owned = self.engine.list_owned()
             reap = classify_for_reaping(
-                owned, now=self.clock.now(), pools={}, default_max_lifetime=GoDuration.of(hours=4)
+                owned,
+                now=self.clock.now(),
+                pools=views,
+                default_max_lifetime=GoDuration.of(hours=4),
             )
             self.engine.terminate([r.instance_id for r in reap])
             assert [i.id for i in self.live()] == []
@@ -207,8 +259,8 @@ class GangMachine(RuleBasedStateMachine):
 
 
 GangMachine.TestCase.settings = settings(
-    max_examples=10,
-    stateful_step_count=10,
+    max_examples=50,
+    stateful_step_count=15,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
