@@ -60,3 +60,9 @@ def test_a_pool_round_trips_through_yaml() -> None:
     pool = launched()
     again = GangNodePool.from_dict(yaml.safe_load(yaml.safe_dump(pool.to_dict())))
     assert again == pool
+
+
+def test_the_crd_carries_the_chart_standard_labels() -> None:
+    labels = crd()["metadata"]["labels"]
+    assert labels["app.kubernetes.io/name"] == "atomic-gang-provisioner"
+    assert labels["app.kubernetes.io/part-of"] == "atomic-gang-provisioner"

@@ -122,7 +122,16 @@ def crd() -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
+        "metadata": {
+            "name": f"{PLURAL}.{GROUP}",
+            # crds/ is not templated by helm: static labels, so that selectors on the
+            # chart's standard labels still find the CRD.
+            "labels": {
+                "app.kubernetes.io/name": "atomic-gang-provisioner",
+                "app.kubernetes.io/part-of": "atomic-gang-provisioner",
+                "app.kubernetes.io/component": "crd",
+            },
+        },
         "spec": {
             "group": GROUP,
             "scope": "Cluster",
