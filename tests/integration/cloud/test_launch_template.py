@@ -233,3 +233,29 @@ def test_reservation_outside_the_pools_zones_is_permanent(
     assert result.code == "CapacityReservationMismatch"
     assert "us-east-1c" in result.message
     assert fake.calls("RunInstances") == []
+
+
+TEMPLATE_CALLS = ("CreateLaunchTemplate", "DescribeLaunchTemplates", "CreateLaunchTemplateVersion")
+
+
+def template_calls(fake: FakeAws) -> list[tuple[str, str]]:
+    return [(c["action"], c["outcome"]) for c in fake.calls() if c["action"] in TEMPLATE_CALLS]
+
+
+def test_a_new_shape_costs_one_template_call_and_a_restart_reuses_it(
+    make_provider: Callable[..., Ec2Provider], make_spec: Spec, fake: FakeAws
+) -> None:
+    spec = make_spec(count=1)
+    assert isinstance(make_provider().acquire(AcquireRequest(spec=spec, generation=0)), Launched)
+    assert template_calls(fake) == [("CreateLaunchTemplate", "ok")]
+    fake.clear_calls()
+    # A restarted controller: the name is taken, so it reads the template back and,
+    # the data being the same, neither creates a version nor changes the default.
+    assert isinstance(make_provider().acquire(AcquireRequest(spec=spec, generation=1)), Launched)
+    assert template_calls(fake) == [
+        ("CreateLaunchTemplate", "error:InvalidLaunchTemplateName.AlreadyExistsException"),
+        ("DescribeLaunchTemplates", "ok"),
+    ]
+    assert fake.calls("ModifyLaunchTemplate") == []
+    (template,) = backend().launch_templates.values()
+    assert template.default_version_number == 1

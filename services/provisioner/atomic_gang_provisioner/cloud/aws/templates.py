@@ -1,5 +1,8 @@
 """Launch templates: one per pool shape, versions created, defaulted and pruned.
 
+A shape this process has not seen is created outright (a new pool costs one
+call); only when EC2 answers that the name exists is the template read back.
+
 The default version holds what the shape fixes (AMI, profile, cluster security
 group, IMDSv2, ownership tags); its VersionDescription carries a digest of that
 data, so a change (a new recommended AMI) makes a new default and the old
@@ -23,6 +26,7 @@ from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.errors import CloudError
 
 BASE_PREFIX = "base-"
+TEMPLATE_EXISTS = "InvalidLaunchTemplateName.AlreadyExistsException"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +55,32 @@ class Templates:
         """The template's default version, equal to ``data``; created or updated."""
         want = digest(data)
         ref = self._known.get(name)
+        if ref is None:
+            # Most often a new pool shape: create first (one call), and only read
+            # what exists when EC2 says the name is taken (a restart, another replica).
+            ref = self._create(name=name, data=data, tags=tags, want=want)
         if ref is None or ref.digest != want:
             ref = self._load_or_create(name=name, data=data, tags=tags, want=want)
-            self._known[name] = ref
+        self._known[name] = ref
         return ref
+
+    def _create(
+        self, *, name: str, data: dict[str, Any], tags: dict[str, str], want: str
+    ) -> TemplateRef | None:
+        """The template with ``data`` as version 1; None if the name exists already."""
+        try:
+            created = self._call(
+                "create_launch_template",
+                LaunchTemplateName=name,
+                VersionDescription=BASE_PREFIX + want,
+                LaunchTemplateData=data,
+                TagSpecifications=tag_specs(["launch-template"], tags),
+            )["LaunchTemplate"]
+        except CloudError as err:
+            if err.code != TEMPLATE_EXISTS:
+                raise
+            return None
+        return TemplateRef(created["LaunchTemplateId"], name, 1, want)
 
     def _load_or_create(
         self, *, name: str, data: dict[str, Any], tags: dict[str, str], want: str
@@ -64,14 +90,11 @@ class Templates:
         except CloudError as err:
             if err.kind != "not_found":
                 raise
-            created = self._call(
-                "create_launch_template",
-                LaunchTemplateName=name,
-                VersionDescription=BASE_PREFIX + want,
-                LaunchTemplateData=data,
-                TagSpecifications=tag_specs(["launch-template"], tags),
-            )["LaunchTemplate"]
-            return TemplateRef(created["LaunchTemplateId"], name, 1, want)
+            # Deleted since we saw it (forget_pool in another replica): make it again.
+            created = self._create(name=name, data=data, tags=tags, want=want)
+            if created is None:
+                raise
+            return created
         lt = found["LaunchTemplates"][0]
         versions = self.versions(lt["LaunchTemplateId"])
         current = next((v for v in versions if v["DefaultVersion"]), None)
