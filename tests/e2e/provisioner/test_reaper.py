@@ -67,7 +67,9 @@ def test_orphan_is_reaped(world: World, replica: Replicas) -> None:
         timeout=30,
         what="the orphan terminated",
     )
-    assert _reaped(replica, "orphaned") >= 1
+    # Counted once the whole release (terminate, then ENI clean-up) has succeeded, which
+    # is a moment after the instance shows as terminated.
+    wait_for(lambda: _reaped(replica, "orphaned") >= 1, timeout=30, what="the reap counted")
 
 
 def test_unmanaged_instances_are_left_alone(world: World, replica: Replicas) -> None:
@@ -94,7 +96,7 @@ def test_expired_keep_warm_tag_is_enforced(world: World, replica: Replicas, name
         Resources=ids, Tags=[{"Key": keys.KEEP_WARM_UNTIL, "Value": "2020-01-01T00:00:00Z"}]
     )
     wait_for(lambda: world.live(pool) == [], timeout=30, what="the warm set reaped")
-    assert _reaped(replica, "keep-warm-expired") >= 4
+    wait_for(lambda: _reaped(replica, "keep-warm-expired") >= 4, timeout=30, what="reaps counted")
 
 
 def test_max_lifetime_is_enforced(world: World, replica: Replicas, namespace: str) -> None:
@@ -105,4 +107,4 @@ def test_max_lifetime_is_enforced(world: World, replica: Replicas, namespace: st
     world.wait_check(submitted, "Ready")
     ids = set(p.status.instanceIds)
     wait_for(lambda: not ids & set(world.live(pool)), timeout=40, what="max lifetime reaping")
-    assert _reaped(replica, "max-lifetime") >= 4
+    wait_for(lambda: _reaped(replica, "max-lifetime") >= 4, timeout=30, what="reaps counted")
