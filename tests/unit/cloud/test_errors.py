@@ -53,3 +53,13 @@ def test_permanent_errors_carry_a_hint() -> None:
     assert "controller-policy.json" in hint_for("UnauthorizedOperation")
     assert "ami-id" in hint_for("InvalidAMIID.NotFound")
     assert hint_for("NoSuchCodeAtAll") == ""
+
+
+def test_an_instance_profile_ec2_does_not_know_yet_is_retried() -> None:
+    fresh = CloudError(
+        "InvalidParameterValue",
+        "Value (atomic-gang-instance-profile-c-r) for parameter iamInstanceProfile.name is "
+        "invalid. Invalid IAM Instance Profile name",
+    )
+    assert fresh.retryable
+    assert not CloudError("InvalidParameterValue", "Invalid value for InstanceType").retryable

@@ -134,6 +134,10 @@ class CloudError(Exception):
         self.message = message
         self.http_status = http_status
         self.kind: ErrorClass = classify(code, http_status)
+        if code == "InvalidParameterValue" and "iamInstanceProfile" in message:
+            # The profile was verified through IAM before the launch, so EC2 not knowing it
+            # yet is IAM's eventual consistency (seconds after a create), not a bad input.
+            self.kind = "transient"
 
     @property
     def retryable(self) -> bool:
