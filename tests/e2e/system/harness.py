@@ -129,6 +129,18 @@ class System:
         ).items
         return [(str(e["reason"]), str(e.get("message", ""))) for e in items]
 
+    def event_count(self, namespace: str, name: str, reason: str) -> int:
+        """How many times ``reason`` was recorded: identical events are folded into one
+        object whose ``count`` (or ``series.count``) grows."""
+        items = self.kube.list(
+            EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
+        ).items
+        return sum(
+            max(int(e.get("count") or 1), int((e.get("series") or {}).get("count") or 1))
+            for e in items
+            if e.get("reason") == reason
+        )
+
     # -- simulated EC2 -----------------------------------------------------------
     def ever_launched(self, pool: str) -> list[str]:
         """Every instance of the pool in any state (terminated ones included)."""
