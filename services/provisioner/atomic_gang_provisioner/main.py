@@ -57,28 +57,25 @@ def load(argv: list[str] | None) -> tuple[argparse.Namespace, ServerSettings, Ga
 
 
 def _kube_client(server: ServerSettings) -> KubeClient:
-    """ATOMIC_GANG_PROVISIONER_KUBECONFIG, then $KUBECONFIG, then in-cluster; exit 2 if none."""
+    """ATOMIC_GANG_PROVISIONER_KUBECONFIG, then $KUBECONFIG, then in-cluster."""
     try:
         if server.kubeconfig or os.environ.get("KUBECONFIG"):
             return KubeClient.from_kubeconfig(server.kubeconfig or None)
         return KubeClient.in_cluster()
     except KubeConfigError as exc:
-        sys.stderr.write(
-            f"atomic-gang-provisioner: {exc} (set ATOMIC_GANG_PROVISIONER_KUBECONFIG, "
-            "or run in a pod with a ServiceAccount)\n"
-        )
-        sys.exit(2)
+        hint = "set ATOMIC_GANG_PROVISIONER_KUBECONFIG, or run in a pod with a ServiceAccount"
+        raise SettingsError(f"{exc} ({hint})") from exc
 
 
 def main(argv: list[str] | None = None) -> None:
     try:
         args, server, settings = load(argv)
+        client = _kube_client(server)
     except SettingsError as exc:
         sys.stderr.write(f"atomic-gang-provisioner: {exc}\n")
         sys.exit(2)
     logs.configure(server.log_level)
     metrics = ProvisionerMetrics.create()
-    client = _kube_client(server)
     cloud = Ec2Provider(
         clients=make_clients(region=settings.defaults.region),
         config=EngineConfig(

@@ -3,7 +3,7 @@ probes and /metrics."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import orjson
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
@@ -61,10 +61,6 @@ class FastPath:
             await self.admission(scope, receive, send)
         else:
             await self.app(scope, receive, send)
-
-    @property
-    def state(self) -> Any:
-        return self.app.state
 
 
 def create_app(state: AppState) -> FastPath:

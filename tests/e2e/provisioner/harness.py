@@ -97,14 +97,15 @@ class World:
     ec2: Any
 
     @classmethod
-    def connect(cls, ctx: Context) -> World:
+    def connect(cls, ctx: Context, *, access_key: str = "testing") -> World:
+        """``access_key`` signs the test's own EC2 calls (the call log is split by it)."""
         endpoint = fakeaws_endpoint(ctx)
         ec2 = boto3.client(
             "ec2",
             region_name="us-east-1",
             endpoint_url=endpoint,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+            aws_access_key_id=access_key,
+            aws_secret_access_key=access_key,
         )
         return cls(
             ctx, KubeClient.from_kubeconfig(ctx.admin_kubeconfig()), ControlClient(endpoint), ec2

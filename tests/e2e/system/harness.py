@@ -18,14 +18,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 import yaml
 
 from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_devstack.component import Context
-from atomic_gang_devstack.components.cloud import fakeaws_endpoint
 from atomic_gang_devstack.components.simulated import nodesim_url
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_fakeaws.control import ControlClient
@@ -85,17 +83,7 @@ class System:
 
     @classmethod
     def connect(cls, stack: Stack, ctx: Context) -> System:
-        endpoint = fakeaws_endpoint(ctx)
-        ec2 = boto3.client(
-            "ec2",
-            region_name="us-east-1",
-            endpoint_url=endpoint,
-            aws_access_key_id="e2e",
-            aws_secret_access_key="e2e",
-        )
-        world = World(
-            ctx, KubeClient.from_kubeconfig(ctx.admin_kubeconfig()), ControlClient(endpoint), ec2
-        )
+        world = World.connect(ctx, access_key="e2e")
         kubectl = Kube(ctx.bins.path("kubectl"), ctx.admin_kubeconfig(), ctx.dir / "kubectl-cache")
         return cls(stack, ctx, world, kubectl, NodeSimClient(nodesim_url(ctx)))
 
@@ -123,18 +111,19 @@ class System:
     def pods(self, namespace: str) -> list[dict[str, Any]]:
         return list(iter_pods(self.world, namespace))
 
-    def events(self, namespace: str, name: str) -> list[tuple[str, str]]:
-        items = self.kube.list(
+    def _events_of(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        return self.kube.list(
             EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
         ).items
+
+    def events(self, namespace: str, name: str) -> list[tuple[str, str]]:
+        items = self._events_of(namespace, name)
         return [(str(e["reason"]), str(e.get("message", ""))) for e in items]
 
     def event_count(self, namespace: str, name: str, reason: str) -> int:
         """How many times ``reason`` was recorded: identical events are folded into one
         object whose ``count`` (or ``series.count``) grows."""
-        items = self.kube.list(
-            EVENTS, namespace=namespace, field_selector=f"involvedObject.name={name}"
-        ).items
+        items = self._events_of(namespace, name)
         return sum(
             max(int(e.get("count") or 1), int((e.get("series") or {}).get("count") or 1))
             for e in items

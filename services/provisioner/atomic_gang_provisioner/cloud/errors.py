@@ -100,8 +100,12 @@ _HINTS: Final[dict[str, str]] = {
 }
 
 
-def classify(code: str, http_status: int | None = None) -> ErrorClass:
+def classify(code: str, http_status: int | None = None, message: str = "") -> ErrorClass:
     """The class of an AWS error code; unknown codes fall back on the HTTP status."""
+    if code == "InvalidParameterValue" and "iamInstanceProfile" in message:
+        # The profile was verified through IAM before the launch, so EC2 not knowing it
+        # yet is IAM's eventual consistency (seconds after a create), not a bad input.
+        return "transient"
     for cls, codes in _TABLE:
         if code in codes:
             return cls
@@ -133,11 +137,7 @@ class CloudError(Exception):
         self.code = code
         self.message = message
         self.http_status = http_status
-        self.kind: ErrorClass = classify(code, http_status)
-        if code == "InvalidParameterValue" and "iamInstanceProfile" in message:
-            # The profile was verified through IAM before the launch, so EC2 not knowing it
-            # yet is IAM's eventual consistency (seconds after a create), not a bad input.
-            self.kind = "transient"
+        self.kind: ErrorClass = classify(code, http_status, message)
 
     @property
     def retryable(self) -> bool:
