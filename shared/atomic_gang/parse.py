@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from atomic_gang import keys, patterns
-from atomic_gang.errors import GangValidationError, Reason, Violation
+from atomic_gang.errors import GangValidationError, Reason
 from atomic_gang.rules import Collector, check_scalars
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import GangSpec
@@ -26,6 +26,11 @@ def annotation_field(key: str) -> str:
 
 def label_field(key: str) -> str:
     return f"metadata.labels[{key}]"
+
+
+def ours(values: Mapping[str, str]) -> dict[str, str]:
+    """The entries under our prefix, values trimmed: no rule reads any other key."""
+    return {k: v.strip() for k, v in values.items() if k.startswith(keys.PREFIX)}
 
 
 def has_gang_keys(annotations: Mapping[str, str], labels: Mapping[str, str]) -> bool:
@@ -43,8 +48,9 @@ def _suggest(key: str) -> str:
 
 
 def _check_key_names(ann: Mapping[str, str], labels: Mapping[str, str], out: Collector) -> None:
+    """``ann`` and ``labels`` hold only keys under our prefix (see gang_rules)."""
     for key, value in ann.items():
-        if not key.startswith(keys.PREFIX) or key in keys.ANNOTATION_KEYS:
+        if key in keys.ANNOTATION_KEY_SET:
             continue
         if key == keys.POOL:
             out.add(
@@ -65,9 +71,9 @@ def _check_key_names(ann: Mapping[str, str], labels: Mapping[str, str], out: Col
                 annotation_field(key),
             )
     for key, value in labels.items():
-        if not key.startswith(keys.PREFIX) or key in keys.LABEL_KEYS:
+        if key in keys.LABEL_KEYS:
             continue
-        if key in keys.ANNOTATION_KEYS:
+        if key in keys.ANNOTATION_KEY_SET:
             out.add(
                 key,
                 "WrongPlace",
@@ -88,8 +94,7 @@ def _check_key_names(ann: Mapping[str, str], labels: Mapping[str, str], out: Col
 
 
 def _check_complete(ann: Mapping[str, str], labels: Mapping[str, str], out: Collector) -> None:
-    gang_annotations = [k for k in ann if k in keys.ANNOTATION_KEYS]
-    if keys.POOL not in labels and gang_annotations:
+    if keys.POOL not in labels and not keys.ANNOTATION_KEY_SET.isdisjoint(ann):
         out.add(
             keys.POOL,
             "IncompleteSet",
@@ -147,30 +152,39 @@ def check_gang(
 ) -> tuple[str, dict[str, Any]]:
     """Every rule, without building the GangSpec (the webhook's hot path needs only the
     verdict): (pool, resolved GangSpec fields) or GangValidationError."""
-    ann = {k: v.strip() for k, v in annotations.items()}
-    lab = {k: v.strip() for k, v in labels.items()}
-    if not has_gang_keys(ann, lab):
-        raise GangValidationError(
-            [
-                Violation(
-                    key=keys.POOL,
-                    reason="NotAGang",
-                    field=label_field(keys.POOL),
-                    message="the Job carries no atomic-gang annotations or pool label",
-                    hint=f"set the {keys.POOL} label and the {keys.COUNT} and "
-                    f"{keys.INSTANCE_TYPE} annotations, or route the Job to another queue",
-                )
-            ]
-        )
     out = Collector()
+    resolved = gang_rules(ours(annotations), ours(labels), settings, out)
+    if resolved is None:
+        raise GangValidationError(out.violations)
+    return resolved
+
+
+def gang_rules(
+    ann: Mapping[str, str], lab: Mapping[str, str], settings: GangSettings, out: Collector
+) -> tuple[str, dict[str, Any]] | None:
+    """Every rule, each broken one added to ``out`` (nothing is raised): the pool and
+    the resolved GangSpec fields, or None when any rule failed. ``ann`` and ``lab``
+    come from :func:`ours`: only our prefix's keys, values trimmed."""
+    before = len(out.violations)
+    if not ann and not lab:
+        out.add(
+            keys.POOL,
+            "NotAGang",
+            "the Job carries no atomic-gang annotations or pool label",
+            None,
+            f"set the {keys.POOL} label and the {keys.COUNT} and "
+            f"{keys.INSTANCE_TYPE} annotations, or route the Job to another queue",
+            label_field(keys.POOL),
+        )
+        return None
     _check_key_names(ann, lab, out)
     _check_complete(ann, lab, out)
     pool = _check_pool(lab, out)
     resolved = check_scalars(ann, settings, out)
-    if resolved is None and not out.violations:  # pragma: no cover - defensive
+    if resolved is None and len(out.violations) == before:  # pragma: no cover - defensive
         out.add(keys.COUNT, "IncompleteSet", "the gang annotations are incomplete", None)
-    if out.violations or resolved is None:
-        raise GangValidationError(out.violations)
+    if resolved is None or len(out.violations) != before:
+        return None
     return pool, resolved
 
 

@@ -79,23 +79,23 @@ class AdmissionEndpoint:
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
-        state, m = self.state, self.state.metrics
+        state, m = self.state, self.state.metrics.tally
         try:
             body = await read_capped(scope, receive, state.max_body_bytes)
             req = parse_review(body)
             decision = decide(req, state.settings)
         except WebhookError as err:
-            m.latency.observe(time.perf_counter() - started)
+            m.observe(time.perf_counter() - started)
             m.review("", "malformed", err.reason)
             log.info("malformed review", extra={"status": err.status, "reason": err.reason})
             await respond(send, err.status, err.body())
             return
         self._count(req, decision)
         await respond(send, 200, build_response(req, decision))
-        m.latency.observe(time.perf_counter() - started)
+        m.observe(time.perf_counter() - started)
 
     def _count(self, req: ReviewRequest, decision: Decision) -> None:
-        m = self.state.metrics
+        m = self.state.metrics.tally
         m.review(req.operation, decision.verdict, decision.reason)
         if decision.verdict != "denied":
             return

@@ -80,6 +80,10 @@ def main(argv: list[str] | None = None) -> None:
         ssl_keyfile=server.key_file,
         log_config=None,
         access_log=False,
+        # The API server calls us directly: X-Forwarded-* would only be a spoofing
+        # surface, and parsing them costs every review. No "server: uvicorn" banner.
+        proxy_headers=False,
+        server_header=False,
         timeout_keep_alive=30,
         timeout_graceful_shutdown=10,
     )

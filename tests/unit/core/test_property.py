@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from atomic_gang import GangSpec, GangValidationError, Violation, parse_gang
 from atomic_gang import keys as k
 from atomic_gang.errors import REASONS
-from atomic_gang.job import MalformedJobError, check_job, validate_job
+from atomic_gang.job import MalformedJobError, check_job, job_violations, validate_job
 from tests.support.jobs import gang_job
 from tests.support.jobs import settings as gang_settings
 
@@ -104,3 +104,20 @@ def test_whole_job_yields_a_verdict_or_our_error(
             malformed = str(err) or "empty message"
         assert all(r in REASONS for r in reasons)
         assert malformed != "empty message"
+    # The webhook's exception-free path gives the same verdict, violation for violation.
+    try:
+        found = job_violations(job, S)
+    except MalformedJobError:
+        assert malformed
+        return
+    spec_or_error: object
+    try:
+        spec_or_error = validate_job(job, S)
+    except GangValidationError as err:
+        spec_or_error = list(err.violations)
+    if found is None:
+        assert spec_or_error is None
+    elif found:
+        assert found == spec_or_error
+    else:
+        assert isinstance(spec_or_error, GangSpec)

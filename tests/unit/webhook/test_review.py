@@ -125,3 +125,34 @@ def test_allowed_reply_has_no_status() -> None:
         "kind": "AdmissionReview",
         "response": {"uid": "u", "allowed": True},
     }
+
+
+@pytest.mark.parametrize(
+    ("where", "entries"),
+    [
+        pytest.param("annotations", {"other/key": 7}, id="unrelated-annotation-not-a-string"),
+        pytest.param("annotations", {k.COUNT: None}, id="null-value"),
+        pytest.param("labels", {"app": {"nested": "x"}}, id="unrelated-label-object"),
+        pytest.param("labels", {k.POOL: ["a"]}, id="pool-label-list"),
+    ],
+)
+def test_every_metadata_entry_is_type_checked(where: str, entries: dict[str, object]) -> None:
+    """Only our prefix's keys reach the rules, but a non-string anywhere in the maps is
+    a malformed object (400), never silently dropped."""
+    job = gang_job()
+    job["metadata"][where] = {**job["metadata"][where], **entries}
+    req = parse_review(body(job))
+    with pytest.raises(WebhookError) as info:
+        decide(req, S)
+    assert (info.value.status, info.value.reason) == (400, "MalformedJob")
+    assert f"metadata.{where} must map strings to strings" in info.value.message
+
+
+def test_unrelated_metadata_does_not_change_the_verdict() -> None:
+    job = gang_job()
+    job["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = (
+        "x" * 100_000
+    )
+    job["metadata"]["labels"]["app"] = " spaced "
+    decision = decide(parse_review(body(job)), S)
+    assert (decision.verdict, decision.reason) == ("allowed", "Valid")
