@@ -8,7 +8,8 @@ Subjects (all HTTPS, keep-alive, one uvicorn process each, same flags):
   invalid   our webhook reviewing a Job with three violations
 Load: wrk (apt-get install wrk), 1 thread, --connections (default 16).
 Rounds interleave the subjects so machine noise hits all of them alike;
-the median round is reported. Also times pure validation per Job in-process.
+the median round is reported. Also reports each server's CPU per request (from
+/proc, steadier than latency on a noisy VM) and times pure validation in-process.
 
 Usage: .venv/bin/python -m bench.webhook [--rounds 5] [--seconds 5] [--connections 16]
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -55,9 +57,18 @@ end
 INVALID = gang_job(annotations={k.MODE: "spot", k.AMI_ID: "nope"}, spec={"parallelism": 2})
 
 
-def wrk(url: str, body: Path, lua_dir: Path, *, seconds: int, conns: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(
+    url: str, body: Path, lua_dir: Path, *, seconds: int, conns: int, pid: int
+) -> dict[str, float]:
     script = lua_dir / f"{body.stem}.lua"
     script.write_text(LUA % body)
+    cpu_before = cpu_seconds(pid)
     out = subprocess.run(
         ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", str(script), url + PATH],
         capture_output=True,
@@ -65,17 +76,21 @@ def wrk(url: str, body: Path, lua_dir: Path, *, seconds: int, conns: int) -> dic
         check=True,
         timeout=seconds + 60,
     ).stdout
+    cpu = cpu_seconds(pid) - cpu_before
     line = next(x for x in out.splitlines() if x.startswith("RESULT "))
     r = json.loads(line.removeprefix("RESULT "))
     return {
         "rps": r["requests"] / (r["duration_us"] / 1e6),
+        "cpu_us": cpu / max(r["requests"], 1) * 1e6,
         "p50_ms": r["p50_us"] / 1000,
         "p99_ms": r["p99_us"] / 1000,
         "errors": r["errors"] + r["non2xx"],
     }
 
 
-def start_baseline(tmp: Path, stack: ExitStack, target: str = "bench.baseline_app:app") -> str:
+def start_baseline(
+    tmp: Path, stack: ExitStack, target: str = "bench.baseline_app:app"
+) -> tuple[str, int]:
     ca = trustme.CA()
     leaf = ca.issue_cert("127.0.0.1")
     cert, key = tmp / "b.crt", tmp / "b.key"
@@ -117,7 +132,7 @@ def start_baseline(tmp: Path, stack: ExitStack, target: str = "bench.baseline_ap
         timeout=30,
         what="baseline",
     )
-    return url
+    return url, proc.pid
 
 
 def pure_us() -> dict[str, float]:
@@ -168,18 +183,21 @@ def main() -> None:
         bodies = {"valid": tmp / "valid.json", "invalid": tmp / "invalid.json"}
         bodies["valid"].write_bytes(json.dumps(review(gang_job())).encode())
         bodies["invalid"].write_bytes(json.dumps(review(INVALID)).encode())
-        ours = stack.enter_context(run_webhook(tmp)).url
+        wh = stack.enter_context(run_webhook(tmp))
+        ours = (wh.url, wh.proc.pid)
         base = start_baseline(tmp, stack)
         bare = start_baseline(tmp, stack, "bench.baseline_app:bare_asgi")
-        urls = {"baseline": base, "bare_asgi": bare, "valid": ours, "invalid": ours}
+        servers = {"baseline": base, "bare_asgi": bare, "valid": ours, "invalid": ours}
         for rnd in range(args.rounds):
             for name, runs in results.items():
                 body = bodies.get(name, bodies["valid"])
-                r = wrk(urls[name], body, tmp, seconds=args.seconds, conns=args.connections)
+                url, pid = servers[name]
+                r = wrk(url, body, tmp, seconds=args.seconds, conns=args.connections, pid=pid)
                 runs.append(r)
                 print(
                     f"round {rnd + 1} {name:8s} {r['rps']:8.0f} req/s  p50 {r['p50_ms']:.2f} ms"
-                    f"  p99 {r['p99_ms']:.2f} ms  errors {r['errors']:.0f}",
+                    f"  p99 {r['p99_ms']:.2f} ms  server CPU {r['cpu_us']:.0f} us/req"
+                    f"  errors {r['errors']:.0f}",
                     file=sys.stderr,
                 )
     report(results, pure, args)
@@ -195,12 +213,15 @@ def report(
         f"{args.connections} connections, HTTPS keep-alive (medians)\n"
     )
     bare = med["bare_asgi"]["rps"]
-    print("| subject | req/s | ratio to baseline | ratio to bare ASGI | p50 ms | p99 ms | errors |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| subject | req/s | ratio to baseline | ratio to bare ASGI | p50 ms | p99 ms "
+        "| server CPU µs/req | errors |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for name, m in med.items():
         print(
             f"| {name} | {m['rps']:.0f} | {m['rps'] / base:.2f} | {m['rps'] / bare:.2f} | "
-            f"{m['p50_ms']:.2f} | {m['p99_ms']:.2f} | {m['errors']:.0f} |"
+            f"{m['p50_ms']:.2f} | {m['p99_ms']:.2f} | {m['cpu_us']:.0f} | {m['errors']:.0f} |"
         )
     print("\n| pure validation | µs per Job |\n|---|---|")
     for name, us in pure.items():
