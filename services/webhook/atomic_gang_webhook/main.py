@@ -19,6 +19,7 @@ from atomic_gang.settings import GangSettings, SettingsError, check_env_names, l
 from atomic_gang_webhook.app import AppState, create_app
 from atomic_gang_webhook.config import ServerSettings
 from atomic_gang_webhook.tls import ReloadingCertificate, not_after
+from atomic_gang_webhook.transport import CoalescingHttpToolsProtocol
 
 log = logging.getLogger("atomic_gang_webhook")
 
@@ -84,6 +85,8 @@ def main(argv: list[str] | None = None) -> None:
         # surface, and parsing them costs every review. No "server: uvicorn" banner.
         proxy_headers=False,
         server_header=False,
+        http=CoalescingHttpToolsProtocol,  # one TLS record and send() per response
+        ws="none",
         timeout_keep_alive=30,
         timeout_graceful_shutdown=10,
     )
