@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from atomic_gang import GangSpec
+from atomic_gang import GangSpec, keys
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.world import World
 from atomic_gang_provisioner.cloud import AcquireRequest, Launched, ReleaseRequest
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
-from tests.integration.cloud.conftest import FakeClock, pool_instances
+from tests.integration.cloud.conftest import CLUSTER, FakeClock, pool_instances
 
 Spec = Callable[..., GangSpec]
 
@@ -155,3 +155,47 @@ def test_fleet_release_deletes_the_fleet(
     (deleted,) = fake.calls("DeleteFleets")
     assert deleted["params"]["FleetId.1"] == result.fleet_id
     assert pool_instances("train") == []
+
+
+def test_a_new_leader_recovers_enis_left_pending_from_ec2_alone(
+    make_provider: Callable[..., Ec2Provider],
+    gang: Launched,
+    admin: dict[str, Any],
+    world: World,
+    fake: FakeAws,
+) -> None:
+    """The old leader's release ran out of time with a CNI ENI still attached and the
+    process went away with its pending list. A fresh provider finds that ENI again by
+    the terminated instance's id, finds a detached ENI carrying our tags, leaves a
+    stranger's detached ENI alone, and the release deletes what it found."""
+    cni = attach(admin, world, gang.instance_ids[0], cni=True, delete_on_termination=False)
+    fake.set_eni_detach_polls(6)
+    first = make_provider(eni_wait_seconds=2.0).release(
+        ReleaseRequest(instance_ids=gang.instance_ids)
+    )
+    assert first.pending_enis == (cni,)
+    ec2 = admin["ec2"]
+    ours = ec2.create_network_interface(
+        SubnetId=world.subnets["us-east-1a"],
+        TagSpecifications=[
+            {
+                "ResourceType": "network-interface",
+                "Tags": [
+                    {"Key": keys.MANAGED, "Value": "true"},
+                    {"Key": keys.CLUSTER, "Value": CLUSTER},
+                ],
+            }
+        ],
+    )["NetworkInterface"]["NetworkInterfaceId"]
+    stranger = ec2.create_network_interface(SubnetId=world.subnets["us-east-1a"])[
+        "NetworkInterface"
+    ]["NetworkInterfaceId"]
+
+    recovered = make_provider().recover_enis()
+    assert sorted(recovered) == sorted([cni, ours])
+    result = make_provider().release(ReleaseRequest(instance_ids=(), enis=recovered))
+    assert result.done
+    assert sorted(result.deleted_enis) == sorted([cni, ours])
+    assert eni_state(admin, cni) is None
+    assert eni_state(admin, ours) is None
+    assert eni_state(admin, stranger) == "available"

@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 
 from atomic_gang import keys
+from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
@@ -43,6 +44,15 @@ class FakeCloud:
     listed: list[Instance] = field(default_factory=list)
     results: list[ReleaseResult] = field(default_factory=list)
     requests: list[ReleaseRequest] = field(default_factory=list)
+    recovered: list[tuple[str, ...] | Exception] = field(default_factory=list)
+    recover_calls: int = 0
+
+    def recover_enis(self) -> tuple[str, ...]:
+        self.recover_calls += 1
+        found = self.recovered.pop(0) if self.recovered else ()
+        if isinstance(found, Exception):
+            raise found
+        return found
 
     def list_owned(self) -> tuple[Instance, ...]:
         return tuple(self.listed)
@@ -129,3 +139,28 @@ def test_a_failed_release_counts_and_logs_nothing_and_is_retried(
     assert cloud.requests[1].instance_ids == ("i-1", "i-2")
     assert cloud.requests[1].enis == ("eni-a",)
     assert reaped(r, "orphaned") == 2
+
+
+def test_a_new_leader_recovers_the_enis_its_predecessor_left_pending() -> None:
+    """The pending list lived in the old leader's memory; the new one finds the ENIs
+    again from EC2 on its first sweep (once), and deletes them like its own."""
+    cloud = FakeCloud(
+        recovered=[("eni-left", "eni-cni")],
+        results=[ReleaseResult(deleted_enis=("eni-cni",), pending_enis=("eni-left",))],
+    )
+    r = reaper(cloud)
+    assert r.sweep() == {}
+    assert r.pending_enis == {"eni-left"}
+    r.sweep()
+    assert cloud.recover_calls == 1
+    assert [q.enis for q in cloud.requests] == [("eni-cni", "eni-left"), ("eni-left",)]
+
+
+def test_a_failed_recovery_is_tried_again_on_the_next_sweep() -> None:
+    cloud = FakeCloud(recovered=[CloudError("RequestLimitExceeded", "slow down"), ("eni-x",)])
+    r = reaper(cloud)
+    with pytest.raises(CloudError):
+        r.sweep()
+    assert r.sweep() == {}
+    assert cloud.recover_calls == 2
+    assert [q.enis for q in cloud.requests] == [("eni-x",)]

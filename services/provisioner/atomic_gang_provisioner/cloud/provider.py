@@ -52,3 +52,10 @@ class CloudProvider(Protocol):
     def forget_pool(self, pool: str) -> None:
         """Delete the pool's launch templates (after its instances are gone)."""
         ...
+
+    def recover_enis(self) -> tuple[str, ...]:
+        """ENIs an earlier release may have left to delete, found again from EC2: VPC
+        CNI ENIs of this cluster's shutting-down or terminated managed instances (EC2
+        lists those for about an hour), ENIs still attached to them without
+        DeleteOnTermination, and detached ENIs carrying our tags."""
+        ...

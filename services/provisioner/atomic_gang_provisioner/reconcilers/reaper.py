@@ -3,8 +3,10 @@
 One paginated listing of this cluster's managed instances, the pure
 ``classify`` against what the pool caches say, then the full release path
 (ENI-aware) for anything past max lifetime, past keep-warm, or orphaned.
-ENIs still attached when a release returns are retried on the next sweeps;
-instances count as reaped only once their release succeeded.
+ENIs still attached when a release returns are retried on the next sweeps, and
+a new leader's first sweep finds again those its predecessor left (EC2 lists
+ended instances for about an hour); instances count as reaped only once their
+release succeeded.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Reaper:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pending_enis: set[str] = set()
+        self._recovered = False
 
     def sweep(self) -> dict[str, int]:
         """One pass; returns instances released by reason. Also the cloud health probe."""
@@ -56,6 +59,12 @@ class Reaper:
         ctx = self.ctx
         if not ctx.pools.has_synced():
             return {}  # an empty cache would make every instance look orphaned
+        if not self._recovered:
+            # A new leader is a new process: the ENIs its predecessor left pending were
+            # in that process's memory. Find them again from EC2, once per term (a
+            # failure raises and the next sweep tries again).
+            self._pending_enis |= set(ctx.cloud.recover_enis())
+            self._recovered = True
         reaps = self._classify()
         if not reaps and not self._pending_enis:
             ctx.metrics.sweeps.inc()

@@ -169,5 +169,9 @@ class Ec2Provider:
     def list_owned(self) -> tuple[Instance, ...]:
         return self._inv.list_owned()
 
+    def recover_enis(self) -> tuple[str, ...]:
+        ended = sorted(i.instance_id for i in self._inv.list_ended())
+        return tuple(sorted(self._releaser.recover(ended, self.config.cluster)))
+
     def forget_pool(self, pool: str) -> None:
         self._templates.delete_for_pool(cluster=self.config.cluster, pool=pool)

@@ -19,6 +19,7 @@ from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import LIVE_STATES, Instance
 
 PAGE = 1000
+ENDED_STATES = ("shutting-down", "terminated")
 FILTER_VALUES = 200
 
 
@@ -44,12 +45,17 @@ class Inventory:
             out.extend(self._describe([{"Name": "instance-id", "Values": chunk}]))
         return tuple(out)
 
-    def _owned_filters(self) -> list[dict[str, Any]]:
+    def _owned_filters(self, states: Sequence[str] = tuple(LIVE_STATES)) -> list[dict[str, Any]]:
         return [
             {"Name": f"tag:{keys.MANAGED}", "Values": ["true"]},
             {"Name": f"tag:{keys.CLUSTER}", "Values": [self._cluster]},
-            {"Name": "instance-state-name", "Values": sorted(LIVE_STATES)},
+            {"Name": "instance-state-name", "Values": sorted(states)},
         ]
+
+    def list_ended(self) -> tuple[Instance, ...]:
+        """This cluster's managed instances shutting down or terminated (EC2 keeps
+        terminated ones listed for about an hour)."""
+        return tuple(self._describe(self._owned_filters(ENDED_STATES)))
 
     def find_group(self, *, pool: str, generation: int) -> tuple[Instance, ...]:
         """Live instances of one (pool, generation): adoption after a crash."""

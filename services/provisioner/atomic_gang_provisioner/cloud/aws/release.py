@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from atomic_gang import keys
 from atomic_gang_provisioner.cloud.aws.calls import Caller
-from atomic_gang_provisioner.cloud.aws.inventory import Inventory
+from atomic_gang_provisioner.cloud.aws.inventory import FILTER_VALUES, Inventory
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.retry import Sleeper
@@ -67,6 +68,22 @@ class Releaser:
         described = [CNI_PREFIX + i for i in ids]
         cni = self._enis([{"Name": "description", "Values": described}])
         return keep | {e["NetworkInterfaceId"] for e in cni}
+
+    def recover(self, ended_ids: Sequence[str], cluster: str) -> set[str]:
+        """What ``record`` finds for instances already ended, plus detached ENIs that
+        carry our tags: only our launches tag ENIs, and they never detach one from a
+        live instance, so such an ENI is a leftover."""
+        tagged = self._enis(
+            [
+                {"Name": f"tag:{keys.MANAGED}", "Values": ["true"]},
+                {"Name": f"tag:{keys.CLUSTER}", "Values": [cluster]},
+                {"Name": "status", "Values": ["available"]},
+            ]
+        )
+        found = {e["NetworkInterfaceId"] for e in tagged}
+        for i in range(0, len(ended_ids), FILTER_VALUES):
+            found |= self.record(ended_ids[i : i + FILTER_VALUES])
+        return found
 
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         enis = set(request.enis)
