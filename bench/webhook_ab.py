@@ -22,26 +22,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from unittest import mock
 
-from bench.webhook import INVALID, LUA, PATH, cpu_seconds
+from bench.webhook import INVALID, wrk
 from tests.support.jobs import gang_job
 from tests.support.reviews import review
-from tests.support.webhook_proc import WebhookProcess, run_webhook
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def one_run(wh: WebhookProcess, script: Path, seconds: int) -> tuple[float, float, float]:
-    before = cpu_seconds(wh.proc.pid)
-    out = subprocess.run(
-        ["wrk", "-t1", "-c16", f"-d{seconds}s", "--latency", "-s", str(script), wh.url + PATH],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=seconds + 60,
-    ).stdout
-    cpu = cpu_seconds(wh.proc.pid) - before
-    r = json.loads(next(x for x in out.splitlines() if x.startswith("RESULT "))[7:])
-    return cpu / max(r["requests"], 1) * 1e6, r["p50_us"] / 1000, r["p99_us"] / 1000
+from tests.support.webhook_proc import run_webhook
 
 
 def main() -> None:
@@ -50,7 +34,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=4)
     args = ap.parse_args()
-    results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    results: dict[tuple[str, str], list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as d, ExitStack() as stack:
         tmp = Path(d)
         tree = tmp / "worktree"
@@ -63,25 +47,24 @@ def main() -> None:
             (tmp / label).mkdir()
             with mock.patch.dict(os.environ, {"PYTHONPATH": pythonpath}):
                 servers[label] = stack.enter_context(run_webhook(tmp / label))
-        scripts = {}
+        bodies = {}
         for name, job in (("valid", gang_job()), ("invalid", INVALID)):
-            (tmp / f"{name}.json").write_bytes(json.dumps(review(job)).encode())
-            scripts[name] = tmp / f"{name}.lua"
-            scripts[name].write_text(LUA % (tmp / f"{name}.json"))
+            bodies[name] = tmp / f"{name}.json"
+            bodies[name].write_bytes(json.dumps(review(job)).encode())
         for rnd in range(args.rounds):
             for label, wh in servers.items():
-                for name, script in scripts.items():
-                    r = one_run(wh, script, args.seconds)
+                for name, body in bodies.items():
+                    r = wrk(wh.url, body, tmp, seconds=args.seconds, conns=16, pid=wh.proc.pid)
                     results.setdefault((label, name), []).append(r)
                     print(
-                        f"round {rnd + 1} {label:4s} {name:7s} CPU {r[0]:5.0f} us/req"
-                        f"  p50 {r[1]:.2f} ms  p99 {r[2]:.2f} ms",
+                        f"round {rnd + 1} {label:4s} {name:7s} CPU {r['cpu_us']:5.0f} us/req"
+                        f"  p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms",
                         file=sys.stderr,
                     )
     print(f"\n| code | body | server CPU µs/req | p50 ms | p99 ms |  ({args.rounds} rounds)")
     print("|---|---|---|---|---|")
     for (label, name), runs in results.items():
-        med = [statistics.median(r[i] for r in runs) for i in range(3)]
+        med = [statistics.median(r[m] for r in runs) for m in ("cpu_us", "p50_ms", "p99_ms")]
         code = args.rev if label == "rev" else "working tree"
         print(f"| {code} | {name} | {med[0]:.0f} | {med[1]:.2f} | {med[2]:.2f} |")
 

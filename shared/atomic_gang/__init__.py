@@ -8,7 +8,7 @@ frozen :class:`GangSpec`, with the controller defaults resolved, or raises
 from atomic_gang.durations import GoDuration
 from atomic_gang.errors import GangValidationError, Reason, Violation
 from atomic_gang.job import validate_job, validate_job_update
-from atomic_gang.parse import has_gang_keys, parse_gang
+from atomic_gang.parse import parse_gang
 from atomic_gang.settings import GangSettings, load_settings
 from atomic_gang.spec import AmiVariant, GangSpec, Mode
 
@@ -21,7 +21,6 @@ __all__ = [
     "Mode",
     "Reason",
     "Violation",
-    "has_gang_keys",
     "load_settings",
     "parse_gang",
     "validate_job",

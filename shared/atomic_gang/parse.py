@@ -33,11 +33,6 @@ def ours(values: Mapping[str, str]) -> dict[str, str]:
     return {k: v.strip() for k, v in values.items() if k.startswith(keys.PREFIX)}
 
 
-def has_gang_keys(annotations: Mapping[str, str], labels: Mapping[str, str]) -> bool:
-    """Whether the Job opted into any part of the gang contract."""
-    return any(k.startswith(keys.PREFIX) for k in (*annotations, *labels))
-
-
 def _suggest(key: str) -> str:
     suffix = key[len(keys.PREFIX) :]
     names = [k[len(keys.PREFIX) :] for k in keys.USER_KEYS]

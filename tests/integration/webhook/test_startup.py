@@ -41,30 +41,25 @@ def test_bad_settings_exit_2(tmp_path: Path, yaml_text: str, needle: str) -> Non
     assert needle in result.stderr
 
 
-def test_bad_server_env_exit_2(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        pytest.param({"ATOMIC_GANG_WEBHOOK_PORT": "99999"}, "port", id="bad-port"),
+        pytest.param(
+            {"ATOMIC_GANG_WEBHOOK_CERT_FILE": "/nonexistent/none.crt"},
+            "TLS",
+            id="missing-certificate",
+        ),
+        pytest.param(
+            {"ATOMIC_GANG_WEBHOOK_CERTFILE": "/x"},
+            "did you mean ATOMIC_GANG_WEBHOOK_CERT_FILE",
+            id="misspelt-variable-not-ignored",
+        ),
+    ],
+)
+def test_bad_server_env_exit_2(tmp_path: Path, env: dict[str, str], needle: str) -> None:
     cfg = tmp_path / "s.yaml"
     cfg.write_text("defaults: {region: us-east-1}\n")
-    result = _start({"ATOMIC_GANG_CONFIG": str(cfg), "ATOMIC_GANG_WEBHOOK_PORT": "99999"})
+    result = _start({"ATOMIC_GANG_CONFIG": str(cfg), **env})
     assert result.returncode == 2
-    assert "port" in result.stderr
-
-
-def test_missing_certificate_exit_2(tmp_path: Path) -> None:
-    cfg = tmp_path / "s.yaml"
-    cfg.write_text("defaults: {region: us-east-1}\n")
-    result = _start(
-        {
-            "ATOMIC_GANG_CONFIG": str(cfg),
-            "ATOMIC_GANG_WEBHOOK_CERT_FILE": str(tmp_path / "none.crt"),
-        }
-    )
-    assert result.returncode == 2
-    assert "TLS" in result.stderr
-
-
-def test_a_misspelt_env_variable_is_not_ignored(tmp_path: Path) -> None:
-    cfg = tmp_path / "s.yaml"
-    cfg.write_text("defaults: {region: us-east-1}\n")
-    result = _start({"ATOMIC_GANG_CONFIG": str(cfg), "ATOMIC_GANG_WEBHOOK_CERTFILE": "/x"})
-    assert result.returncode == 2
-    assert "did you mean ATOMIC_GANG_WEBHOOK_CERT_FILE" in result.stderr
+    assert needle in result.stderr

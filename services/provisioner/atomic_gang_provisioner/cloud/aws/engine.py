@@ -170,7 +170,7 @@ class Ec2Provider:
         return self._inv.list_owned()
 
     def recover_enis(self) -> tuple[str, ...]:
-        ended = sorted(i.instance_id for i in self._inv.list_ended())
+        ended = [i.instance_id for i in self._inv.list_ended()]
         return tuple(sorted(self._releaser.recover(ended, self.config.cluster)))
 
     def forget_pool(self, pool: str) -> None:

@@ -23,7 +23,7 @@ ENDED_STATES = ("shutting-down", "terminated")
 FILTER_VALUES = 200
 
 
-def _chunks(items: Sequence[str], size: int) -> list[list[str]]:
+def chunks(items: Sequence[str], size: int) -> list[list[str]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
@@ -41,7 +41,7 @@ class Inventory:
 
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         out: list[Instance] = []
-        for chunk in _chunks(sorted(set(instance_ids)), FILTER_VALUES):
+        for chunk in chunks(sorted(set(instance_ids)), FILTER_VALUES):
             out.extend(self._describe([{"Name": "instance-id", "Values": chunk}]))
         return tuple(out)
 
@@ -71,7 +71,7 @@ class Inventory:
 
     def tag(self, instance_ids: Sequence[str], tags: Mapping[str, str]) -> None:
         pairs = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
-        for chunk in _chunks(list(instance_ids), PAGE):
+        for chunk in chunks(list(instance_ids), PAGE):
             self._caller.call(self._ec2, "create_tags", Resources=chunk, Tags=pairs)
 
     def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
@@ -87,9 +87,9 @@ class Inventory:
         return tuple(ids)
 
     def _terminate(self, ids: list[str]) -> None:
-        for chunk in _chunks(ids, PAGE):
+        for chunk in chunks(ids, PAGE):
             self._caller.call(self._ec2, "terminate_instances", InstanceIds=chunk)
 
     def delete_fleets(self, fleet_ids: Sequence[str]) -> None:
-        for chunk in _chunks(sorted(set(fleet_ids)), 25):
+        for chunk in chunks(sorted(set(fleet_ids)), 25):
             self._caller.call(self._ec2, "delete_fleets", FleetIds=chunk, TerminateInstances=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from atomic_gang import keys
 from atomic_gang_provisioner.cloud.aws.calls import Caller
-from atomic_gang_provisioner.cloud.aws.inventory import FILTER_VALUES, Inventory
+from atomic_gang_provisioner.cloud.aws.inventory import FILTER_VALUES, Inventory, chunks
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.retry import Sleeper
@@ -55,19 +55,19 @@ class Releaser:
 
     def record(self, instance_ids: Sequence[str]) -> set[str]:
         """ENIs we must delete ourselves after termination."""
-        if not instance_ids:
-            return set()
-        ids = sorted(instance_ids)
-        attached = self._enis([{"Name": "attachment.instance-id", "Values": ids}])
-        keep = {
-            e["NetworkInterfaceId"]
-            for e in attached
-            if e.get("Attachment", {}).get("DeviceIndex", 0) != 0
-            and not e.get("Attachment", {}).get("DeleteOnTermination", False)
-        }
-        described = [CNI_PREFIX + i for i in ids]
-        cni = self._enis([{"Name": "description", "Values": described}])
-        return keep | {e["NetworkInterfaceId"] for e in cni}
+        found: set[str] = set()
+        for ids in chunks(sorted(set(instance_ids)), FILTER_VALUES):  # filter-value limit
+            attached = self._enis([{"Name": "attachment.instance-id", "Values": ids}])
+            found |= {
+                e["NetworkInterfaceId"]
+                for e in attached
+                if e.get("Attachment", {}).get("DeviceIndex", 0) != 0
+                and not e.get("Attachment", {}).get("DeleteOnTermination", False)
+            }
+            described = [CNI_PREFIX + i for i in ids]
+            cni = self._enis([{"Name": "description", "Values": described}])
+            found |= {e["NetworkInterfaceId"] for e in cni}
+        return found
 
     def recover(self, ended_ids: Sequence[str], cluster: str) -> set[str]:
         """What ``record`` finds for instances already ended, plus detached ENIs that
@@ -80,10 +80,7 @@ class Releaser:
                 {"Name": "status", "Values": ["available"]},
             ]
         )
-        found = {e["NetworkInterfaceId"] for e in tagged}
-        for i in range(0, len(ended_ids), FILTER_VALUES):
-            found |= self.record(ended_ids[i : i + FILTER_VALUES])
-        return found
+        return {e["NetworkInterfaceId"] for e in tagged} | self.record(ended_ids)
 
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         enis = set(request.enis)
