@@ -2,7 +2,8 @@
 
 It must leave every node role able to join: the convention-named instance profile
 holding the role, and an EC2_LINUX access entry, which is what the provisioner
-checks before it launches. A second run changes nothing.
+checks before it launches. A second run changes nothing. (In the e2e tier: each AWS CLI
+call starts a Python interpreter, about 40 s in all.)
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import boto3
 import pytest
 
 from atomic_gang_provisioner.cloud.naming import instance_profile_name
-from tests.integration.chart.render import REQUIRED, Rendered, merge, render
+from tests.integration.chart.render import REQUIRED, Rendered, helm_path, merge, render
 from tests.support.fakeaws_server import fakeaws_server
 
+pytestmark = pytest.mark.e2e
 REGION, CLUSTER = "us-east-1", "demo"
 SECOND = "arn:aws:iam::123456789012:role/team/second"
 
@@ -41,7 +43,7 @@ def _client(server: dict[str, Any], name: str) -> Any:
     )
 
 
-def _script(helm: Path, role: str) -> str:
+def _job(role: str) -> dict[str, Any]:
     values = merge(
         REQUIRED,
         {
@@ -51,25 +53,26 @@ def _script(helm: Path, role: str) -> str:
             "nodeBootstrap": {"enabled": True},
         },
     )
-    rendered: Rendered = render(helm, values)
+    rendered: Rendered = render(helm_path(), values)
     assert rendered.returncode == 0, rendered.stderr
-    job = rendered.one("Job", "-node-bootstrap")
-    return str(job["spec"]["template"]["spec"]["containers"][0]["args"][0])
+    return rendered.one("Job", "-node-bootstrap")
 
 
-def _run(script: str, server: dict[str, Any], home: Path) -> str:
+def _run(job: dict[str, Any], server: dict[str, Any], home: Path) -> str:
+    """The container's command, with its env, plus what makes the CLI reach the fake."""
     venv_bin = str(Path(sys.executable).parent)  # the AWS CLI of the dev extras
-    env = {
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    env |= {
         "PATH": f"{venv_bin}:/usr/bin:/bin",
         "HOME": str(home),
-        "CLUSTER_NAME": CLUSTER,
-        "AWS_REGION": REGION,
         "AWS_ENDPOINT_URL": server["endpoint"],
         "AWS_ACCESS_KEY_ID": "x",
         "AWS_SECRET_ACCESS_KEY": "x",
     }
+    assert container["command"] == ["/bin/sh", "-ec"]
     done = subprocess.run(
-        ["/bin/sh", "-ec", script],
+        ["/bin/sh", "-ec", container["args"][0]],
         env={**env, "LANG": os.environ.get("LANG", "C.UTF-8")},
         capture_output=True,
         text=True,
@@ -80,17 +83,15 @@ def _run(script: str, server: dict[str, Any], home: Path) -> str:
     return done.stdout
 
 
-def test_the_hook_lets_every_node_role_join(
-    helm: Path, server: dict[str, Any], tmp_path: Path
-) -> None:
+def test_the_hook_lets_every_node_role_join(server: dict[str, Any], tmp_path: Path) -> None:
     iam, eks = _client(server, "iam"), _client(server, "eks")
     first = server["world"]["node_role_arn"]
     eks.delete_access_entry(clusterName=CLUSTER, principalArn=first)
     trust = iam.get_role(RoleName="eks-gang-node-role")["Role"]["AssumeRolePolicyDocument"]
     iam.create_role(RoleName="second", Path="/team/", AssumeRolePolicyDocument=str(trust))
-    script = _script(helm, first)
+    job = _job(first)
 
-    out = _run(script, server, tmp_path)
+    out = _run(job, server, tmp_path)
 
     assert f"created access entry for {first}" in out
     assert f"created access entry for {SECOND}" in out
@@ -100,4 +101,4 @@ def test_the_hook_lets_every_node_role_join(
         profile = instance_profile_name(cluster=CLUSTER, node_role_arn=role)
         held = iam.get_instance_profile(InstanceProfileName=profile)["InstanceProfile"]["Roles"]
         assert [r["RoleName"] for r in held] == [name]
-    assert _run(script, server, tmp_path) == ""  # idempotent: nothing left to do
+    assert _run(job, server, tmp_path) == ""  # idempotent: nothing left to do
