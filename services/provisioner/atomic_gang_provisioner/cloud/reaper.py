@@ -28,6 +28,9 @@ class PoolView:
 
     generation: int | None = None
     instance_ids: frozenset[str] = frozenset()
+    # False when this replica cannot read the pool object (e.g. malformed): the pool
+    # exists, so its instances are never orphans or strays, only age-limited.
+    readable: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +60,8 @@ def _reason(
     if pool is None or pool not in pools:
         return "orphaned", f"pool {pool!r} does not exist"
     view = pools[pool]
+    if not view.readable:
+        return None
     gen = inst.generation
     if (
         view.generation is not None
