@@ -241,7 +241,10 @@ class GangMachine(RuleBasedStateMachine):
             left = [(i.id, tags_of(i.id).get(keys.POOL)) for i in self.live()]
             assert left == [], f"live after every pool was released: {left}"
             views = {
-                name: PoolView(generation=p.generation, instance_ids=frozenset(p.ids))
+                name: PoolView(
+                    instance_ids=frozenset(p.ids),
+                    adopting=p.generation if p.acquiring else None,
+                )
                 for name, p in self.pools.items()
             }
             owned = self.engine.list_owned()

@@ -139,9 +139,10 @@ class Reaper:
                 self._failed("reading a pool", exc, pool=name)
                 pools[name] = PoolView(readable=False)
                 continue
+            status = pool.status
             pools[pool.name] = PoolView(
-                generation=pool.status.activeGeneration or None,
-                instance_ids=frozenset(pool.status.instanceIds),
+                instance_ids=frozenset(status.instanceIds),
+                adopting=status.acquireGeneration if status.phase == "Acquiring" else None,
             )
         return classify(
             ctx.cloud.list_owned(),
