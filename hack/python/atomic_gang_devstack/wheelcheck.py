@@ -62,23 +62,32 @@ def check_install(wheel: Path) -> list[str]:
         # (the dependencies come from this environment).
         env = {**os.environ, "PYTHONPATH": str(target)}
         probe = "; ".join(f"import {p}; print({p}.__file__)" for p in PACKAGES)
-        out = subprocess.run(
-            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=False
-        )
-        if out.returncode != 0:
-            return [f"importing the installed packages failed: {out.stderr.strip()}"]
+        # One process per check, all at once: each imports the whole dependency tree.
+        procs = {
+            "import": _spawn([sys.executable, "-c", probe], env),
+            **{s: _spawn([str(target / "bin" / s), "--help"], env) for s in SCRIPTS},
+        }
+        results = {name: (*p.communicate(), p.returncode) for name, p in procs.items()}
+        out, err, code = results.pop("import")
+        if code != 0:
+            return [f"importing the installed packages failed: {err.strip()}"]
         problems = [
             f"{path} imported from outside the installed wheel"
-            for path in out.stdout.split()
+            for path in out.split()
             if not Path(path).is_relative_to(target)
         ]
-        for script in SCRIPTS:
-            run = subprocess.run(
-                [str(target / "bin" / script), "--help"], env=env, capture_output=True, check=False
-            )
-            if run.returncode != 0:
-                problems.append(f"{script} --help exited {run.returncode}: {run.stderr!r}")
+        problems += [
+            f"{script} --help exited {code}: {err.strip()}"
+            for script, (_, err, code) in results.items()
+            if code != 0
+        ]
         return problems
+
+
+def _spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,7 +2,7 @@
 
 One paginated listing of this cluster's managed instances, the pure
 ``classify`` against what the pool caches say, then the full release path
-(ENI-aware) for anything past max lifetime, past keep-warm, or orphaned.
+(ENI-aware) for anything past max lifetime, past keep-warm, orphaned or stray.
 ENIs still attached when a release returns are retried on the next sweeps, and
 a new leader's first sweep finds again those its predecessor left (EC2 lists
 ended instances for about an hour); instances count as reaped only once their
@@ -41,7 +41,7 @@ class Reaper:
     ) -> None:
         self.ctx = ctx
         self.interval = interval
-        self._probe = probe  # re-resolves the cluster while that probe is failing
+        self._probe = probe  # resolves the cluster: at start-up, then while it fails
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pending_enis: set[str] = set()
@@ -144,6 +144,8 @@ class Reaper:
                 instance_ids=frozenset(status.instanceIds),
                 adopting=status.acquireGeneration if status.phase == "Acquiring" else None,
             )
+        # Pools first, then EC2: an instance launched after this snapshot of the pools is
+        # listed but young, and the stray grace period covers it.
         return classify(
             ctx.cloud.list_owned(),
             now=ctx.now(),
