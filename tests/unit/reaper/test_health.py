@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from atomic_gang import keys
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import Instance, ReleaseResult
 from atomic_gang_provisioner.reconcilers.context import NotLeaderError
@@ -19,23 +18,9 @@ from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, RecordingTransport, context
 from tests.support.pools import T0, launched
-from tests.unit.reaper.test_sweep import FakeCloud, orphan
+from tests.unit.reaper.test_sweep import FakeCloud, managed, orphan
 
-
-def managed(iid: str, pool: str, *, generation: int = 1) -> Instance:
-    return Instance(
-        instance_id=iid,
-        state="running",
-        availability_zone="us-east-1a",
-        instance_type="p4d.24xlarge",
-        launch_time=T0 - timedelta(hours=1),
-        tags=(
-            (keys.CLUSTER, "my-eks-cluster"),
-            (keys.MANAGED, "true"),
-            (keys.POOL, pool),
-            (keys.GENERATION, str(generation)),
-        ),
-    )
+HOUR = timedelta(hours=1)
 
 
 def good_pool() -> dict[str, Any]:
@@ -86,8 +71,8 @@ def test_a_malformed_pool_is_skipped_not_reported_as_ec2_down(
     cloud = FakeCloud(
         listed=[
             orphan("i-orphan"),
-            managed("i-of-broken", "broken"),
-            *(managed(i, "good") for i in good_ids),
+            managed("i-of-broken", "broken", generation=1, age=HOUR),
+            *(managed(i, "good", generation=1, age=HOUR) for i in good_ids),
         ]
     )
     r = reaper(cloud, pools=[good_pool(), malformed_pool()])

@@ -12,32 +12,17 @@ from typing import Any
 
 import pytest
 
-from atomic_gang import keys
 from atomic_gang_provisioner.cloud.types import Instance
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, RecordingTransport, context
 from tests.support.pools import IDS, T0, launched, pool
-from tests.unit.reaper.test_sweep import FakeCloud
+from tests.unit.reaper.test_sweep import FakeCloud, managed
 
 HOUR = timedelta(hours=1)
 # Joining at generation 1 with IDS recorded; the next launch would use generation 2.
 JOINING: dict[str, Any] = {}
 ACQUIRING = {"phase": "Acquiring", "acquireGeneration": 7, "claimKey": "k"}
-
-
-def tagged(iid: str, *, generation: int | None, age: timedelta) -> Instance:
-    tags = [(keys.CLUSTER, "my-eks-cluster"), (keys.MANAGED, "true"), (keys.POOL, "pretrain")]
-    if generation is not None:
-        tags.append((keys.GENERATION, str(generation)))
-    return Instance(
-        instance_id=iid,
-        state="running",
-        availability_zone="us-east-1a",
-        instance_type="p4d.24xlarge",
-        launch_time=T0 - age,
-        tags=tuple(tags),
-    )
 
 
 def pool_object(phase: str, **status: Any) -> dict[str, Any]:
@@ -96,7 +81,8 @@ def sweep(pool_obj: dict[str, Any], *listed: Instance) -> tuple[dict[str, int], 
 def test_unrecorded_instances(
     phase: str, status: dict[str, Any], generation: int | None, age: timedelta, reaped: bool
 ) -> None:
-    done, cloud = sweep(pool_object(phase, **status), tagged("i-x", generation=generation, age=age))
+    listed = managed("i-x", "pretrain", generation=generation, age=age)
+    done, cloud = sweep(pool_object(phase, **status), listed)
     assert done == ({"stray": 1} if reaped else {})
     assert [q.instance_ids for q in cloud.requests] == ([("i-x",)] if reaped else [])
 
@@ -104,10 +90,10 @@ def test_unrecorded_instances(
 @pytest.mark.parametrize("generation", [0, 1, 2, None])
 def test_recorded_instances_are_never_strays(generation: int | None) -> None:
     """Status is the record: an id it holds stays, whatever its tag says."""
-    listed = [tagged(i, generation=generation, age=HOUR) for i in IDS]
+    listed = [managed(i, "pretrain", generation=generation, age=HOUR) for i in IDS]
     assert sweep(pool_object("Joining"), *listed)[0] == {}
 
 
 def test_max_lifetime_still_applies_to_a_set_being_adopted() -> None:
-    old = tagged("i-x", generation=7, age=7 * HOUR)  # past the default 4h
+    old = managed("i-x", "pretrain", generation=7, age=7 * HOUR)  # past the default 4h
     assert sweep(pool_object("Acquiring"), old)[0] == {"max-lifetime": 1}
