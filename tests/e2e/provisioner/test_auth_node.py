@@ -16,13 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint
 from tests.e2e.provisioner.conftest import unique
-from tests.e2e.provisioner.harness import World
+from tests.e2e.provisioner.harness import World, reaper_sweeps
 from tests.integration.chart.render import REQUIRED, helm_path, merge, render
 from tests.support.wait import wait_for
 
@@ -94,22 +93,11 @@ def node_mode(world: World, tmp_path: Path) -> Iterator[tuple[int, subprocess.Po
         log.close()
 
 
-def _sweeps(port: int) -> float:
-    try:
-        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    except httpx.HTTPError:
-        return 0.0
-    for line in text.splitlines():
-        if line.startswith("atomic_gang_reaper_sweeps_total "):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
 def test_auth_mode_node_runs_on_the_default_credential_chain(
     world: World, node_mode: tuple[int, subprocess.Popen[bytes]]
 ) -> None:
     port, proc = node_mode
-    wait_for(lambda: _sweeps(port) >= 1, timeout=60, what="a reaper sweep with node credentials")
+    wait_for(lambda: reaper_sweeps(port) >= 1, timeout=60, what="a sweep with node credentials")
     assert proc.poll() is None
     listings = world.fake.calls("DescribeInstances")
     assert listings, "the reaper listed nothing"
