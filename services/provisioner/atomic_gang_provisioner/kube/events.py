@@ -20,10 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
+from atomic_gang_provisioner.events import EventType
 from atomic_gang_provisioner.kube.client import KubeClient
 from atomic_gang_provisioner.kube.errors import KubeError, NotFoundError
 from atomic_gang_provisioner.kube.resource import EVENTS
-from atomic_gang_provisioner.kube.types import EventType, KubeObject, ObjectReference, meta
+from atomic_gang_provisioner.kube.types import KubeObject, ObjectReference, meta
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 1024

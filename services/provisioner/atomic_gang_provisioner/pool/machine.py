@@ -15,7 +15,8 @@ from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, Phase
 from atomic_gang_provisioner.cloud.types import AcquireRequest, AcquireResult, ReleaseResult
-from atomic_gang_provisioner.pool.model import Knobs, Observed, Plan, event, set_condition, update
+from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool.model import Knobs, Observed, Plan, set_condition, update
 from atomic_gang_provisioner.pool.phases import (
     acquiring,
     degraded,

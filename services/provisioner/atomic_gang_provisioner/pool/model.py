@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Instance, ReleaseRequest
+from atomic_gang_provisioner.events import Event
 
-EventType = Literal["Normal", "Warning"]
 MetricName = Literal[
     "acquisition", "shortfall", "satisfied", "joined", "keep_warm_reuse", "released"
 ]
@@ -56,13 +56,6 @@ class Observed:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PoolEvent:
-    type: EventType
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Metric:
     name: MetricName
     labels: tuple[tuple[str, str], ...] = ()
@@ -86,7 +79,7 @@ class Plan:
     describe: bool = False
     find: int | None = None  # look up (pool, generation) by tag; launches nothing
     remove_finalizer: bool = False
-    events: tuple[PoolEvent, ...] = ()
+    events: tuple[Event, ...] = ()
     metrics: tuple[Metric, ...] = ()
     requeue_after: float | None = None
 
@@ -98,10 +91,6 @@ class Plan:
             metrics=self.metrics + other.metrics,
             tag=other.tag or self.tag,
         )
-
-
-def event(reason: str, message: str, *, warning: bool = False) -> PoolEvent:
-    return PoolEvent(type="Warning" if warning else "Normal", reason=reason, message=message)
 
 
 def update(status: GangNodePoolStatus, **changes: Any) -> GangNodePoolStatus:

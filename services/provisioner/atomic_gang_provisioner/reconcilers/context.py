@@ -10,8 +10,9 @@ from typing import Any, Protocol
 
 from atomic_gang import GangSettings
 from atomic_gang_provisioner.cloud.provider import CloudProvider
+from atomic_gang_provisioner.events import EventType
 from atomic_gang_provisioner.kube.client import KubeClient
-from atomic_gang_provisioner.kube.types import EventType, KubeObject
+from atomic_gang_provisioner.kube.types import KubeObject
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.pool.model import Knobs
 

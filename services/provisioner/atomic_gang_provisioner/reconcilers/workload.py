@@ -4,11 +4,12 @@ then creates/claims/releases the pool and server-side-applies our check state.""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from atomic_gang import keys
 from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.events import Event
 from atomic_gang_provisioner.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.resources import JOBS, POOLS, WORKLOADS
@@ -125,14 +126,14 @@ class WorkloadReconciler:
     ) -> None:
         ctx = self.ctx
 
-        def emit(events: tuple[tuple[str, str, str], ...]) -> None:
-            for type_, reason, message in events:
-                ctx.events.event(dict(obj), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
-                if job is not None:
-                    ctx.events.event(dict(job), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
-                log.info(message, extra={"workload": wl.key, "reason": reason})
+        def emit(events: Iterable[Event]) -> None:
+            for ev in events:
+                for about in (obj, job) if job is not None else (obj,):
+                    ctx.events.event(
+                        dict(about), type=ev.type, reason=ev.reason, message=ev.message
+                    )
+                log.info(ev.message, extra={"workload": wl.key, "reason": ev.reason})
 
-        pool_events = tuple(e for e in plan.events if not e[1].startswith("Gang"))
         if plan.create_pool is not None:
             ctx.must_lead()
             try:
@@ -141,10 +142,10 @@ class WorkloadReconciler:
                 raise ConflictError(str(err)) from err
         if plan.spec_change is not None:
             self._change_spec(plan.spec_change)
-        emit(pool_events)  # the pool changes happened, whatever follows
+        emit(plan.pool_events)  # the pool changes happened, whatever follows
         for update in plan.checks:
             self._apply_check(wl, update)
-        emit(tuple(e for e in plan.events if e[1].startswith("Gang")))
+        emit(u.event for u in plan.checks if u.event is not None)
 
     def _change_spec(self, change: SpecChange) -> None:
         self.ctx.must_lead()

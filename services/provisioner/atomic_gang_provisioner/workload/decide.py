@@ -9,13 +9,14 @@ the pool's status onto our AdmissionCheckState.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
 from atomic_gang import GangSettings, GangSpec, GangValidationError, keys, validate_job
 from atomic_gang.job import MalformedJobError
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
+from atomic_gang_provisioner.events import Event, event
 from atomic_gang_provisioner.pool.model import Knobs
 from atomic_gang_provisioner.pool.phases.acquiring import gave_up, rejected
 from atomic_gang_provisioner.workload import messages
@@ -34,6 +35,7 @@ class CheckUpdate:
     last_transition_time: str
     pod_set_updates: tuple[dict[str, Any], ...] = ()
     requeue_after_seconds: int | None = None
+    event: Event | None = None  # the transition's Gang<State> Event, emitted after the write
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,8 +68,13 @@ class WorkloadPlan:
     create_pool: GangNodePool | None = None
     spec_change: SpecChange | None = None
     checks: tuple[CheckUpdate, ...] = ()
-    events: tuple[tuple[str, str, str], ...] = ()  # (type, reason, message)
+    pool_events: tuple[Event, ...] = ()  # emitted once the pool write succeeded
     requeue_after: float | None = None
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """Every Event of the plan, in the order they are emitted."""
+        return self.pool_events + tuple(c.event for c in self.checks if c.event is not None)
 
 
 def _ts(now: datetime) -> str:
@@ -90,6 +97,7 @@ def _set(
     if same:
         return WorkloadPlan()
     since = current.last_transition_time if current.state == state else ""
+    moved = current.state != state
     update = CheckUpdate(
         name=current.name,
         state=state,
@@ -97,12 +105,11 @@ def _set(
         last_transition_time=since or _ts(inp.now),
         pod_set_updates=psu,
         requeue_after_seconds=requeue,
+        event=event(f"Gang{state}", message, warning=state in ("Retry", "Rejected"))
+        if moved
+        else None,
     )
-    events: tuple[tuple[str, str, str], ...] = ()
-    if current.state != state:
-        kind = "Normal" if state in ("Pending", "Ready") else "Warning"
-        events = ((kind, f"Gang{state}", message),)
-    return WorkloadPlan(checks=(update,), events=events)
+    return WorkloadPlan(checks=(update,))
 
 
 def _release(inp: Inputs) -> WorkloadPlan:
@@ -113,7 +120,7 @@ def _release(inp: Inputs) -> WorkloadPlan:
     why = "finished, evicted, deactivated or without quota"
     return WorkloadPlan(
         spec_change=change,
-        events=(("Normal", "ClaimReleased", f"Released pool {pool.name}: the Workload is {why}"),),
+        pool_events=(event("ClaimReleased", f"Released pool {pool.name}: the Workload is {why}"),),
     )
 
 
@@ -158,13 +165,7 @@ def decide(inp: Inputs) -> WorkloadPlan:
 
 
 def _merge(plan: WorkloadPlan, *, requeue: float) -> WorkloadPlan:
-    return WorkloadPlan(
-        create_pool=plan.create_pool,
-        spec_change=plan.spec_change,
-        checks=plan.checks,
-        events=plan.events,
-        requeue_after=requeue,
-    )
+    return replace(plan, requeue_after=requeue)
 
 
 def _claim(inp: Inputs) -> Claim:
@@ -190,10 +191,10 @@ def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan
             f"Created pool {spec.pool}; acquiring {spec.count}×{spec.instance_type}; "
             "holding quota, nothing billed yet",
         )
-        return WorkloadPlan(
+        return replace(
+            plan,
             create_pool=created,
-            checks=plan.checks,
-            events=(*plan.events, ("Normal", "PoolCreated", f"Created GangNodePool {spec.pool}")),
+            pool_events=(event("PoolCreated", f"Created GangNodePool {spec.pool}"),),
         )
     if pool.deleting:
         return _merge(
@@ -257,10 +258,10 @@ def _take(
     plan = _set(
         inp, current, "Pending", f"Claimed pool {pool.name}; {messages.progress(pool, inp.knobs)}"
     )
-    return WorkloadPlan(
+    return replace(
+        plan,
         spec_change=change,
-        checks=plan.checks,
-        events=(*plan.events, ("Normal", "PoolClaimed", f"Claimed GangNodePool {pool.name}")),
+        pool_events=(event("PoolClaimed", f"Claimed GangNodePool {pool.name}"),),
     )
 
 

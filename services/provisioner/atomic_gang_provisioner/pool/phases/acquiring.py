@@ -20,6 +20,7 @@ from atomic_gang_provisioner.cloud.types import (
     RetryLater,
     Shortfall,
 )
+from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Knobs,
     Metric,
@@ -27,7 +28,6 @@ from atomic_gang_provisioner.pool.model import (
     Plan,
     backoff_seconds,
     claim_key,
-    event,
     seconds_until,
     shape_text,
     update,

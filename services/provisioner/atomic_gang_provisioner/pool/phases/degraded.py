@@ -11,7 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
-from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, event, update
+from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, update
 from atomic_gang_provisioner.pool.phases import releasing
 
 

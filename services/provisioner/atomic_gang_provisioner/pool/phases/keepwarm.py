@@ -8,13 +8,13 @@ from datetime import datetime
 
 from atomic_gang import keys
 from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Metric,
     Observed,
     Plan,
     TagRequest,
     claim_key,
-    event,
     seconds_until,
     update,
 )

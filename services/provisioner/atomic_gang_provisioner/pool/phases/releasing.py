@@ -11,13 +11,13 @@ from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
+from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Knobs,
     Metric,
     Observed,
     Plan,
     claim_key,
-    event,
     update,
 )
 

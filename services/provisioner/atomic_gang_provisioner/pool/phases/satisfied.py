@@ -7,12 +7,12 @@ from datetime import datetime
 
 from atomic_gang import GoDuration, keys
 from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Observed,
     Plan,
     TagRequest,
     claim_key,
-    event,
     update,
 )
 from atomic_gang_provisioner.pool.phases import degraded, health, releasing
