@@ -16,7 +16,14 @@ from datetime import datetime
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, Phase
 from atomic_gang_provisioner.cloud.types import AcquireRequest, AcquireResult, ReleaseResult
 from atomic_gang_provisioner.events import event
-from atomic_gang_provisioner.pool.model import Knobs, Observed, Plan, set_condition, update
+from atomic_gang_provisioner.pool.model import (
+    Knobs,
+    Observed,
+    Plan,
+    set_condition,
+    update,
+    with_status,
+)
 from atomic_gang_provisioner.pool.phases import (
     acquiring,
     degraded,
@@ -74,7 +81,7 @@ def seed_generation(pool: GangNodePool) -> GangNodePool:
         return pool
     created = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
     seeded = update(s, acquireGeneration=max(1, int(created.timestamp())))
-    return pool.model_copy(update={"status": seeded})
+    return with_status(pool, seeded)
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
@@ -95,7 +102,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         moved = step.status.phase != current.status.phase
         if step.acquire or step.release or step.describe or step.find or not moved:
             break
-        current = current.model_copy(update={"status": step.status})
+        current = with_status(current, step.status)
     return _with_conditions(pool, plan, now)
 
 
@@ -168,15 +175,4 @@ def _with_conditions(pool: GangNodePool, plan: Plan, now: datetime) -> Plan:
         now=now,
         generation=gen,
     )
-    return Plan(
-        status=update(s, observedGeneration=gen),
-        acquire=plan.acquire,
-        release=plan.release,
-        tag=plan.tag,
-        describe=plan.describe,
-        find=plan.find,
-        remove_finalizer=plan.remove_finalizer,
-        events=plan.events,
-        metrics=plan.metrics,
-        requeue_after=plan.requeue_after,
-    )
+    return replace(plan, status=update(s, observedGeneration=gen))

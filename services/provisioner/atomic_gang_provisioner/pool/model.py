@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal, Unpack
 
-from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus, StatusChange
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Instance, ReleaseRequest
 from atomic_gang_provisioner.events import Event
 
@@ -93,8 +93,17 @@ class Plan:
         )
 
 
-def update(status: GangNodePoolStatus, **changes: Any) -> GangNodePoolStatus:
+def update(status: GangNodePoolStatus, **changes: Unpack[StatusChange]) -> GangNodePoolStatus:
+    """``status`` with ``changes``: mypy checks each keyword, and an unknown one raises
+    (``model_copy(update=)`` alone would drop a misspelt field silently)."""
+    unknown = changes.keys() - GangNodePoolStatus.model_fields.keys()
+    if unknown:
+        raise TypeError(f"GangNodePoolStatus has no field {', '.join(sorted(unknown))}")
     return status.model_copy(update=changes)
+
+
+def with_status(pool: GangNodePool, status: GangNodePoolStatus) -> GangNodePool:
+    return pool.model_copy(update={"status": status})
 
 
 def set_condition(

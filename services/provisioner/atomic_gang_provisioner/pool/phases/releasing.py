@@ -43,12 +43,11 @@ def begin(
     warning: bool = True,
 ) -> Plan:
     """Move to Releasing and release in the same reconcile."""
-    changes: dict[str, object] = {"phase": "Releasing"}
+    new = update(status, phase="Releasing")
     if warning:
-        changes.update(lastErrorReason=reason, lastError=message)
+        new = update(new, lastErrorReason=reason, lastError=message)
     if reason == "JoinTimeout":  # a set that never joins counts as a failed attempt
-        changes["consecutiveShortfalls"] = status.consecutiveShortfalls + 1
-    new = update(status, **changes)
+        new = update(new, consecutiveShortfalls=status.consecutiveShortfalls + 1)
     return Plan(status=new, release=request(new), events=(event(reason, message, warning=warning),))
 
 
