@@ -100,6 +100,12 @@ class PoolShape(_Model):
     amiId: str | None = None
     capacityReservationId: str | None = None
 
+    @property
+    def summary(self) -> str:
+        """``4×p4d.24xlarge (runinstances, us-east-1a)``: the shape as messages name it."""
+        where = ",".join(self.availabilityZones or self.subnets) or "discovered zones"
+        return f"{self.count}×{self.instanceType} ({self.mode}, {where})"
+
     @classmethod
     def of(cls, spec: GangSpec) -> PoolShape:
         return cls(
@@ -156,12 +162,22 @@ class GangNodePoolSpec(_Model):
 
 
 class Condition(_Model):
-    type: str
+    """One fact the pool reports about its claim (see docs/design.md)."""
+
+    type: str = Field(description="Ready, CapacityShortfall, Failed, Degraded or Released.")
     status: Literal["True", "False", "Unknown"]
-    reason: str
-    message: str = ""
+    reason: str = Field(description="CamelCase cause, e.g. InsufficientCapacity.")
+    message: str = Field(default="", description="What it means for the claimant, in words.")
     lastTransitionTime: Time
-    observedGeneration: int = 0
+    observedGeneration: int = Field(default=0, description="The pool generation it is for.")
+    checkState: Literal["Retry", "Rejected"] | None = Field(
+        default=None,
+        description=(
+            "Failed only: Retry or Rejected, what the claimant's AdmissionCheck becomes. Retry "
+            "releases the quota and Kueue requeues the Workload later; Rejected: the Job cannot "
+            "work as written."
+        ),
+    )
 
 
 class GangNodePoolStatus(_Model):
@@ -169,10 +185,12 @@ class GangNodePoolStatus(_Model):
 
     phase: Phase = "Idle"
     observedGeneration: int = 0
-    claimKey: str = Field(default="", description="Claim key this status was computed for.")
+    claimKey: str = Field(
+        default="", description="The claim (Claim.key) that status and conditions speak for."
+    )
     acquireGeneration: int = Field(default=1, ge=1, description="Generation of the next launch.")
     activeGeneration: int = Field(default=0, ge=0, description="Generation of the live set.")
-    activeGroup: str = ""
+    activeGroup: str = Field(default="", description="Node group label of the live set.")
     instanceIds: list[str] = Field(default_factory=list)
     fleetIds: list[str] = Field(default_factory=list)
     pendingEnis: list[str] = Field(default_factory=list)
@@ -188,7 +206,13 @@ class GangNodePoolStatus(_Model):
     lastErrorReason: str = ""
     degradedClaimKey: str = Field(default="", description="Claim that must get Retry.")
     unhealthySince: Time | None = None
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description=(
+            "What the pool reports to its claimant; with claimKey and activeGroup all that the "
+            "Workload reconciler reads of this status."
+        ),
+    )
 
 
 class StatusChange(TypedDict, total=False):

@@ -13,6 +13,7 @@ from typing import ClassVar, Literal
 
 from atomic_gang import GangSpec, GoDuration, keys
 from atomic_gang.durations import DurationError
+from atomic_gang_provisioner.cloud.errors import PERMANENT_ERROR
 
 InstanceState = Literal["pending", "running", "shutting-down", "terminated", "stopping", "stopped"]
 # Live: still exists and may bill (cleanup, reaper, adoption must see it).
@@ -172,7 +173,7 @@ class PermanentFailure:
     code: str
     message: str
     hint: str = ""
-    reason: str = "PermanentError"
+    reason: str = PERMANENT_ERROR
     rejects: bool = False
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal, Unpack
 
-from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus, StatusChange
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, StatusChange
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Instance, ReleaseRequest
 from atomic_gang_provisioner.events import Event
 
@@ -106,30 +106,9 @@ def with_status(pool: GangNodePool, status: GangNodePoolStatus) -> GangNodePool:
     return pool.model_copy(update={"status": status})
 
 
-def set_condition(
-    status: GangNodePoolStatus,
-    *,
-    type_: str,
-    true: bool,
-    reason: str,
-    message: str,
-    now: datetime,
-    generation: int,
-) -> GangNodePoolStatus:
-    """Upsert a condition; lastTransitionTime moves only when the status flips."""
-    value: Literal["True", "False"] = "True" if true else "False"
-    old = next((c for c in status.conditions if c.type == type_), None)
-    since = old.lastTransitionTime if old is not None and old.status == value else now
-    cond = Condition(
-        type=type_,
-        status=value,
-        reason=reason,
-        message=message[:1024],
-        lastTransitionTime=since,
-        observedGeneration=generation,
-    ).keeping_unknown_of(old)
-    rest = [c for c in status.conditions if c.type != type_]
-    return update(status, conditions=sorted([*rest, cond], key=lambda c: c.type))
+def has_resources(status: GangNodePoolStatus) -> bool:
+    """Anything recorded that bills or must be cleaned up: instances, fleets, ENIs."""
+    return bool(status.instanceIds or status.fleetIds or status.pendingEnis)
 
 
 def backoff_seconds(*, pool: str, attempt: int, base: float, cap: float) -> float:
@@ -149,12 +128,6 @@ def seconds_until(when: datetime | None, now: datetime) -> float | None:
 def claim_key(pool: GangNodePool) -> str:
     claim = pool.spec.claim
     return claim.key if claim is not None else ""
-
-
-def shape_text(pool: GangNodePool) -> str:
-    shape = pool.spec.shape
-    where = ",".join(shape.availabilityZones or shape.subnets) or "discovered zones"
-    return f"{shape.count}×{shape.instanceType} ({shape.mode}, {where})"
 
 
 @dataclass(frozen=True, slots=True)

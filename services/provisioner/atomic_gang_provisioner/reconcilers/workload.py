@@ -14,13 +14,13 @@ from atomic_gang_provisioner.kube.errors import AlreadyExistsError, ConflictErro
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.resources import JOBS, POOLS, WORKLOADS
 from atomic_gang_provisioner.runtime import Result
-from atomic_gang_provisioner.workload.decide import (
+from atomic_gang_provisioner.workload import decision
+from atomic_gang_provisioner.workload.plan import (
     CheckUpdate,
     Claimant,
     Inputs,
     SpecChange,
     WorkloadPlan,
-    decide,
 )
 from atomic_gang_provisioner.workload.view import KUEUE_API, WorkloadView, view
 
@@ -48,7 +48,7 @@ class WorkloadReconciler:
         wl = view(obj)
         job = self._job(wl)
         pool = self._pool(job)
-        plan = decide(
+        plan = decision.decide(
             Inputs(
                 wl=wl,
                 our_checks=self.ctx.our_checks(),
@@ -57,8 +57,8 @@ class WorkloadReconciler:
                 claimant=self._claimant(pool, wl),
                 flavor_labels=self._flavor_labels(wl),
                 settings=self.ctx.settings,
-                knobs=self.ctx.knobs,
                 now=self.ctx.now(),
+                failed_retry_seconds=int(self.ctx.knobs.backoff_max),
             )
         )
         self._perform(wl, obj, job, plan)

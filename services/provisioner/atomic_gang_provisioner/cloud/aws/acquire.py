@@ -32,6 +32,7 @@ from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.errors import (
     IDEMPOTENCY_MISMATCH,
     NAMED_PERMANENT,
+    PERMANENT_ERROR,
     CloudError,
     hint_for,
 )
@@ -59,7 +60,7 @@ def failure(err: CloudError) -> AcquireResult:
         return QuotaExceeded(code=err.code, message=err.message)
     if err.retryable:
         return RetryLater(code=err.code, message=err.message)
-    reason, rejects = NAMED_PERMANENT.get(err.code, ("PermanentError", False))
+    reason, rejects = NAMED_PERMANENT.get(err.code, (PERMANENT_ERROR, False))
     return PermanentFailure(
         code=err.code, message=err.message, hint=hint_for(err.code), reason=reason, rejects=rejects
     )

@@ -29,28 +29,10 @@ from atomic_gang_provisioner.pool.model import (
     backoff_seconds,
     claim_key,
     seconds_until,
-    shape_text,
     update,
 )
 from atomic_gang_provisioner.pool.phases import releasing
-
-# Reasons of errors that retrying cannot fix; the second set are the Job's own fault.
-PERMANENT_REASONS = frozenset({"PermanentError", "NodeRoleNotAuthorized", "InvalidSubnet"})
-REJECTING_REASONS = frozenset({"InvalidSubnet"})
-
-
-def gave_up(status: GangNodePoolStatus, knobs: Knobs) -> bool:
-    """The claimant must get Retry (or Rejected): too many shortfalls, or an error that
-    retrying can't fix."""
-    return (
-        status.lastErrorReason in PERMANENT_REASONS
-        or status.consecutiveShortfalls >= knobs.attempts_before_retry
-    )
-
-
-def rejected(status: GangNodePoolStatus) -> bool:
-    """The Job's own annotations can never work here (e.g. a subnet outside the VPC)."""
-    return status.lastErrorReason in REJECTING_REASONS
+from atomic_gang_provisioner.pool.report import gave_up
 
 
 def abandon(pool: GangNodePool, observed: Observed) -> Plan:
@@ -225,7 +207,7 @@ def _failed(
         lastErrorReason=reason,
     )
     msg = (
-        f"Acquiring {shape_text(pool)} (attempt {attempt}/{knobs.attempts_before_retry}): "
+        f"Acquiring {pool.spec.shape.summary} (attempt {attempt}/{knobs.attempts_before_retry}): "
         f"{detail}; nothing billed"
     )
     done = gave_up(new, knobs)

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.events import event
-from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, update
+from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, has_resources, update
 from atomic_gang_provisioner.pool.phases import releasing
 
 
@@ -23,6 +23,7 @@ def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, messag
     new = update(
         status,
         phase="Degraded",
+        claimKey=uid,  # the claim the Degraded condition speaks for
         degradedClaimKey=uid,
         lastErrorReason=reason,
         lastError=message,
@@ -38,7 +39,7 @@ def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, messag
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
-    if releasing.has_resources(status):
+    if has_resources(status):
         return Plan(status=status, release=releasing.request(status))
     uid = claim_key(pool)
     if uid and uid == status.degradedClaimKey:

@@ -18,6 +18,7 @@ from atomic_gang_provisioner.pool.model import (
     Observed,
     Plan,
     claim_key,
+    has_resources,
     update,
 )
 
@@ -28,10 +29,6 @@ def request(status: GangNodePoolStatus) -> ReleaseRequest:
         fleet_ids=tuple(status.fleetIds),
         enis=tuple(status.pendingEnis),
     )
-
-
-def has_resources(status: GangNodePoolStatus) -> bool:
-    return bool(status.instanceIds or status.fleetIds or status.pendingEnis)
 
 
 def begin(
