@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from atomic_gang_provisioner.backoff import exponential
 from atomic_gang_provisioner.kube.client import KubeClient, WatchStream
 from atomic_gang_provisioner.kube.errors import GoneError, KubeError
 from atomic_gang_provisioner.kube.resource import Resource
@@ -160,7 +161,7 @@ class Informer:
 
     def _delay(self, failures: int) -> float:
         base, cap = self._backoff
-        return min(cap, base * 2.0 ** min(failures - 1, 30)) * (0.5 + 0.5 * _rng.random())
+        return exponential(failures - 1, base=base, cap=cap, spread=0.5, draw=_rng.random())
 
     def _relist(self) -> str:
         listing = self.client.list(

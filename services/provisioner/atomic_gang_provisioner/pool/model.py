@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Literal, Unpack
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, StatusChange
+from atomic_gang_provisioner.backoff import exponential
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Instance, ReleaseRequest
 from atomic_gang_provisioner.events import Event
 
@@ -112,11 +113,11 @@ def has_resources(status: GangNodePoolStatus) -> bool:
 
 
 def backoff_seconds(*, pool: str, attempt: int, base: float, cap: float) -> float:
-    """Jittered exponential backoff, deterministic in (pool, attempt) so decide stays pure."""
-    raw = min(cap, base * (2 ** max(0, attempt - 1)))
+    """Equal jitter (half the ceiling left to chance) for attempt 1, 2, ..., deterministic
+    in (pool, attempt) so that decide stays pure."""
     digest = hashlib.sha256(f"{pool}/{attempt}".encode()).digest()
-    jitter = 0.5 + digest[0] / 255 / 2  # in [0.5, 1.0]: "equal jitter"
-    return round(float(raw) * jitter, 3)
+    delay = exponential(attempt - 1, base=base, cap=cap, spread=0.5, draw=digest[0] / 255)
+    return round(delay, 3)
 
 
 def seconds_until(when: datetime | None, now: datetime) -> float | None:
