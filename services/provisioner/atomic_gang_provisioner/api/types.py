@@ -10,7 +10,7 @@ during a rolling upgrade an older replica reads what a newer one wrote.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal, Self, TypedDict
 
 from pydantic import (
@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from atomic_gang import GangSpec, GoDuration
+from atomic_gang_provisioner.timestamps import rfc3339
 
 GROUP = "atomic-gang.k8s.aws"
 VERSION = "v1alpha1"
@@ -37,11 +38,7 @@ FINALIZER = "atomic-gang.k8s.aws/release-instances"
 Phase = Literal["Idle", "Acquiring", "Joining", "Satisfied", "KeepWarm", "Releasing", "Degraded"]
 
 
-def _rfc3339(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-Time = Annotated[datetime, PlainSerializer(_rfc3339, return_type=str)]
+Time = Annotated[datetime, PlainSerializer(rfc3339, return_type=str)]
 
 
 _TOLERANT = "keep-unknown-fields"  # validation context flag, set by from_dict only

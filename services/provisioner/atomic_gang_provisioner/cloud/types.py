@@ -14,6 +14,7 @@ from typing import ClassVar, Literal
 from atomic_gang import GangSpec, GoDuration, keys
 from atomic_gang.durations import DurationError
 from atomic_gang_provisioner.cloud.errors import PERMANENT_ERROR
+from atomic_gang_provisioner.timestamps import parse_rfc3339
 
 InstanceState = Literal["pending", "running", "shutting-down", "terminated", "stopping", "stopped"]
 # Live: still exists and may bill (cleanup, reaper, adoption must see it).
@@ -79,7 +80,7 @@ class Instance:
         if not raw:
             return None
         try:
-            return datetime.fromisoformat(raw.replace("Z", "+00:00"))
+            return parse_rfc3339(raw)
         except ValueError:
             return None
 

@@ -34,6 +34,7 @@ from atomic_gang_provisioner.pool.phases import (
     releasing,
     satisfied,
 )
+from atomic_gang_provisioner.timestamps import parse_rfc3339
 
 Decide = Callable[[GangNodePool, Observed, datetime], Plan]
 PHASES: dict[Phase, Decide] = {
@@ -80,7 +81,7 @@ def seed_generation(pool: GangNodePool) -> GangNodePool:
     stamp = pool.metadata.get("creationTimestamp")
     if s.observedGeneration or s.activeGeneration or s.acquireGeneration != 1 or not stamp:
         return pool
-    created = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    created = parse_rfc3339(str(stamp))
     seeded = update(s, acquireGeneration=max(1, int(created.timestamp())))
     return with_status(pool, seeded)
 

@@ -8,12 +8,12 @@ ClusterQueue inactive instead of queueing into a black hole.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.resources import ADMISSION_CHECKS, KUEUE, KUEUE_VERSION
 from atomic_gang_provisioner.runtime import Result
+from atomic_gang_provisioner.timestamps import rfc3339
 
 
 def desired(check: Mapping[str, Any], *, cloud_error: str) -> tuple[bool, str, str]:
@@ -75,7 +75,7 @@ class AdmissionCheckReconciler:
                             "reason": reason,
                             "message": message,
                             "observedGeneration": gen,
-                            "lastTransitionTime": since or _ts(self.ctx.now()),
+                            "lastTransitionTime": since or rfc3339(self.ctx.now()),
                         }
                     ]
                 },
@@ -83,7 +83,3 @@ class AdmissionCheckReconciler:
             field_manager=self.ctx.settings.controllerName,
         )
         return Result()
-
-
-def _ts(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from atomic_gang import GangSettings
 from atomic_gang_provisioner.api import Claim, GangNodePool, PoolShape
 from atomic_gang_provisioner.events import Event, event
+from atomic_gang_provisioner.timestamps import rfc3339
 from atomic_gang_provisioner.workload.view import CheckState, WorkloadView
 
 State = Literal["Pending", "Ready", "Retry", "Rejected"]
@@ -101,7 +102,3 @@ def set_check(
         else None,
     )
     return WorkloadPlan(checks=(update,))
-
-
-def rfc3339(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -16,10 +16,7 @@ from atomic_gang_provisioner.pool.model import (
     update,
 )
 from atomic_gang_provisioner.pool.phases import degraded, health, releasing
-
-
-def iso(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+from atomic_gang_provisioner.timestamps import rfc3339
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
@@ -44,14 +41,14 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             message="The claim was released and keep-warm is 0s",
         )
     until = now + ttl.to_timedelta()
-    ids = tuple(status.instanceIds)
+    ids, when = tuple(status.instanceIds), rfc3339(until)
     return Plan(
         status=update(status, phase="KeepWarm", keepWarmUntil=until, claimKey=""),
-        tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, iso(until)),)),
+        tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, when),)),
         events=(
             event(
                 "KeepWarm",
-                f"The claim was released; keeping {len(ids)} nodes warm until {iso(until)} ({ttl})",
+                f"The claim was released; keeping {len(ids)} nodes warm until {when} ({ttl})",
             ),
         ),
         requeue_after=ttl.total_seconds(),
