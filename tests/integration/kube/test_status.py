@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from atomic_gang_provisioner.kube import ConflictError, KubeClient, Resource
-from atomic_gang_provisioner.kube import resource as r
+from tests.support import resources as r
 
 pytestmark = pytest.mark.kube
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient, by_label
-from atomic_gang_provisioner.kube import resource as r
 from atomic_gang_provisioner.runtime import Controller, Result
 from tests.integration.kube.conftest import FIGURES
+from tests.support import resources as r
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.kube

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from atomic_gang_provisioner.reconcilers.context import Context
-from atomic_gang_provisioner.resources import ADMISSION_CHECKS, KUEUE, KUEUE_VERSION
+from atomic_gang_provisioner.resources import ADMISSION_CHECKS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.timestamps import rfc3339
 
@@ -64,7 +64,7 @@ class AdmissionCheckReconciler:
         self.ctx.client.apply_status(
             ADMISSION_CHECKS,
             {
-                "apiVersion": f"{KUEUE}/{KUEUE_VERSION}",
+                "apiVersion": ADMISSION_CHECKS.api_version,
                 "kind": "AdmissionCheck",
                 "metadata": {"name": name},
                 "status": {

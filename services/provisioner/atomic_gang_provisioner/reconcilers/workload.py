@@ -12,7 +12,7 @@ from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.events import Event
 from atomic_gang_provisioner.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
 from atomic_gang_provisioner.reconcilers.context import Context
-from atomic_gang_provisioner.resources import JOBS, POOLS, WORKLOADS
+from atomic_gang_provisioner.resources import JOBS, KUEUE_API, POOLS, WORKLOADS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.workload import decision
 from atomic_gang_provisioner.workload.plan import (
@@ -22,7 +22,7 @@ from atomic_gang_provisioner.workload.plan import (
     SpecChange,
     WorkloadPlan,
 )
-from atomic_gang_provisioner.workload.view import KUEUE_API, WorkloadView, view
+from atomic_gang_provisioner.workload.view import WorkloadView, view
 
 log = logging.getLogger("atomic_gang_provisioner.workload")
 JOB_UID_INDEX = "uid"
