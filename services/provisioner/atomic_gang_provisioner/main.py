@@ -24,9 +24,11 @@ from atomic_gang_provisioner.httpserver import serve
 from atomic_gang_provisioner.kube import KubeClient, KubeConfigError, NotFoundError
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
+from atomic_gang_provisioner.reconcilers.context import Faults
 from atomic_gang_provisioner.resources import CONFIG_MAPS
 
 log = logging.getLogger("atomic_gang_provisioner")
+CRASH_AFTER_LAUNCH = "ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH"  # e2e only: see Faults
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -101,7 +103,15 @@ def main(argv: list[str] | None = None) -> None:
         ),
         aws_auth=aws_auth_reader(client),
     )
-    manager = Manager(settings=settings, server=server, client=client, cloud=cloud, metrics=metrics)
+    faults = Faults(crash_after_launch=os.environ.get(CRASH_AFTER_LAUNCH) == "1")
+    manager = Manager(
+        settings=settings,
+        server=server,
+        client=client,
+        cloud=cloud,
+        metrics=metrics,
+        faults=faults,
+    )
     http = serve(
         host=server.http_host,
         port=server.http_port,

@@ -33,7 +33,7 @@ from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.pool.model import Knobs
 from atomic_gang_provisioner.reconcilers.admissioncheck import AdmissionCheckReconciler
-from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.reconcilers.context import Context, Faults
 from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from atomic_gang_provisioner.reconcilers.workload import (
@@ -78,6 +78,7 @@ class Manager:
         client: KubeClient,
         cloud: CloudProvider,
         metrics: ProvisionerMetrics,
+        faults: Faults | None = None,
     ) -> None:
         self.settings, self.server, self.client, self.metrics = settings, server, client, metrics
         resync = server.resync_seconds
@@ -119,6 +120,7 @@ class Manager:
             events=self.recorder,
             metrics=metrics,
             leading=self._is_leading,
+            faults=faults or Faults(),
         )
         self.controllers = self._controllers()
         warm_up = getattr(cloud, "warm_up", None)

@@ -15,7 +15,6 @@ from atomic_gang_provisioner.kube import (
     Informer,
     KubeClient,
     WatchStream,
-    by_field,
     by_label,
     by_owner_uid,
     object_key,
@@ -23,6 +22,7 @@ from atomic_gang_provisioner.kube import (
 from atomic_gang_provisioner.kube.types import KubeObject
 from tests.integration.kube.conftest import FIGURES, ControlPlane
 from tests.support import resources as r
+from tests.support.indexers import by_field
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.kube
@@ -108,7 +108,12 @@ def test_node_events_reach_handlers_in_milliseconds(
     rtt: list[float] = []
     for i in range(40):
         t0 = time.monotonic()
-        client.patch_status(r.NODES, "lat-1", ready_patch("True" if i % 2 == 0 else "False"))
+        client.patch(
+            r.NODES,
+            "lat-1",
+            ready_patch("True" if i % 2 == 0 else "False"),
+            subresource="status",
+        )
         rtt.append((time.monotonic() - t0) * 1000)
         seen = until(lambda t0=t0: rec.first("update", "lat-1", after=t0), "update seen")
         lat.append((seen - t0) * 1000)
@@ -207,7 +212,8 @@ def test_relists_after_410_and_reports_what_changed_meanwhile(
     gated.gate.set()
     until(lambda: inf.stats.gone >= 1, "410 Gone seen")
     until(lambda: inf.stats.lists >= 2, "relisted")
-    until(lambda: sorted(inf.store.keys()) == [f"{namespace}/{n}" for n in ("edit", "keep", "new")])
+    names = [f"{namespace}/{n}" for n in ("edit", "keep", "new")]
+    until(lambda: sorted(object_key(o) for o in inf.list()) == names)
     assert rec.kinds(f"{namespace}/drop") == ["add", "delete"]
     assert rec.kinds(f"{namespace}/edit") == ["add", "update"]
     assert rec.kinds(f"{namespace}/new") == ["add"]

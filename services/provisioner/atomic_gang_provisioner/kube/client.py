@@ -169,24 +169,6 @@ class KubeClient:
         out: KubeObject = self._call("PATCH", path, body=body, content_type=MERGE)
         return out
 
-    def patch_status(
-        self,
-        res: Resource,
-        name: str,
-        patch: Mapping[str, Any],
-        *,
-        namespace: str | None = None,
-        resource_version: str | None = None,
-    ) -> KubeObject:
-        return self.patch(
-            res,
-            name,
-            patch,
-            namespace=namespace,
-            resource_version=resource_version,
-            subresource="status",
-        )
-
     def apply(
         self,
         res: Resource,

@@ -63,9 +63,6 @@ class Controller(Generic[K]):
     def enqueue(self, key: K) -> None:
         self.queue.add(key)
 
-    def enqueue_after(self, key: K, seconds: float) -> None:
-        self.queue.add_after(key, seconds)
-
     def depth(self) -> int:
         """Keys ready but not yet picked up (the queue-depth gauge)."""
         return len(self.queue)
