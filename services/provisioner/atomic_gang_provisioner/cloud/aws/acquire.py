@@ -120,7 +120,9 @@ class Acquirer:
         ids = [i.instance_id for i in instances]
         return self._rollback(ids, [fleet] if fleet else [], "MalformedResponse", what)
 
-    def sweep(self, plan: LaunchPlan) -> AcquireResult:
+    def zone_by_zone(self, plan: LaunchPlan) -> AcquireResult:
+        """runinstances mode: one all-or-nothing RunInstances per zone, in order, until
+        one zone gives all N (a capacity error moves on to the next)."""
         attempts: list[ZoneAttempt] = []
         for placement in plan.placements:
             token = token_for(plan, placement.zone)
