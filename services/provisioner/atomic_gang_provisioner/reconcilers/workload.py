@@ -27,6 +27,7 @@ from atomic_gang_provisioner.workload.view import WorkloadView, view
 log = logging.getLogger("atomic_gang_provisioner.workload")
 JOB_UID_INDEX = "uid"
 CLAIM_INDEX = "claim"
+CHECK_INDEX = "check"
 
 
 class WorkloadReconciler:
@@ -215,16 +216,24 @@ def claim_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
     return (f"{claim.get('namespace')}/{claim.get('name')}",)
 
 
+def check_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """Index Workloads by the names of the AdmissionChecks in their status."""
+    states = (obj.get("status") or {}).get("admissionChecks") or []
+    return tuple(str(s["name"]) for s in states if s.get("name"))
+
+
 def job_uid_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
     uid = (obj.get("metadata") or {}).get("uid")
     return (str(uid),) if uid else ()
 
 
 __all__ = [
+    "CHECK_INDEX",
     "CLAIM_INDEX",
     "JOBS",
     "JOB_UID_INDEX",
     "WorkloadReconciler",
+    "check_index",
     "claim_index",
     "job_uid_index",
 ]
