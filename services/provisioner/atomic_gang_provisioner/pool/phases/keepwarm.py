@@ -23,11 +23,9 @@ from atomic_gang_provisioner.pool.phases import health, releasing
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     verdict = health.check(pool, observed, now)
+    if (first := health.forced(pool, verdict, on_loss=releasing.begin)) is not None:
+        return first
     status = verdict.status
-    if verdict.describe:
-        return Plan(status=status, describe=True)
-    if verdict.lost:
-        return releasing.begin(pool, status, reason=verdict.lost, message=verdict.message)
     uid = claim_key(pool)
     ids = tuple(status.instanceIds)
     if uid:

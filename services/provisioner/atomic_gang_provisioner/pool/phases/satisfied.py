@@ -8,24 +8,16 @@ from datetime import datetime
 from atomic_gang import GoDuration, keys
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.events import event
-from atomic_gang_provisioner.pool.model import (
-    Observed,
-    Plan,
-    TagRequest,
-    claim_key,
-    update,
-)
+from atomic_gang_provisioner.pool.model import Observed, Plan, TagRequest, claim_key, update
 from atomic_gang_provisioner.pool.phases import degraded, health, releasing
 from atomic_gang_provisioner.timestamps import rfc3339
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     verdict = health.check(pool, observed, now)
+    if (first := health.forced(pool, verdict, on_loss=degraded.enter)) is not None:
+        return first
     status = verdict.status
-    if verdict.describe:
-        return Plan(status=status, describe=True)
-    if verdict.lost:
-        return degraded.enter(pool, status, reason=verdict.lost, message=verdict.message)
     uid = claim_key(pool)
     if uid:
         if uid != status.claimKey:
