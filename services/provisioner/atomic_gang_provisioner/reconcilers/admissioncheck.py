@@ -29,6 +29,9 @@ def desired(check: Mapping[str, Any], *, cloud_error: str) -> tuple[bool, str, s
     return True, "Active", "atomic-gang-provisioner is running and will provision gangs"
 
 
+GEN = "observedGeneration"
+
+
 class AdmissionCheckReconciler:
     def __init__(self, ctx: Context, *, cloud_error: Callable[[], str] = lambda: "") -> None:
         self.ctx = ctx
@@ -44,20 +47,10 @@ class AdmissionCheckReconciler:
         active, reason, message = desired(check, cloud_error=self._cloud_error())
         gen = int((check.get("metadata") or {}).get("generation", 0))
         status = "True" if active else "False"
-        old = next(
-            (
-                c
-                for c in (check.get("status") or {}).get("conditions") or []
-                if c.get("type") == "Active"
-            ),
-            None,
-        )
-        if old and (
-            old.get("status"),
-            old.get("reason"),
-            old.get("message"),
-            old.get("observedGeneration"),
-        ) == (status, reason, message, gen):
+        conditions = (check.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if c.get("type") == "Active"), None)
+        said = (status, reason, message, gen)
+        if old and tuple(old.get(k) for k in ("status", "reason", "message", GEN)) == said:
             return Result()
         since = old.get("lastTransitionTime") if old and old.get("status") == status else None
         self.ctx.must_lead()

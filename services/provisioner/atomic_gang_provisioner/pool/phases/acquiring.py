@@ -174,6 +174,16 @@ def _launched(
     )
 
 
+def _why(result: Shortfall | QuotaExceeded | PermanentFailure) -> tuple[str, str, str]:
+    """(the reason status and Events name, the detail, the acquisitions metric's result)."""
+    if isinstance(result, Shortfall):
+        return "InsufficientCapacity", result.message, "capacity"
+    if isinstance(result, QuotaExceeded):
+        return "QuotaExceeded", f"{result.code}: {result.message}", "quota"
+    hint = f" ({result.hint})" if result.hint else ""
+    return result.reason, f"{result.code}: {result.message}{hint}", "permanent"
+
+
 def _failed(
     pool: GangNodePool,
     status: GangNodePoolStatus,
@@ -184,17 +194,7 @@ def _failed(
     knobs: Knobs,
 ) -> Plan:
     attempt = status.consecutiveShortfalls + 1
-    if isinstance(result, Shortfall):
-        reason, detail, label = "InsufficientCapacity", result.message, "capacity"
-    elif isinstance(result, QuotaExceeded):
-        reason, detail, label = "QuotaExceeded", f"{result.code}: {result.message}", "quota"
-    else:
-        hint = f" ({result.hint})" if result.hint else ""
-        reason, detail, label = (
-            result.reason,
-            f"{result.code}: {result.message}{hint}",
-            "permanent",
-        )
+    reason, detail, label = _why(result)
     delay = backoff_seconds(
         pool=pool.name, attempt=attempt, base=knobs.backoff_base, cap=knobs.backoff_max
     )
