@@ -14,7 +14,7 @@ from typing import Literal, NamedTuple
 from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api import conditions as c
 from atomic_gang_provisioner.cloud.errors import PERMANENT_REASONS, REJECTING_REASONS
-from atomic_gang_provisioner.pool.model import Knobs, has_resources, update, with_status
+from atomic_gang_provisioner.pool.model import Knobs, has_resources, update
 
 SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout"})
 MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 32000
@@ -37,9 +37,9 @@ def _attempt(status: GangNodePoolStatus, knobs: Knobs) -> str:
     return f"attempt {status.consecutiveShortfalls}/{knobs.attempts_before_retry}"
 
 
-def progress(pool: GangNodePool, knobs: Knobs) -> str:
+def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
     """Ready's message: where the gang stands, in the claimant's words."""
-    s, shape = pool.status, pool.spec.shape
+    shape = pool.spec.shape
     n = shape.count
     if s.phase == "Idle":
         return f"No instances, nothing billed; a claim acquires {shape.summary}"
@@ -66,8 +66,8 @@ def progress(pool: GangNodePool, knobs: Knobs) -> str:
     return f"Pool phase {s.phase}"
 
 
-def _failure(pool: GangNodePool) -> str:
-    s, shape = pool.status, pool.spec.shape.summary
+def _failure(pool: GangNodePool, s: GangNodePoolStatus) -> str:
+    shape = pool.spec.shape.summary
     if s.lastErrorReason in REJECTING_REASONS:
         return f"Invalid gang Job: {s.lastError}"
     if s.lastErrorReason in PERMANENT_REASONS:
@@ -90,8 +90,7 @@ class _Fact(NamedTuple):
     check_state: Literal["Retry", "Rejected"] | None = None
 
 
-def _facts(pool: GangNodePool, knobs: Knobs) -> tuple[_Fact, ...]:
-    s = pool.status
+def _facts(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> tuple[_Fact, ...]:
     satisfied = s.phase == "Satisfied"
     failed = _acquiring(s) and gave_up(s, knobs)
     short = _acquiring(s) and s.consecutiveShortfalls > 0 and s.lastErrorReason in SHORTFALL
@@ -102,13 +101,13 @@ def _facts(pool: GangNodePool, knobs: Knobs) -> tuple[_Fact, ...]:
     )
     ready_reason = "Satisfied" if satisfied else s.lastErrorReason or s.phase
     return (
-        _Fact(c.READY, satisfied, ready_reason, progress(pool, knobs)),
+        _Fact(c.READY, satisfied, ready_reason, progress(pool, s, knobs)),
         _Fact(c.CAPACITY_SHORTFALL, short, "NoShortfall")
         if not short
         else _Fact(c.CAPACITY_SHORTFALL, True, s.lastErrorReason, _shortfall(s, knobs)),
         _Fact(c.FAILED, False, "NotFailed")
         if not failed
-        else _Fact(c.FAILED, True, s.lastErrorReason, _failure(pool), verdict),
+        else _Fact(c.FAILED, True, s.lastErrorReason, _failure(pool, s), verdict),
         _Fact(c.DEGRADED, False, "Healthy")
         if not degraded
         else _Fact(c.DEGRADED, True, s.lastErrorReason, s.lastError),
@@ -125,11 +124,18 @@ def _shortfall(s: GangNodePoolStatus, knobs: Knobs) -> str:
 def refresh(
     pool: GangNodePool, status: GangNodePoolStatus, *, knobs: Knobs, now: datetime
 ) -> GangNodePoolStatus:
-    """``status`` with every condition current and ``observedGeneration`` set."""
+    """``status`` with every condition current and ``observedGeneration`` set; the very
+    same object when nothing changed (most reconciles)."""
     gen = pool.generation
-    for fact in _facts(with_status(pool, status), knobs):
-        status = _upsert(status, fact, now=now, generation=gen)
-    return update(status, observedGeneration=gen)
+    old = {x.type: x for x in status.conditions}
+    facts = _facts(pool, status, knobs)
+    ours: dict[str, Condition] = {
+        f.type: _condition(f, old.get(f.type), now=now, generation=gen) for f in facts
+    }
+    merged = sorted({**old, **ours}.values(), key=lambda x: x.type)
+    if merged == status.conditions and status.observedGeneration == gen:
+        return status
+    return update(status, conditions=merged, observedGeneration=gen)
 
 
 def set_condition(
@@ -145,23 +151,28 @@ def set_condition(
 ) -> GangNodePoolStatus:
     """Upsert one condition; lastTransitionTime moves only when the status flips."""
     fact = _Fact(type_, true, reason, message, check_state)
-    return _upsert(status, fact, now=now, generation=generation)
+    old = next((x for x in status.conditions if x.type == type_), None)
+    cond = _condition(fact, old, now=now, generation=generation)
+    rest = [x for x in status.conditions if x.type != type_]
+    return update(status, conditions=sorted([*rest, cond], key=lambda x: x.type))
 
 
-def _upsert(
-    status: GangNodePoolStatus, fact: _Fact, *, now: datetime, generation: int
-) -> GangNodePoolStatus:
+def _condition(fact: _Fact, old: Condition | None, *, now: datetime, generation: int) -> Condition:
+    """The condition for ``fact``: ``old`` itself if it already says that."""
     value: Literal["True", "False"] = "True" if fact.true else "False"
-    old = next((x for x in status.conditions if x.type == fact.type), None)
+    message = fact.message[:MAX_MESSAGE]
+    said = (value, fact.reason, message, generation, fact.check_state)
+    if old is not None and (
+        (old.status, old.reason, old.message, old.observedGeneration, old.checkState) == said
+    ):
+        return old
     since = old.lastTransitionTime if old is not None and old.status == value else now
-    cond = Condition(
+    return Condition(
         type=fact.type,
         status=value,
         reason=fact.reason,
-        message=fact.message[:MAX_MESSAGE],
+        message=message,
         lastTransitionTime=since,
         observedGeneration=generation,
         checkState=fact.check_state,
     ).keeping_unknown_of(old)
-    rest = [x for x in status.conditions if x.type != fact.type]
-    return update(status, conditions=sorted([*rest, cond], key=lambda x: x.type))
