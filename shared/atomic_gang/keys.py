@@ -51,6 +51,7 @@ GENERATION: Final = PREFIX + "generation"
 KEEP_WARM_UNTIL: Final = PREFIX + "keep-warm-until"
 MAX_LIFETIME_TAG: Final = PREFIX + "max-lifetime"
 GANG_TAINT: Final = PREFIX + "gang"
+GANG_TAINT_EFFECT: Final = "NoSchedule"
 
 # Node-selector keys our podSetUpdates set; a Job template must not set them.
 SELECTOR_KEYS: Final = (POOL, GROUP)

@@ -75,3 +75,19 @@ def plain_job(name: str = "plain") -> dict[str, Any]:
     job["metadata"]["annotations"] = {}
     job["metadata"]["labels"] = {}
     return copy.deepcopy(job)
+
+
+def one_pod_per_node(job: dict[str, Any]) -> dict[str, Any]:
+    """``job`` with the required pod anti-affinity that keeps its pods on distinct nodes."""
+    name = job["metadata"]["name"]
+    job["spec"]["template"]["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"batch.kubernetes.io/job-name": name}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+    return job

@@ -51,6 +51,9 @@ def _env(**request: Any) -> bytes:
         pytest.param(_env(object={"kind": "CronJob"}), "NotAJob", id="object-kind"),
         pytest.param(_env(operation="UPDATE"), "BadRequest", id="update-without-old"),
         pytest.param(_env(operation=None), "BadRequest", id="no-operation"),
+        pytest.param(_env(operation="DELETE"), "UnsupportedOperation", id="delete"),
+        pytest.param(_env(operation="create"), "UnsupportedOperation", id="lower-case"),
+        pytest.param(_env(uid="u" * 129), "MissingUID", id="uid-too-long"),
     ],
 )
 def test_malformed_envelopes_are_400(raw: bytes, reason: str) -> None:
@@ -91,7 +94,6 @@ def test_malformed_job_fields_are_400() -> None:
             "ImmutableGangField",
             id="update-changed",
         ),
-        pytest.param(gang_job(), "DELETE", None, "allowed", "NotReviewed", id="delete"),
     ],
 )
 def test_decisions(obj: Any, operation: str, old: Any, verdict: str, reason: str) -> None:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from atomic_gang import GangSettings, GangSpec, GangValidationError, keys, validate_job
-from atomic_gang.job import MalformedJobError
+from atomic_gang.objects import MalformedJobError
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
 from atomic_gang_provisioner.pool.model import Knobs
 from atomic_gang_provisioner.pool.phases.acquiring import gave_up
