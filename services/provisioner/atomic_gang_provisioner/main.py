@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 
 from pydantic import ValidationError
 
@@ -20,9 +21,10 @@ from atomic_gang.settings import GangSettings, SettingsError, check_env_names, l
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.httpserver import serve
-from atomic_gang_provisioner.kube import KubeClient, KubeConfigError
+from atomic_gang_provisioner.kube import KubeClient, KubeConfigError, NotFoundError
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
+from atomic_gang_provisioner.resources import CONFIG_MAPS
 
 log = logging.getLogger("atomic_gang_provisioner")
 
@@ -67,6 +69,20 @@ def _kube_client(server: ServerSettings) -> KubeClient:
         raise SettingsError(f"{exc} ({hint})") from exc
 
 
+def aws_auth_reader(client: KubeClient) -> Callable[[], str | None]:
+    """kube-system/aws-auth's mapRoles (None without that ConfigMap), read when asked:
+    the chart's Role allows exactly this one object."""
+
+    def read() -> str | None:
+        try:
+            found = client.get(CONFIG_MAPS, "aws-auth", namespace="kube-system")
+        except NotFoundError:
+            return None
+        return str((found.get("data") or {}).get("mapRoles", ""))
+
+    return read
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         args, server, settings = load(argv)
@@ -83,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
             eni_wait_seconds=server.eni_wait_seconds,
             self_manage_instance_profile=settings.iam.selfManageInstanceProfile,
         ),
+        aws_auth=aws_auth_reader(client),
     )
     manager = Manager(settings=settings, server=server, client=client, cloud=cloud, metrics=metrics)
     http = serve(

@@ -72,6 +72,11 @@ NOT_FOUND: Final = frozenset(
     }
 )
 IDEMPOTENCY_MISMATCH: Final = "IdempotentParameterMismatch"
+# Permanent errors with a reason of their own: (reason, the Job's annotations are at fault).
+NAMED_PERMANENT: Final[dict[str, tuple[str, bool]]] = {
+    "NodeRoleNotAuthorized": ("NodeRoleNotAuthorized", False),
+    "SubnetNotInCluster": ("InvalidSubnet", True),
+}
 
 _HINTS: Final[dict[str, str]] = {
     "InvalidAMIID.NotFound": "check atomic-gang.k8s.aws/ami-id, or drop it to use the SSM image",
@@ -94,6 +99,8 @@ _HINTS: Final[dict[str, str]] = {
     "InstanceProfileNotYetVisible": "IAM is eventually consistent; it will be retried",
     "InstanceProfileRoleMismatch": "add the node role to the convention-named instance profile",
     "NoPlacement": "the cluster has no subnet in the requested AZs; check the AZ annotations",
+    "SubnetNotInCluster": "list subnets of the cluster's VPC in atomic-gang.k8s.aws/subnets",
+    "AwsAuthUnreadable": "grant the chart's Role for kube-system/aws-auth; it will be retried",
     "CapacityReservationMismatch": (
         "the reservation's AZ and instance type must match the pool's annotations"
     ),
