@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from atomic_gang import keys, patterns, placement, template
 from atomic_gang.errors import Collector, GangValidationError, Violation, clip
 from atomic_gang.keys import PREFIX
-from atomic_gang.objects import MalformedJobError, field_map
+from atomic_gang.objects import MalformedJobError, field_map, pod_spec
 from atomic_gang.parse import annotation_field, gang_rules, label_field, ours
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import GangSpec
@@ -115,11 +115,15 @@ def _queued(found: _Maps, settings: GangSettings, out: Collector) -> None:
 
 
 def _spreads(
-    job: Mapping[str, Any], spec: Mapping[str, Any], s: GangSettings, out: Collector
+    job: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    pod: Mapping[str, Any],
+    s: GangSettings,
+    out: Collector,
 ) -> str:
     """The one-pod-per-node warning ("" when the Job spreads); a violation instead
     when requireOnePodPerNode is set."""
-    if placement.one_pod_per_node(job, spec):
+    if placement.one_pod_per_node(job, spec, pod):
         return ""
     n = _int_field(spec, "parallelism") or 1
     warning = placement.WARNING.format(n=n)
@@ -175,16 +179,17 @@ def _collect(
     """None when not ours, else (violations, resolved fields or None, warning)."""
     found = _maps(job, trim=True)
     spec = field_map(job, "spec", "object")
+    pod = pod_spec(spec)
     out = Collector()
     if not found.annotations and not found.labels:
-        template.check_create(spec, out)
+        template.check_create(pod, out)
         return (out, None, "") if out.violations else None
     resolved = gang_rules(found.annotations, found.labels, settings, out)
     _queued(found, settings, out)
     # Parity even when other rules failed: every violation at once.
     _parity(spec, found.annotations.get(keys.COUNT, ""), out)
-    template.check_create(spec, out)
-    return out, resolved, _spreads(job, spec, settings, out)
+    template.check_create(pod, out)
+    return out, resolved, _spreads(job, spec, pod, settings, out)
 
 
 def review_job_update(
@@ -196,7 +201,8 @@ def review_job_update(
     was, now = _maps(old, trim=False), _maps(new, trim=False)
     old_spec, new_spec = field_map(old, "spec", "oldObject"), field_map(new, "spec", "object")
     out = Collector()
-    template.check_update(old_spec, new_spec, by_kueue=user == settings.kueueUsername, out=out)
+    by_kueue = user == settings.kueueUsername
+    template.check_update(pod_spec(old_spec), pod_spec(new_spec), by_kueue=by_kueue, out=out)
     gang = bool(was.annotations or was.labels or now.annotations or now.labels)
     if not gang:
         return Findings(tuple(out.violations), out.omitted) if out.violations else None

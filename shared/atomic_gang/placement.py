@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from atomic_gang.objects import field_list, field_map, field_str, items, pod_spec, template_labels
+from atomic_gang.objects import field_list, field_map, field_str, items, template_labels
 
 HOSTNAME = "kubernetes.io/hostname"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
@@ -98,10 +98,14 @@ def _extended(pod: Mapping[str, Any]) -> bool:
     return False
 
 
-def one_pod_per_node(job: Mapping[str, Any], job_spec: Mapping[str, Any]) -> bool:
-    """True when the Job's own spec keeps its pods on distinct nodes."""
-    pod = pod_spec(job_spec)
+def one_pod_per_node(
+    job: Mapping[str, Any], job_spec: Mapping[str, Any], pod: Mapping[str, Any]
+) -> bool:
+    """True when the Job's own spec keeps its pods on distinct nodes (``pod`` is its
+    ``spec.template.spec``)."""
     if _extended(pod):
         return True
+    if not pod.get("affinity") and not pod.get("topologySpreadConstraints"):
+        return False
     labels = _pod_labels(job, job_spec)
     return _anti_affinity(pod, labels) or _spread(pod, labels)

@@ -16,14 +16,7 @@ from typing import Any, NamedTuple
 
 from atomic_gang import keys
 from atomic_gang.errors import Collector, Reason, clip
-from atomic_gang.objects import (
-    MalformedJobError,
-    field_list,
-    field_map,
-    field_str,
-    items,
-    pod_spec,
-)
+from atomic_gang.objects import MalformedJobError, field_list, field_map, field_str, items
 
 BASE = "spec.template.spec"
 NODE_AFFINITY = f"{BASE}.affinity.nodeAffinity"
@@ -114,13 +107,15 @@ def _tolerations(pod: Mapping[str, Any], out: list[Claim]) -> None:
             out.append(Claim("ReservedToleration", key or "*", shown, here))
 
 
-def claims(job_spec: Mapping[str, Any]) -> list[Claim]:
-    """Every way the Job's pod template reaches for gang nodes."""
-    pod = pod_spec(job_spec)
+def claims(pod: Mapping[str, Any]) -> list[Claim]:
+    """Every way a pod spec (a Job's ``spec.template.spec``) reaches for gang nodes."""
     out: list[Claim] = []
-    _selector(pod, out)
-    _affinity(pod, out)
-    _tolerations(pod, out)
+    if pod.get("nodeSelector"):
+        _selector(pod, out)
+    if pod.get("affinity"):
+        _affinity(pod, out)
+    if pod.get("tolerations"):
+        _tolerations(pod, out)
     return out
 
 
@@ -129,19 +124,19 @@ def _report(claim: Claim, out: Collector) -> None:
     out.add(claim.key, claim.reason, message, claim.value, hint, claim.field)
 
 
-def check_create(job_spec: Mapping[str, Any], out: Collector) -> None:
-    for claim in claims(job_spec):
+def check_create(pod: Mapping[str, Any], out: Collector) -> None:
+    for claim in claims(pod):
         _report(claim, out)
 
 
 def check_update(
-    old_spec: Mapping[str, Any], new_spec: Mapping[str, Any], *, by_kueue: bool, out: Collector
+    old_pod: Mapping[str, Any], new_pod: Mapping[str, Any], *, by_kueue: bool, out: Collector
 ) -> None:
     """Claims the UPDATE adds are denied unless Kueue makes it; removing one is fine."""
-    new = claims(new_spec)
+    new = claims(new_pod)
     if by_kueue or not new:
         return
-    before = {c.identity for c in claims(old_spec)}
+    before = {c.identity for c in claims(old_pod)}
     for claim in new:
         if claim.identity not in before:
             _report(claim, out)

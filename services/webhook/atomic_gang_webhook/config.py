@@ -40,6 +40,7 @@ class ServerSettings(BaseSettings):
             max_connections=self.max_connections,
             handshake_timeout=self.handshake_timeout,
             header_timeout=self.header_timeout,
+            body_timeout=self.body_timeout,
             write_timeout=self.write_timeout,
             max_header_bytes=self.max_header_bytes,
             max_headers=self.max_headers,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from atomic_gang_webhook.guards import CloseReason, ConnectionLimits, GuardedHttpProtocol
+from atomic_gang_webhook.guards import CloseReason, ConnectionLimits, GuardedHttpProtocol, Sweeper
 
 
 @dataclass(eq=False)
@@ -175,6 +175,10 @@ def protocol_class(gate: ConnectionGate) -> type[TlsGate]:
     http = type(
         "BoundGuardedHttpProtocol",
         (GuardedHttpProtocol,),
-        {"limits": gate.limits, "on_close": staticmethod(gate.on_close)},
+        {
+            "limits": gate.limits,
+            "sweeper": Sweeper(gate.limits.tick),
+            "on_close": staticmethod(gate.on_close),
+        },
     )
     return type("BoundTlsGate", (TlsGate,), {"gate": gate, "http_class": http})

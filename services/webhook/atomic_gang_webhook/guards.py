@@ -1,20 +1,22 @@
-"""Per-connection guards of the HTTP protocol: header size and count caps, a deadline
-for the headers, and a deadline for writes that make no progress (issue 13).
+"""Per-connection guards of the HTTP protocol: header size and count caps, deadlines for
+a request's head and body, and for writes that make no progress (issue 13).
 
 httptools has no header limit and buffers a header value until it ends, and uvicorn
-arms no timer before a connection's first request and none while a reply waits on a
-client that never reads. Each of those let one client hold hundreds of MB. Bytes fed
-to the parser while a request's head is incomplete are counted; past the cap the
-client gets a 431 and the connection is closed, so at most the cap plus one read is
-ever buffered. Keep-alive idleness between requests stays uvicorn's
-(``timeout_keep_alive``); the body's deadline is the endpoint's (``admission``).
+arms no timer before a connection's first request, none while a body trickles in and
+none while a reply waits on a client that never reads. Each of those let one client
+hold hundreds of MB. Bytes fed to the parser while a request's head is incomplete are
+counted; past the cap the client gets a 431 and the connection is closed, so at most
+the cap plus one read is ever buffered. Deadlines are plain timestamps checked by one
+:class:`Sweeper` per server every ``tick``: a timer per request cost ~5 us and
+``asyncio.timeout`` ~15 us of the ~200 us a review takes. Keep-alive idleness between
+requests stays uvicorn's (``timeout_keep_alive``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from atomic_gang_webhook.transport import CoalescingHttpToolsProtocol
@@ -30,9 +32,36 @@ class ConnectionLimits:
     max_connections: int = 512
     handshake_timeout: float = 5.0
     header_timeout: float = 10.0
+    body_timeout: float = 10.0
     write_timeout: float = 10.0
     max_header_bytes: int = 64 * 1024
     max_headers: int = 100
+
+    @property
+    def tick(self) -> float:
+        """How often deadlines are checked: a quarter of the shortest, 0.05-1 s."""
+        shortest = min(self.header_timeout, self.body_timeout, self.write_timeout)
+        return max(0.05, min(1.0, shortest / 4))
+
+
+@dataclass(eq=False)
+class Sweeper:
+    """Checks the deadlines of every live connection every ``tick`` seconds."""
+
+    tick: float
+    live: set[GuardedHttpProtocol] = field(default_factory=set)
+    _handle: asyncio.TimerHandle | None = None
+
+    def add(self, proto: GuardedHttpProtocol) -> None:
+        self.live.add(proto)
+        if self._handle is None:
+            self._handle = proto.loop.call_later(self.tick, self._sweep, proto.loop)
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = loop.time()
+        for proto in list(self.live):
+            proto.check(now)
+        self._handle = loop.call_later(self.tick, self._sweep, loop) if self.live else None
 
 
 def _reply(status: bytes) -> bytes:
@@ -47,31 +76,34 @@ class GuardedHttpProtocol(CoalescingHttpToolsProtocol):
     """uvicorn's httptools protocol, write-coalescing, with the guards above."""
 
     limits: ConnectionLimits = ConnectionLimits()
+    sweeper: Sweeper | None = None  # set on the subclass gate.protocol_class builds
     on_close: Callable[[CloseReason], None] = staticmethod(lambda _reason: None)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._head_bytes = 0
-        self._headers = 0
-        self._in_head = True
-        self._done = False
-        self._head_timer: asyncio.TimerHandle | None = None
-        self._write_timer: asyncio.TimerHandle | None = None
-        self._arm_head_timer()
+        self._head_bytes = self._headers = 0
+        self._in_head, self._done = True, False
+        self._deadline: float | None = self.loop.time() + self.limits.header_timeout
+        self._stalled_at: float | None = None
+        if self.sweeper is not None:
+            self.sweeper.add(self)
 
-    def _arm_head_timer(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-        self._head_timer = self.loop.call_later(self.limits.header_timeout, self._head_expired)
+    def check(self, now: float) -> None:
+        """Called by the sweeper: enforce whichever deadline has passed."""
+        if self._stalled_at is not None and now - self._stalled_at > self.limits.write_timeout:
+            # The client has read nothing for write_timeout: drop it and its queued replies.
+            self._finish("write_timeout")
+            self.transport.abort()
+        elif self._deadline is not None and now > self._deadline and not self._done:
+            self._refuse(_TIMEOUT, "header_timeout" if self._in_head else "body_timeout")
 
-    def _head_expired(self) -> None:
-        self._head_timer = None
-        if self._in_head and not self._done:
-            self._refuse(_TIMEOUT, "header_timeout")
+    def _finish(self, reason: CloseReason) -> None:
+        self._done = True
+        self._deadline = self._stalled_at = None
+        self.on_close(reason)
 
     def _refuse(self, reply: bytes, reason: CloseReason) -> None:
-        self._done = True
-        self.on_close(reason)
+        self._finish(reason)
         if not self.transport.is_closing():
             self.transport.write(reply)
             self.transport.close()
@@ -87,7 +119,7 @@ class GuardedHttpProtocol(CoalescingHttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         self._in_head, self._head_bytes, self._headers = True, 0, 0
-        self._arm_head_timer()
+        self._deadline = self.loop.time() + self.limits.header_timeout
         super().on_message_begin()
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -97,14 +129,12 @@ class GuardedHttpProtocol(CoalescingHttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
         if self._done:
             return
         if self._headers > self.limits.max_headers:
             self._refuse(_TOO_LARGE, "headers_too_large")
             return
+        self._deadline = self.loop.time() + self.limits.body_timeout
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
@@ -112,30 +142,21 @@ class GuardedHttpProtocol(CoalescingHttpToolsProtocol):
             super().on_body(body)
 
     def on_message_complete(self) -> None:
+        self._deadline = None
         if not self._done:
             super().on_message_complete()
 
     def pause_writing(self) -> None:
         super().pause_writing()
-        if self._write_timer is None:
-            self._write_timer = self.loop.call_later(self.limits.write_timeout, self._stalled)
+        if self._stalled_at is None:
+            self._stalled_at = self.loop.time()
 
     def resume_writing(self) -> None:
-        if self._write_timer is not None:
-            self._write_timer.cancel()
-            self._write_timer = None
+        self._stalled_at = None
         super().resume_writing()
 
-    def _stalled(self) -> None:
-        # The client has read nothing for write_timeout: drop it and what it left queued.
-        self._write_timer = None
-        self._done = True
-        self.on_close("write_timeout")
-        self.transport.abort()
-
     def connection_lost(self, exc: Exception | None) -> None:
-        for timer in (self._head_timer, self._write_timer):
-            if timer is not None:
-                timer.cancel()
         self._done = True
+        if self.sweeper is not None:
+            self.sweeper.live.discard(self)
         super().connection_lost(exc)

@@ -64,9 +64,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     logs.configure(server.log_level)
     logging.getLogger("uvicorn.error").addFilter(BudgetFilter(LogBudget()))
-    state = AppState(
-        settings=settings, max_body_bytes=server.max_body_bytes, body_timeout=server.body_timeout
-    )
+    state = AppState(settings=settings, max_body_bytes=server.max_body_bytes)
     try:
         cert = ReloadingCertificate(
             server.cert_file,

@@ -56,7 +56,6 @@ class AppState:
     settings: GangSettings
     metrics: WebhookMetrics = field(default_factory=WebhookMetrics.create)
     max_body_bytes: int = MAX_BODY_BYTES
-    body_timeout: float = 10.0
     ready: bool = True
     log_budget: LogBudget = field(default_factory=LogBudget)  # denial lines
     malformed_budget: LogBudget = field(default_factory=LogBudget)  # "malformed review" lines

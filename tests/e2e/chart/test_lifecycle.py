@@ -178,7 +178,7 @@ def test_cert_manager_1_11_cainjector_drops_match_conditions(
         if o["kind"] == "ValidatingWebhookConfiguration"
     ]
     assert [c["name"] for c in rendered["webhooks"][0]["matchConditions"]] == [
-        "carries-atomic-gang-keys"
+        "atomic-gang-keys-or-gang-node-claims"
     ]
     assert _ca_bundle(release.kube)  # the cainjector has written the registration
 

@@ -10,6 +10,8 @@ CLUSTER_SCOPED = {
     "ClusterRole",
     "ClusterRoleBinding",
     "ValidatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
     "AdmissionCheck",
     "ResourceFlavor",
     "ClusterQueue",
@@ -40,6 +42,7 @@ def test_default_install_creates_every_piece(default: Rendered) -> None:
     once = ["AdmissionCheck", "ClusterQueue", "ClusterRole", "ClusterRoleBinding", "ConfigMap"]
     once += ["LocalQueue", "ResourceFlavor", "ServiceAccount", "ServiceAccount"]
     once += ["ValidatingWebhookConfiguration"]
+    once += ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
     twice += ["Role", "RoleBinding"]  # the Lease's, and kube-system/aws-auth's
 
     assert default.kinds == sorted(once + twice * 2)

@@ -68,7 +68,8 @@ def test_one_pod_per_node(pod: dict[str, Any], spreads: bool) -> None:
     job = gang_job()
     job["spec"]["template"]["metadata"] = {"labels": {"app": "train"}}
     job["spec"]["template"]["spec"].update(pod)
-    assert placement.one_pod_per_node(job, job["spec"]) is spreads
+    spec = job["spec"]
+    assert placement.one_pod_per_node(job, spec, spec["template"]["spec"]) is spreads
 
 
 def test_warning_fits_one_kubectl_line() -> None:

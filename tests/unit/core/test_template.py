@@ -12,8 +12,8 @@ from atomic_gang.errors import Collector
 from atomic_gang.objects import MalformedJobError
 
 
-def _spec(**pod: Any) -> dict[str, Any]:
-    return {"template": {"spec": {"containers": [{"name": "c", "image": "i"}], **pod}}}
+def _pod(**pod: Any) -> dict[str, Any]:
+    return {"containers": [{"name": "c", "image": "i"}], **pod}
 
 
 def _expr(key: str, op: str = "In", values: list[str] | None = None) -> dict[str, Any]:
@@ -56,11 +56,11 @@ def _required(*exprs: dict[str, Any]) -> dict[str, Any]:
     ],
 )
 def test_claims(pod: dict[str, Any], reasons: list[str]) -> None:
-    assert [c.reason for c in template.claims(_spec(**pod))] == reasons
+    assert [c.reason for c in template.claims(_pod(**pod))] == reasons
 
 
 def test_claims_name_their_field() -> None:
-    (claim,) = template.claims(_spec(affinity=_required(_expr("zone"), _expr(k.POOL))))
+    (claim,) = template.claims(_pod(affinity=_required(_expr("zone"), _expr(k.POOL))))
     assert claim.field == (
         "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
         ".nodeSelectorTerms[0].matchExpressions[1]"
@@ -79,7 +79,7 @@ def test_claims_name_their_field() -> None:
 )
 def test_malformed_templates_are_malformed(pod: dict[str, Any]) -> None:
     with pytest.raises(MalformedJobError):
-        template.claims(_spec(**pod))
+        template.claims(_pod(**pod))
 
 
 def _update(old: dict[str, Any], new: dict[str, Any], *, by_kueue: bool = False) -> list[str]:
@@ -89,11 +89,11 @@ def _update(old: dict[str, Any], new: dict[str, Any], *, by_kueue: bool = False)
 
 
 def test_update_may_keep_or_drop_claims_but_only_kueue_adds_them() -> None:
-    bare = _spec()
-    admitted = _spec(nodeSelector={k.POOL: "p"}, tolerations=[{"key": k.GANG_TAINT}])
+    bare = _pod()
+    admitted = _pod(nodeSelector={k.POOL: "p"}, tolerations=[{"key": k.GANG_TAINT}])
     assert _update(bare, admitted) == ["ReservedSelectorKey", "ReservedToleration"]
     assert _update(bare, admitted, by_kueue=True) == []
     assert _update(admitted, admitted) == []  # e.g. a label change on an admitted Job
     assert _update(admitted, bare) == []
-    moved = _spec(nodeSelector={k.POOL: "other"}, tolerations=[{"key": k.GANG_TAINT}])
+    moved = _pod(nodeSelector={k.POOL: "other"}, tolerations=[{"key": k.GANG_TAINT}])
     assert _update(admitted, moved) == ["ReservedSelectorKey"]
