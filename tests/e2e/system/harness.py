@@ -57,6 +57,11 @@ def sample_job(
     meta["annotations"].update({keys.PREFIX + k.replace("_", "-"): v for k, v in ann.items()})
     job["spec"].update(parallelism=count, completions=count)
     template = job["spec"]["template"]
+    # The demo's one-pod-per-node anti-affinity selects the Job's own pods, by name.
+    (term,) = template["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    term["labelSelector"]["matchLabels"]["batch.kubernetes.io/job-name"] = name
     template["spec"]["terminationGracePeriodSeconds"] = 0
     template["metadata"]["annotations"] = {
         "pod-complete.stage.kwok.x-k8s.io/delay": runs_for,

@@ -16,6 +16,7 @@ from atomic_gang_devstack.components.control_plane import (
 )
 from atomic_gang_devstack.components.kueue import Kueue
 from atomic_gang_devstack.components.kwok import FakeNodes, Kwok
+from atomic_gang_devstack.components.policy import GangNodePolicy
 from atomic_gang_devstack.components.queues import KueueQueues
 from atomic_gang_devstack.components.simulated import FakeAwsSetup, NodeSim
 from atomic_gang_devstack.components.webhook import GangWebhook, WebhookRegistration
@@ -32,7 +33,7 @@ def default_components(options: StackOptions) -> list[Component]:
         Kueue(),
     ]
     if options.webhook:
-        comps += [GangWebhook(), WebhookRegistration()]
+        comps += [GangWebhook(), WebhookRegistration(), GangNodePolicy()]
     if options.queues:
         comps.append(KueueQueues())
     if options.fake_nodes:
