@@ -35,7 +35,7 @@ DEV_SETTINGS: Obj = {
     },
     "allowedInstanceTypes": ["p4d.24xlarge", "p5.*", "g6.*", "trn1.*", "m5.*", "c5.*"],
     # Tenants may not pick their own image (issue 13): these two, or the SSM default.
-    "allowedAmiIds": ["ami-0123456789abcdef0", "ami-0dev*"],
+    "allowedAmiIds": ["ami-0123456789abcdef0", "ami-0de*"],
 }
 
 

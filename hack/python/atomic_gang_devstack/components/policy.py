@@ -32,14 +32,14 @@ REQUIRED = {
 }
 
 
-def render(helm: Path, cache: Path) -> list[dict[str, Any]]:
-    """The policy and its binding, as the chart renders them."""
+def render(helm: Path, cache: Path, kube_version: str) -> list[dict[str, Any]]:
+    """The policy and its binding, as the chart renders them for ``kube_version``."""
     blob = json.dumps([str(helm), (CHART / TEMPLATE).read_text(), REQUIRED], sort_keys=True)
     path = cache / f"gang-node-policy-{hashlib.sha256(blob.encode()).hexdigest()[:16]}.json"
     if path.exists():
         return list(json.loads(path.read_text(encoding="utf-8")))
     argv = [str(helm), "template", RELEASE, str(CHART), "--namespace", NAMESPACE]
-    argv += ["--show-only", TEMPLATE, "--values", "-"]
+    argv += ["--kube-version", kube_version, "--show-only", TEMPLATE, "--values", "-"]
     out = subprocess.run(
         argv,
         input=yaml.safe_dump(REQUIRED),
@@ -74,7 +74,8 @@ class GangNodePolicy(Component):
     ready_timeout = 60.0
 
     def start(self, ctx: Context) -> None:
-        ctx.kubectl.apply(render(ctx.bins.path("helm"), ctx.bins.root / "rendered"))
+        version = ctx.bins.version("kube-apiserver").removeprefix("v")
+        ctx.kubectl.apply(render(ctx.bins.path("helm"), ctx.bins.root / "rendered", version))
 
     def wait_ready(self, ctx: Context) -> None:
         probe = yaml.safe_dump(squatter(ctx.options.namespace))
