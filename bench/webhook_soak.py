@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 
 from atomic_gang import keys as k
+from bench.webhook import cpu_seconds
 from tests.support import rawhttp
 from tests.support.jobs import gang_job
 from tests.support.reviews import review
@@ -101,20 +102,22 @@ def _header_flood(target: Target, until: float) -> None:
 
 
 def _half_open(target: Target, until: float, most: int = 3000) -> None:
-    held: list[socket.socket] = []
+    held: dict[int, socket.socket] = {}
+    poller = select.poll()  # select() cannot watch descriptors above 1024
     while time.monotonic() < until:
-        cut = [s for s in held if select.select([s], [], [], 0)[0]]
-        for s in cut:
-            held.remove(s)
-            s.close()
+        for fd, _event in poller.poll(0):
+            poller.unregister(fd)
+            held.pop(fd).close()
         while len(held) < most and time.monotonic() < until:
             try:
-                held.append(rawhttp.tcp(target[0]))
+                sock = rawhttp.tcp(target[0])
             except OSError:
                 break
+            held[sock.fileno()] = sock
+            poller.register(sock, select.POLLIN)
         time.sleep(0.05)
-    for s in held:
-        s.close()
+    for sock in held.values():
+        sock.close()
 
 
 def _slow_reader(target: Target, until: float) -> None:
@@ -162,20 +165,39 @@ def _oversized(target: Target, until: float) -> None:
     _loop(until, once)
 
 
-def hostile(target: Target, seconds: float) -> None:
-    """Every pattern at once, each on threads of its own, in this (separate) process."""
-    until = time.monotonic() + seconds
+def _patterns(target: Target, until: float) -> dict[str, list[tuple[Callable[..., None], Any]]]:
     amplification = _unknown_keys()
-    jobs: list[tuple[Callable[..., None], tuple[Any, ...]]] = [
-        *[(_poster, (target, until, lambda: amplification))] * 20,
-        (_poster, (target, until, _random_operation)),
-        (_poster, (target, until, _long_duration)),
-        (_poster, (target, until, lambda: b'{"kind": "nope"}')),
-        *[(_header_flood, (target, until))] * 2,
-        (_half_open, (target, until)),
-        *[(_slow_reader, (target, until))] * 6,
-        (_slowloris, (target, until)),
-        (_oversized, (target, until)),
+    return {
+        "amplification": [(_poster, (target, until, lambda: amplification))] * 20,
+        "operations": [(_poster, (target, until, _random_operation))],
+        "durations": [(_poster, (target, until, _long_duration))],
+        "malformed": [(_poster, (target, until, lambda: b'{"kind": "nope"}'))],
+        "headers": [(_header_flood, (target, until))] * 2,
+        "half-open": [(_half_open, (target, until))],
+        "slow-readers": [(_slow_reader, (target, until))] * 6,
+        "slowloris": [(_slowloris, (target, until))],
+        "oversized": [(_oversized, (target, until))],
+    }
+
+
+PATTERNS = [
+    "amplification",
+    "operations",
+    "durations",
+    "malformed",
+    "headers",
+    "half-open",
+    "slow-readers",
+    "slowloris",
+    "oversized",
+]
+
+
+def hostile(target: Target, seconds: float, only: tuple[str, ...]) -> None:
+    """The patterns, each on threads of its own, in this (separate) process."""
+    until = time.monotonic() + seconds
+    jobs = [
+        job for name, group in _patterns(target, until).items() if name in only for job in group
     ]
     threads = [threading.Thread(target=f, args=a, daemon=True) for f, a in jobs]
     for t in threads:
@@ -217,12 +239,15 @@ def _peak_rss_mb(pid: int) -> float:
     raise RuntimeError("no VmHWM")
 
 
-def _report(seconds: float, rss_before: float, peak: float, result: dict[str, Any]) -> None:
+def _report(
+    seconds: float, rss_before: float, peak: float, cpu: float, result: dict[str, Any]
+) -> None:
     lat = sorted(result["latencies"])
     p99 = lat[max(0, int(len(lat) * 0.99) - 1)] * 1000
     p50 = statistics.median(lat) * 1000
     print(f"soak {seconds:.0f} s, all hostile patterns at once, one webhook process")
     print(f"server RSS at start {rss_before:.0f} MB, peak (VmHWM) {peak:.0f} MB  (target <= 200)")
+    print(f"server CPU {cpu / seconds * 100:.0f} % of one core over the soak")
     print(f"valid reviews: {len(lat)}, p50 {p50:.1f} ms, p99 {p99:.1f} ms  (target <= 100)")
     print(f"valid review errors: {len(result['errors'])} {sorted(set(result['errors']))}")
 
@@ -230,6 +255,7 @@ def _report(seconds: float, rss_before: float, peak: float, result: dict[str, An
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--only", nargs="+", choices=PATTERNS, default=PATTERNS, help="a subset")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d, run_webhook(Path(d), env={}) as wh:
         target: Target = (wh.port, wh.ca.cert_pem.bytes())
@@ -238,16 +264,19 @@ def main() -> None:
         ready, start, out = ctx.Event(), ctx.Event(), ctx.Queue()
         probe = ctx.Process(target=valid_probe, args=(target, args.seconds, ready, start, out))
         probe.start()
-        storm = ctx.Process(target=hostile, args=(target, args.seconds))
+        storm = ctx.Process(target=hostile, args=(target, args.seconds, tuple(args.only)))
         if not ready.wait(timeout=60):
             raise RuntimeError("the valid probe could not connect")
         storm.start()
+        cpu0 = cpu_seconds(wh.proc.pid)
         start.set()
         result = out.get(timeout=args.seconds + 120)
+        cpu = cpu_seconds(wh.proc.pid) - cpu0
         peak = _peak_rss_mb(wh.proc.pid)
         storm.join(timeout=60)
         probe.join(timeout=10)
-        _report(args.seconds, rss_before, peak, result)
+        print("patterns:", " ".join(args.only))
+        _report(args.seconds, rss_before, peak, cpu, result)
         if storm.is_alive():
             storm.kill()
 

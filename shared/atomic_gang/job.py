@@ -9,6 +9,7 @@ raises :class:`MalformedJobError` (a bad request, not a bad Job).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import islice
 from typing import Any, NamedTuple
 
 from atomic_gang import keys, patterns, placement, template
@@ -37,13 +38,18 @@ class _Maps(NamedTuple):
 def gang_map(meta: Mapping[str, Any], key: str, *, trim: bool) -> dict[str, str]:
     """The entries under our prefix of metadata.labels / metadata.annotations, values
     trimmed when ``trim``. Every entry is type-checked (strings to strings); only ours
-    are kept, since no rule reads another key (a Job can carry kilobytes of them)."""
+    are kept, since no rule reads another key (a Job can carry kilobytes of them). Past
+    MAX_GANG_KEYS of ours only the first MAX_GANG_KEYS + 1 are kept: enough for the
+    TooManyKeys verdict, and a 6,000-key storm costs a C-speed count, not a dict."""
     value = field_map(meta, key, "metadata")
     try:  # the type check at C speed: join raises TypeError on any non-string
-        "".join(value)
+        names = "".join(value)
         "".join(value.values())
     except TypeError:
         raise MalformedJobError(f"metadata.{key} must map strings to strings") from None
+    if names.count(PREFIX) > keys.MAX_GANG_KEYS:  # an upper bound of our keys
+        first = islice((k for k in value if k.startswith(PREFIX)), keys.MAX_GANG_KEYS + 1)
+        value = {k: value[k] for k in first}
     if trim:
         return ours(value)
     return {k: v for k, v in value.items() if k.startswith(PREFIX)}

@@ -33,11 +33,6 @@ def ours(values: Mapping[str, str]) -> dict[str, str]:
     return {k: v.strip() for k, v in values.items() if k.startswith(keys.PREFIX)}
 
 
-# A Job defines at most 13 keys under our prefix; far more is a typo storm or an attack,
-# reported once instead of once per key (each with a difflib hint).
-MAX_GANG_KEYS = 64
-
-
 def _suggest(key: str, out: Collector) -> str:
     if out.full:  # the violation will only be counted: skip difflib
         return ""
@@ -179,12 +174,12 @@ def gang_rules(
             label_field(keys.POOL),
         )
         return None
-    if len(ann) + len(lab) > MAX_GANG_KEYS:
+    if len(ann) + len(lab) > keys.MAX_GANG_KEYS:
         out.add(
             keys.PREFIX,
             "TooManyKeys",
-            f"{len(ann) + len(lab)} keys under {keys.PREFIX}; a gang Job uses at most "
-            f"{len(keys.USER_KEYS)}",
+            f"more than {keys.MAX_GANG_KEYS} keys under {keys.PREFIX}; a gang Job uses at "
+            f"most {len(keys.USER_KEYS)}",
             None,
             "remove the keys this project does not define",
             "metadata",

@@ -34,6 +34,7 @@ class ServerSettings(BaseSettings):
     write_timeout: float = Field(default=10.0, gt=0, description="Seconds a reply may stall.")
     max_header_bytes: int = Field(default=64 * 1024, ge=4096)
     max_headers: int = Field(default=100, ge=16)
+    max_pipelined: int = Field(default=8, ge=1, description="Requests queued per connection.")
 
     def limits(self) -> ConnectionLimits:
         return ConnectionLimits(
@@ -44,4 +45,5 @@ class ServerSettings(BaseSettings):
             write_timeout=self.write_timeout,
             max_header_bytes=self.max_header_bytes,
             max_headers=self.max_headers,
+            max_pipelined=self.max_pipelined,
         )

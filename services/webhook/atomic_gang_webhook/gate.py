@@ -6,7 +6,9 @@ and allows 60 s for a handshake: 3,000 half-open TLS connections held 270 MB. He
 server listens on plain TCP and :class:`TlsGate` is its protocol. A connection past
 ``max_connections`` is aborted before any TLS work; the others are upgraded with
 ``loop.start_tls`` under ``handshake_timeout`` and then handed to the HTTP protocol.
-The slot is held from accept to close, handshake included.
+The slot is held from accept to close, handshake included. No TLS work starts until
+the client's first bytes arrive, so a silent connection holds only its transport (the
+handshake deadline runs from accept, checked by the server's sweeper).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ class ConnectionGate:
     ssl_context: ssl.SSLContext
     on_close: Callable[[CloseReason], None] = field(default=lambda _reason: None)
     open: int = 0
+    sweeper: Sweeper = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sweeper = Sweeper(self.limits.tick)
 
     def enter(self) -> bool:
         if self.open >= self.limits.max_connections:
@@ -46,40 +52,43 @@ class _AppSide(asyncio.Protocol):
     The TLS layer may decrypt the first request in the same step as the handshake's
     end, before ``start_tls`` returns: that data is kept and replayed in order."""
 
-    def __init__(self, http: GuardedHttpProtocol, release: Callable[[], None]) -> None:
-        self.http = http
+    def __init__(
+        self, make_http: Callable[[], GuardedHttpProtocol], release: Callable[[], None]
+    ) -> None:
+        self._make_http = make_http
+        self.http: GuardedHttpProtocol | None = None
         self._release = release
         self._early: list[bytes] = []
-        self._attached = False
 
     def attach(self, transport: asyncio.Transport) -> None:
+        # Built only now: a connection that never finishes its handshake costs no parser.
+        self.http = self._make_http()
         self.http.connection_made(transport)
-        self._attached = True
         early, self._early = self._early, []
         for data in early:
             self.http.data_received(data)
 
     def data_received(self, data: bytes) -> None:
-        if self._attached:
+        if self.http is not None:
             self.http.data_received(data)
         else:
             self._early.append(data)
 
     def eof_received(self) -> None:
-        if self._attached:
+        if self.http is not None:
             self.http.eof_received()
 
     def pause_writing(self) -> None:
-        if self._attached:
+        if self.http is not None:
             self.http.pause_writing()
 
     def resume_writing(self) -> None:
-        if self._attached:
+        if self.http is not None:
             self.http.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._release()
-        if self._attached:
+        if self.http is not None:
             self.http.connection_lost(exc)
 
 
@@ -97,24 +106,37 @@ class TlsGate(asyncio.Protocol):
         self._released = False
         self._transport: asyncio.Transport | None = None
         self._hello: list[bytes] = []
+        self._deadline = 0.0
+        self.loop = asyncio.get_running_loop()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if not self.gate.enter():
             self._released = True  # nothing to give back
             transport.abort()
             return
+        # No TLS work until the client speaks: a silent connection costs a transport.
         self._transport = transport
-        transport.pause_reading()  # asyncio honours this; uvloop reads once regardless
-        task = asyncio.get_running_loop().create_task(self._upgrade(transport))
-        _UPGRADES.add(task)
-        task.add_done_callback(_UPGRADES.discard)
+        self._deadline = self.loop.time() + self.gate.limits.handshake_timeout
+        self.gate.sweeper.add(self)
+
+    def check(self, now: float) -> None:
+        """Called by the sweeper while no ClientHello has arrived."""
+        if now > self._deadline and self._transport is not None:
+            self.gate.sweeper.live.discard(self)
+            self.gate.on_close("handshake")
+            self._transport.abort()
 
     def data_received(self, data: bytes) -> None:
-        # Bytes read before start_tls took over (the ClientHello, under uvloop): kept
-        # for the TLS layer, and nothing more is read until it is in place.
+        # The ClientHello (its first part): kept for the TLS layer, and nothing more is
+        # read until that layer is in place.
+        assert self._transport is not None
         self._hello.append(data)
-        if self._transport is not None:
-            self._transport.pause_reading()
+        self._transport.pause_reading()
+        if len(self._hello) == 1:
+            self.gate.sweeper.live.discard(self)
+            task = self.loop.create_task(self._upgrade(self._transport))
+            _UPGRADES.add(task)
+            task.add_done_callback(_UPGRADES.discard)
 
     def _replay(self, transport: asyncio.Transport) -> None:
         # Runs after start_tls installed its protocol and before the TLS layer's own
@@ -134,16 +156,13 @@ class TlsGate(asyncio.Protocol):
             self.gate.leave()
 
     async def _upgrade(self, transport: asyncio.Transport) -> None:
-        loop = asyncio.get_running_loop()
-        side = _AppSide(self.http_class(**self._http_kwargs), self._release)
+        loop = self.loop
+        side = _AppSide(lambda: self.http_class(**self._http_kwargs), self._release)
         loop.call_soon(self._replay, transport)  # queued ahead of start_tls's callbacks
+        left = max(0.001, self._deadline - loop.time())
         try:
             tls = await loop.start_tls(
-                transport,
-                side,
-                self.gate.ssl_context,
-                server_side=True,
-                ssl_handshake_timeout=self.gate.limits.handshake_timeout,
+                transport, side, self.gate.ssl_context, server_side=True, ssl_handshake_timeout=left
             )
         except Exception:  # timeout, bad ClientHello, reset: all end the same way
             self.gate.on_close("handshake")
@@ -157,6 +176,7 @@ class TlsGate(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         # Only before start_tls took the transport over (the client left first).
+        self.gate.sweeper.live.discard(self)
         self._release()
 
 
@@ -175,10 +195,6 @@ def protocol_class(gate: ConnectionGate) -> type[TlsGate]:
     http = type(
         "BoundGuardedHttpProtocol",
         (GuardedHttpProtocol,),
-        {
-            "limits": gate.limits,
-            "sweeper": Sweeper(gate.limits.tick),
-            "on_close": staticmethod(gate.on_close),
-        },
+        {"limits": gate.limits, "sweeper": gate.sweeper, "on_close": staticmethod(gate.on_close)},
     )
     return type("BoundTlsGate", (TlsGate,), {"gate": gate, "http_class": http})

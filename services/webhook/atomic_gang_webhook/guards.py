@@ -9,7 +9,8 @@ counted; past the cap the client gets a 431 and the connection is closed, so at 
 the cap plus one read is ever buffered. Deadlines are plain timestamps checked by one
 :class:`Sweeper` per server every ``tick``: a timer per request cost ~5 us and
 ``asyncio.timeout`` ~15 us of the ~200 us a review takes. Keep-alive idleness between
-requests stays uvicorn's (``timeout_keep_alive``).
+requests stays uvicorn's (``timeout_keep_alive``). A connection that pipelines more
+than ``max_pipelined`` requests is dropped.
 """
 
 from __future__ import annotations
@@ -17,12 +18,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from atomic_gang_webhook.transport import CoalescingHttpToolsProtocol
 
 CloseReason = Literal[
-    "refused", "handshake", "header_timeout", "headers_too_large", "body_timeout", "write_timeout"
+    "refused",
+    "handshake",
+    "header_timeout",
+    "headers_too_large",
+    "body_timeout",
+    "write_timeout",
+    "pipelined",
 ]
 CLOSE_REASONS: tuple[CloseReason, ...] = CloseReason.__args__  # type: ignore[attr-defined]
 
@@ -36,6 +43,9 @@ class ConnectionLimits:
     write_timeout: float = 10.0
     max_header_bytes: int = 64 * 1024
     max_headers: int = 100
+    # Requests queued behind the one in progress. Go's client (the API server) never
+    # pipelines; a client that queues hundreds without reading held ~100 MB a connection.
+    max_pipelined: int = 8
 
     @property
     def tick(self) -> float:
@@ -44,15 +54,21 @@ class ConnectionLimits:
         return max(0.05, min(1.0, shortest / 4))
 
 
+class Deadlined(Protocol):
+    loop: asyncio.AbstractEventLoop
+
+    def check(self, now: float) -> None: ...
+
+
 @dataclass(eq=False)
 class Sweeper:
     """Checks the deadlines of every live connection every ``tick`` seconds."""
 
     tick: float
-    live: set[GuardedHttpProtocol] = field(default_factory=set)
+    live: set[Deadlined] = field(default_factory=set)
     _handle: asyncio.TimerHandle | None = None
 
-    def add(self, proto: GuardedHttpProtocol) -> None:
+    def add(self, proto: Deadlined) -> None:
         self.live.add(proto)
         if self._handle is None:
             self._handle = proto.loop.call_later(self.tick, self._sweep, proto.loop)
@@ -133,6 +149,11 @@ class GuardedHttpProtocol(CoalescingHttpToolsProtocol):
             return
         if self._headers > self.limits.max_headers:
             self._refuse(_TOO_LARGE, "headers_too_large")
+            return
+        if len(self.pipeline) >= self.limits.max_pipelined:
+            # Replies go out in order, so there is no way to refuse just this one.
+            self._finish("pipelined")
+            self.transport.abort()
             return
         self._deadline = self.loop.time() + self.limits.body_timeout
         super().on_headers_complete()

@@ -12,7 +12,7 @@ from typing import Any, Literal, NamedTuple
 
 import orjson
 
-from atomic_gang import Findings, GangSettings, Violation, review_job, review_job_update
+from atomic_gang import Findings, GangSettings, Violation, keys, review_job, review_job_update
 from atomic_gang.errors import clip
 from atomic_gang.objects import MalformedJobError
 
@@ -20,6 +20,11 @@ API_VERSION = "admission.k8s.io/v1"
 Verdict = Literal["allowed", "denied"]
 OPERATIONS = ("CREATE", "UPDATE")  # what the registration sends; anything else is malformed
 MAX_UID = 128  # the API server sends a 36-character UUID
+# Mentions of our prefix a real review carries: the keys (13), the admitted template's
+# selector and toleration, their copies in last-applied-configuration and managedFields,
+# twice on UPDATE: about 100. Far more is a key storm, refused before any parsing.
+MAX_PREFIX_MENTIONS = 1024
+_PREFIX = keys.PREFIX.encode()
 
 
 class WebhookError(Exception):
@@ -74,6 +79,8 @@ def _is_job_kind(kind: Any) -> bool:
 
 def parse_review(body: bytes) -> ReviewRequest:
     """Decode and check the envelope; raise WebhookError(400) on anything off."""
+    if body.count(_PREFIX) > MAX_PREFIX_MENTIONS:
+        raise _bad(f"more than {MAX_PREFIX_MENTIONS} mentions of {keys.PREFIX}", "TooManyKeys")
     try:
         doc = orjson.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:

@@ -54,6 +54,11 @@ def _env(**request: Any) -> bytes:
         pytest.param(_env(operation="DELETE"), "UnsupportedOperation", id="delete"),
         pytest.param(_env(operation="create"), "UnsupportedOperation", id="lower-case"),
         pytest.param(_env(uid="u" * 129), "MissingUID", id="uid-too-long"),
+        pytest.param(
+            json.dumps({"storm": ["atomic-gang.k8s.aws/"] * 1025}).encode(),
+            "TooManyKeys",
+            id="prefix-storm-refused-unparsed",
+        ),
     ],
 )
 def test_malformed_envelopes_are_400(raw: bytes, reason: str) -> None:
