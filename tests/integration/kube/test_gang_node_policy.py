@@ -2,14 +2,14 @@
 evaluates it: who may create a Pod that tolerates the gang taint or selects a pool.
 
 The policy is rendered from the chart with the pinned helm and applied; each case is a
-server-side dry-run create by an impersonated user (the admin may impersonate), so the
-API server's own authentication, RBAC and CEL decide. Tenants get a Role to create and
-update Pods, so every denial here is the policy's, not RBAC's.
+server-side dry-run create (``dryRun=All``) by an impersonated user (the admin may
+impersonate), so the API server's own authentication, RBAC and CEL decide. Tenants get
+a Role to create and update Pods, so every denial here is the policy's, not RBAC's.
 """
 
 from __future__ import annotations
 
-import json
+import ssl
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
@@ -34,6 +35,17 @@ RS_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
 KCM = "system:kube-controller-manager"
 DENIED = "gang nodes belong to their gang"
 TOLERATION = {"key": k.GANG_TAINT, "operator": "Equal", "value": "pool-a", "effect": "NoSchedule"}
+
+
+@dataclass(frozen=True)
+class Api:
+    """Pod writes straight to the API server as an impersonated user."""
+
+    http: httpx.Client
+
+    def write(self, method: str, path: str, user: str, pod: dict[str, Any]) -> httpx.Response:
+        headers = {"Impersonate-User": user, "Impersonate-Group": "system:authenticated"}
+        return self.http.request(method, path, json=pod, headers=headers)
 
 
 @dataclass(frozen=True)
@@ -109,13 +121,23 @@ def kubectl(control_plane: ControlPlane) -> Iterator[Kubectl]:
 
 
 @pytest.fixture(scope="module")
-def ns(kubectl: Kubectl) -> str:
+def api(control_plane: ControlPlane) -> Iterator[Api]:
+    d = control_plane.ctx.pki_dir
+    cert = (str(d / "client-admin.crt"), str(d / "client-admin.key"))
+    ctx = ssl.create_default_context(cafile=str(control_plane.ctx.ca_file))
+    ctx.load_cert_chain(*cert)
+    with httpx.Client(base_url=control_plane.ctx.apiserver_url, verify=ctx, timeout=30) as c:
+        yield Api(c)
+
+
+@pytest.fixture(scope="module")
+def ns(kubectl: Kubectl, api: Api) -> str:
     name = f"gnp-{uuid.uuid4().hex[:8]}"
     kubectl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     kubectl.apply(*_tenant_rbac(name))
     # The API server compiles a new policy in the background: wait until it is enforced.
     wait_for(
-        lambda: DENIED in _create(kubectl, name, TENANT, _pod(tolerations=[TOLERATION])).stderr,
+        lambda: DENIED in _create(api, name, TENANT, _pod(tolerations=[TOLERATION])).text,
         timeout=30,
         what="the policy enforced",
     )
@@ -142,12 +164,10 @@ def _pod(*, owner: str = "", **spec: Any) -> dict[str, Any]:
 
 
 def _create(
-    kubectl: Kubectl, ns: str, user: str, pod: dict[str, Any], *, dry_run: bool = True
-) -> subprocess.CompletedProcess[str]:
-    args = ["create", "-n", ns, "-f", "-", "-o", "json"]
-    return kubectl.run(
-        *args, *(["--dry-run=server"] if dry_run else []), user=user, stdin=json.dumps(pod)
-    )
+    api: Api, ns: str, user: str, pod: dict[str, Any], *, dry_run: bool = True
+) -> httpx.Response:
+    query = "?dryRun=All" if dry_run else ""
+    return api.write("POST", f"/api/v1/namespaces/{ns}/pods{query}", user, pod)
 
 
 _AFFINITY = {
@@ -182,15 +202,16 @@ CLAIMS: dict[str, dict[str, Any]] = {
     ],
 )
 def test_who_may_create_a_pod_that_claims_gang_nodes(
-    kubectl: Kubectl, ns: str, claim: str, user: str, owner: str, allowed: bool
+    api: Api, ns: str, claim: str, user: str, owner: str, allowed: bool
 ) -> None:
-    done = _create(kubectl, ns, user, _pod(owner=owner, **CLAIMS[claim]))
+    done = _create(api, ns, user, _pod(owner=owner, **CLAIMS[claim]))
     if allowed:
-        assert done.returncode == 0, done.stderr
+        assert done.status_code == 201, done.text
     else:
-        assert done.returncode != 0
-        assert DENIED in done.stderr, done.stderr
-        assert f"requested by {user}" in done.stderr
+        assert done.status_code == 403, done.text
+        assert "ValidatingAdmissionPolicy" in done.text
+        assert DENIED in done.text
+        assert f"requested by {user}" in done.text
 
 
 @pytest.mark.parametrize(
@@ -202,30 +223,27 @@ def test_who_may_create_a_pod_that_claims_gang_nodes(
         pytest.param({"nodeSelector": {k.MANAGED: "true"}}, id="managed-label"),
     ],
 )
-def test_pods_that_do_not_claim_gang_nodes_pass(
-    kubectl: Kubectl, ns: str, spec: dict[str, Any]
-) -> None:
-    done = _create(kubectl, ns, TENANT, _pod(**spec))
-    assert done.returncode == 0, done.stderr
+def test_pods_that_do_not_claim_gang_nodes_pass(api: Api, ns: str, spec: dict[str, Any]) -> None:
+    done = _create(api, ns, TENANT, _pod(**spec))
+    assert done.status_code == 201, done.text
 
 
-def _replace(kubectl: Kubectl, ns: str, pod: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    return kubectl.run(
-        "replace", "-n", ns, "-f", "-", "-o", "json", user=TENANT, stdin=json.dumps(pod)
-    )
+def _replace(api: Api, ns: str, pod: dict[str, Any]) -> httpx.Response:
+    path = f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}"
+    return api.write("PUT", path, TENANT, pod)
 
 
-def test_an_update_may_not_add_a_claim_to_a_gang_pod(kubectl: Kubectl, ns: str) -> None:
+def test_an_update_may_not_add_a_claim_to_a_gang_pod(api: Api, ns: str) -> None:
     made = _create(
-        kubectl, ns, JOB_CONTROLLER, _pod(owner="Job", **CLAIMS["toleration"]), dry_run=False
+        api, ns, JOB_CONTROLLER, _pod(owner="Job", **CLAIMS["toleration"]), dry_run=False
     )
-    assert made.returncode == 0, made.stderr
-    live = json.loads(made.stdout)
+    assert made.status_code == 201, made.text
+    live = made.json()
     live["metadata"]["labels"] = {"team": "ml"}
-    relabelled = _replace(kubectl, ns, live)
-    assert relabelled.returncode == 0, relabelled.stderr  # the placement is unchanged
-    live = json.loads(relabelled.stdout)
+    relabelled = _replace(api, ns, live)
+    assert relabelled.status_code == 200, relabelled.text  # the placement is unchanged
+    live = relabelled.json()
     live["spec"]["tolerations"].append({"operator": "Exists"})  # tolerations may only grow
-    grown = _replace(kubectl, ns, live)
-    assert grown.returncode != 0
-    assert DENIED in grown.stderr
+    grown = _replace(api, ns, live)
+    assert grown.status_code == 403
+    assert DENIED in grown.text
