@@ -77,8 +77,8 @@ def _is_job_kind(kind: Any) -> bool:
     )
 
 
-def parse_review(body: bytes) -> ReviewRequest:
-    """Decode and check the envelope; raise WebhookError(400) on anything off."""
+def _request(body: bytes) -> Mapping[str, Any]:
+    """The ``request`` of a well-formed AdmissionReview envelope."""
     if body.count(_PREFIX) > MAX_PREFIX_MENTIONS:
         raise _bad(f"more than {MAX_PREFIX_MENTIONS} mentions of {keys.PREFIX}", "TooManyKeys")
     try:
@@ -89,7 +89,12 @@ def parse_review(body: bytes) -> ReviewRequest:
     review = _object(doc, "the body")
     if review.get("apiVersion") != API_VERSION or review.get("kind") != "AdmissionReview":
         raise _bad(f"expected kind AdmissionReview, apiVersion {API_VERSION}", "NotAReview")
-    req = _object(review.get("request"), "request")
+    return _object(review.get("request"), "request")
+
+
+def parse_review(body: bytes) -> ReviewRequest:
+    """Decode and check the envelope; raise WebhookError(400) on anything off."""
+    req = _request(body)
     uid = req.get("uid")
     if not isinstance(uid, str) or not uid:
         raise _bad("request.uid is missing", "MissingUID")
@@ -106,18 +111,20 @@ def parse_review(body: bytes) -> ReviewRequest:
     if obj.get("kind", "Job") != "Job" or obj.get("apiVersion", "batch/v1") != "batch/v1":
         raise _bad("request.object is not a batch/v1 Job", "NotAJob")
     old = _object(req.get("oldObject"), "request.oldObject") if operation == "UPDATE" else None
-    ns, name = req.get("namespace", ""), req.get("name", "")
     info = req.get("userInfo")
-    user = info.get("username") if isinstance(info, dict) else ""
     return ReviewRequest(
         uid=uid,
         operation=operation,
-        namespace=ns if isinstance(ns, str) else "",
-        name=name if isinstance(name, str) else "",
+        namespace=_text(req.get("namespace")),
+        name=_text(req.get("name")),
         obj=obj,
         old=old,
-        user=user if isinstance(user, str) else "",
+        user=_text(info.get("username")) if isinstance(info, dict) else "",
     )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def decide(req: ReviewRequest, settings: GangSettings) -> Decision:
