@@ -97,7 +97,7 @@ class GuardedHttpProtocol(CoalescingHttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._head_bytes = self._headers = 0
+        self._head_bytes = 0
         self._in_head, self._done = True, False
         self._deadline: float | None = self.loop.time() + self.limits.header_timeout
         self._stalled_at: float | None = None
@@ -134,20 +134,16 @@ class GuardedHttpProtocol(CoalescingHttpToolsProtocol):
             self._refuse(_TOO_LARGE, "headers_too_large")
 
     def on_message_begin(self) -> None:
-        self._in_head, self._head_bytes, self._headers = True, 0, 0
+        self._in_head, self._head_bytes = True, 0
         self._deadline = self.loop.time() + self.limits.header_timeout
         super().on_message_begin()
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers += 1
-        if self._headers <= self.limits.max_headers:
-            super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._in_head = False
         if self._done:
             return
-        if self._headers > self.limits.max_headers:
+        # uvicorn keeps every header in self.headers; max_header_bytes bounds the list.
+        if len(self.headers) > self.limits.max_headers:
             self._refuse(_TOO_LARGE, "headers_too_large")
             return
         if len(self.pipeline) >= self.limits.max_pipelined:
@@ -157,10 +153,6 @@ class GuardedHttpProtocol(CoalescingHttpToolsProtocol):
             return
         self._deadline = self.loop.time() + self.limits.body_timeout
         super().on_headers_complete()
-
-    def on_body(self, body: bytes) -> None:
-        if not self._done:
-            super().on_body(body)
 
     def on_message_complete(self) -> None:
         self._deadline = None
