@@ -250,10 +250,3 @@ def test_gang_that_spreads_gets_no_warning(strict: httpx.Client, pod_patch: dict
     response = _response(strict, job)
     assert response["allowed"] is True
     assert "warnings" not in response
-
-
-def test_require_one_pod_per_node_denies(tmp_path: Path) -> None:
-    yaml_text = SETTINGS_YAML + "requireOnePodPerNode: true\n"
-    with run_webhook(tmp_path, settings_yaml=yaml_text) as wh, wh.client() as client:
-        assert _reasons(_response(client, gang_job())) == {"PodsNotSpread"}
-        assert _response(client, one_pod_per_node(gang_job()))["allowed"] is True

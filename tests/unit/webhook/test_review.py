@@ -15,7 +15,7 @@ from atomic_gang_webhook.review import (
     decide,
     parse_review,
 )
-from tests.support.jobs import gang_job, plain_job, settings
+from tests.support.jobs import gang_job, one_pod_per_node, plain_job, settings
 from tests.support.reviews import body, review
 
 S = settings()
@@ -163,3 +163,14 @@ def test_unrelated_metadata_does_not_change_the_verdict() -> None:
     job["metadata"]["labels"]["app"] = " spaced "
     decision = decide(parse_review(body(job)), S)
     assert (decision.verdict, decision.reason) == ("allowed", "Valid")
+
+
+def test_require_one_pod_per_node_turns_the_warning_into_a_denial() -> None:
+    strict = settings(requireOnePodPerNode=True)
+    packed = decide(parse_review(body(gang_job())), strict)
+    assert (packed.verdict, packed.reason, packed.warnings) == ("denied", "PodsNotSpread", ())
+    spread = decide(parse_review(body(one_pod_per_node(gang_job()))), strict)
+    assert (spread.verdict, spread.warnings) == ("allowed", ())
+    warned = decide(parse_review(body(gang_job())), S)
+    assert warned.verdict == "allowed"
+    assert "kubernetes.io/hostname" in warned.warnings[0]
