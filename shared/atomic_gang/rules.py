@@ -208,11 +208,18 @@ def _pattern(
     return raw
 
 
+def _empty_means_unset(ann: Mapping[str, str], key: str) -> Mapping[str, str]:
+    """Templated manifests render an unset value as "": treat it as absent."""
+    if ann.get(key) == "":
+        return {k: v for k, v in ann.items() if k != key}
+    return ann
+
+
 def _ids(ann: Mapping[str, str], s: GangSettings, out: Collector) -> tuple[str | None, str | None]:
     """The image and the capacity reservation: syntax, then the admin's allowlists."""
     ami = _pattern(ann, keys.AMI_ID, patterns.AMI_ID, "InvalidAmiId", "ami-0123456789abcdef0", out)
     cr = _pattern(
-        ann,
+        _empty_means_unset(ann, keys.CAPACITY_RESERVATION_ID),  # "" is on-demand (spec)
         keys.CAPACITY_RESERVATION_ID,
         patterns.CAPACITY_RESERVATION_ID,
         "InvalidCapacityReservationId",

@@ -162,6 +162,18 @@ _ID_ALLOWLISTS = (
 )
 
 
+def _allowlist_problems(s: GangSettings) -> list[str]:
+    out: list[str] = []
+    for i, pat in enumerate(s.allowedInstanceTypes):
+        if not patterns.INSTANCE_TYPE_GLOB.match(pat) or "*" in pat[:-1]:
+            out.append(f"allowedInstanceTypes[{i}] {pat!r}: exact type or trailing-* glob")
+    for name, kind in _ID_ALLOWLISTS:
+        for i, pat in enumerate(getattr(s, name)):
+            if not patterns.id_glob_ok(kind, pat):
+                out.append(f"{name}[{i}] {pat!r}: exact {kind}-… id or trailing-* glob")
+    return out
+
+
 def _cross_field_problems(s: GangSettings) -> list[str]:
     out: list[str] = []
     if s.clusterName and not patterns.RFC1123_LABEL.match(s.clusterName.lower()):
@@ -173,13 +185,15 @@ def _cross_field_problems(s: GangSettings) -> list[str]:
     ]:
         if arn and not patterns.ROLE_ARN.match(arn):
             out.append(f"{where} {arn!r} is not an IAM role ARN")
-    for i, pat in enumerate(s.allowedInstanceTypes):
-        if not patterns.INSTANCE_TYPE_GLOB.match(pat) or "*" in pat[:-1]:
-            out.append(f"allowedInstanceTypes[{i}] {pat!r}: exact type or trailing-* glob")
-    for name, kind in _ID_ALLOWLISTS:
-        for i, pat in enumerate(getattr(s, name)):
-            if not patterns.id_glob_ok(kind, pat):
-                out.append(f"{name}[{i}] {pat!r}: exact {kind}-… id or trailing-* glob")
+    role = s.defaults.nodeRoleArn
+    if role and s.allowedNodeRoleArns and role not in s.allowedNodeRoleArns:
+        # Jobs relying on the default would pass the webhook and fail at launch.
+        out.append(
+            f"defaults.nodeRoleArn {role!r} is not in allowedNodeRoleArns"
+            f" ({', '.join(s.allowedNodeRoleArns)}): add it to allowedNodeRoleArns,"
+            " or set defaults.nodeRoleArn to one of those roles"
+        )
+    out += _allowlist_problems(s)
     if not 0 <= s.defaults.keepWarmTTL.nanoseconds <= s.limits.maxKeepWarmTTL.nanoseconds:
         out.append("defaults.keepWarmTTL must be between 0 and limits.maxKeepWarmTTL")
     if not 0 < s.defaults.maxLifetime.nanoseconds <= s.limits.maxLifetime.nanoseconds:

@@ -111,11 +111,9 @@ def main(argv: list[str] | None = None) -> None:
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
-    try:
-        cloud.warm_up()
-    except Exception as exc:  # reported on the AdmissionCheck, retried by the reaper
-        log.warning("cloud warm-up failed", extra={"error": repr(exc)})
-        manager.ctx.cloud_health.report(f"{type(exc).__name__}: {exc}"[:500], probe="cluster")
+    # Resolve the cluster now; a cloud error shows on the AdmissionCheck (CloudUnavailable)
+    # and the reaper re-probes until it clears.
+    manager.reaper.check_cluster()
     manager.start(identity=args.identity)
     log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})
     done.wait()

@@ -153,6 +153,20 @@ def test_auth_modes(renders: dict[str, Rendered]) -> None:
     assert "envFrom" not in _container(renders["default"].one("Deployment", "-controller"))
 
 
+def test_auth_mode_node_leaves_the_default_credential_chain_alone(
+    renders: dict[str, Rendered],
+) -> None:
+    """auth.mode=node: no role annotation, no key Secret, no credential variable, so
+    boto3's default chain reaches the node's instance role through IMDS."""
+    r = renders["node"]
+    assert r.returncode == 0, r.stderr
+    assert "annotations" not in r.one("ServiceAccount", "atomic-gang-controller")["metadata"]
+    ctl = _container(r.one("Deployment", "-controller"))
+    assert "envFrom" not in ctl
+    aws = {e["name"] for e in ctl["env"] if e["name"].startswith("AWS_")}
+    assert aws == {"AWS_REGION", "AWS_STS_REGIONAL_ENDPOINTS"}
+
+
 def test_optional_pieces_switch_off(renders: dict[str, Rendered]) -> None:
     r = renders["no-webhook-no-le"]
     kinds = set(r.kinds)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,10 @@ from atomic_gang.job import check_job, review_job, validate_job
 from atomic_gang.objects import MalformedJobError
 from tests.support.jobs import gang_job
 from tests.support.jobs import settings as gang_settings
+
+# Coverage's tracer (CPython 3.11 has no sys.monitoring) makes a Hypothesis run about
+# three times slower, and the example tests cover the same lines (all but ~11 of 5,300).
+pytestmark = pytest.mark.no_cover
 
 S = gang_settings()
 

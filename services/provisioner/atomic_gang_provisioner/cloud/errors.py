@@ -54,6 +54,9 @@ TRANSIENT: Final = frozenset(
         "ReadTimeout",
         "ConnectTimeout",
         "ConnectionError",
+        # No usable AWS credentials (their agent or IMDS may come back; a bad auth.mode
+        # keeps the AdmissionCheck inactive until fixed).
+        "CredentialsUnavailable",
     }
 )
 QUOTA: Final = frozenset({"VcpuLimitExceeded", "InstanceLimitExceeded", "MaxFleetCountExceeded"})
@@ -95,6 +98,10 @@ _HINTS: Final[dict[str, str]] = {
         "create the instance profile atomic-gang-instance-profile-<cluster>-<role-name>"
         " holding the node role (see the README's prerequisites), or set"
         " iam.selfManageInstanceProfile and grant docs/iam/self-managed-instance-profile.json"
+    ),
+    "CredentialsUnavailable": (
+        "the controller found no usable AWS credentials: check the chart's auth.mode"
+        " and the controller role it names (podIdentity association, IRSA role, Secret)"
     ),
     "InstanceProfileNotYetVisible": "IAM is eventually consistent; it will be retried",
     "InstanceProfileRoleMismatch": "add the node role to the convention-named instance profile",
