@@ -18,11 +18,12 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from atomic_gang_devstack.bins import REPO_ROOT, Bins
+from atomic_gang_devstack.bins import REPO_ROOT, Bins, install_node_deps
 
 log = logging.getLogger("atomic_gang_devstack.images")
 BASE_SUITE = "bookworm"
@@ -196,3 +197,21 @@ def _go_mod_dir(module: str) -> Path:
         capture_output=True, text=True, check=True, timeout=600, env=env,
     )  # fmt: skip
     return Path(json.loads(done.stdout)["Dir"])
+
+
+def main() -> int:
+    """``python -m atomic_gang_devstack.images``: build (or reuse) every image; print them."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s images %(message)s")
+    install_node_deps()  # buildah, debootstrap, gcc from Debian's packages when missing
+    try:
+        built = Images().all()
+    except ImageBuildError as exc:
+        log.error("%s", exc)
+        return 1
+    for name, image in built.items():
+        sys.stdout.write(f"{name:10} {image.ref}  {image.image_id}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

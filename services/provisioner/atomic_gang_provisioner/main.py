@@ -23,8 +23,11 @@ from atomic_gang_provisioner.httpserver import serve
 from atomic_gang_provisioner.kube import KubeClient, KubeConfigError
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
+from atomic_gang_provisioner.reconcilers.context import CloudHealth
 
 log = logging.getLogger("atomic_gang_provisioner")
+WARM_UP_RETRY_SECONDS = 5.0
+WARM_UP_RETRY_MAX_SECONDS = 60.0
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -67,6 +70,29 @@ def _kube_client(server: ServerSettings) -> KubeClient:
         raise SettingsError(f"{exc} ({hint})") from exc
 
 
+def _warm_up(cloud: Ec2Provider, health: CloudHealth) -> bool:
+    """Resolve the cluster once; a failure is reported on the AdmissionCheck and logged."""
+    try:
+        cloud.warm_up()
+    except Exception as exc:
+        log.error(
+            "cannot resolve the cluster in EC2/EKS; not Ready until it works"
+            " (check AWS_ENDPOINT_URL, the region and the credentials)",
+            extra={"error": repr(exc)},
+        )
+        health.report(f"{type(exc).__name__}: {exc}"[:500], probe="cluster")
+        return False
+    health.report("", probe="cluster")
+    return True
+
+
+def _warm_up_until_ok(cloud: Ec2Provider, health: CloudHealth, done: threading.Event) -> None:
+    """Every replica retries (the leader's reaper does too), so a standby turns Ready again."""
+    delay = WARM_UP_RETRY_SECONDS
+    while not done.wait(delay) and health.failing("cluster") and not _warm_up(cloud, health):
+        delay = min(delay * 2, WARM_UP_RETRY_MAX_SECONDS)
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         args, server, settings = load(argv)
@@ -85,20 +111,22 @@ def main(argv: list[str] | None = None) -> None:
         ),
     )
     manager = Manager(settings=settings, server=server, client=client, cloud=cloud, metrics=metrics)
+    health = manager.ctx.cloud_health
     http = serve(
         host=server.http_host,
         port=server.http_port,
         registry=metrics.registry,
-        ready=manager.synced,
+        # Not Ready while this replica cannot resolve its cluster in EC2/EKS (a wrong
+        # endpoint, region or credentials), so `helm install --wait` fails visibly.
+        ready=lambda: manager.synced() and not health.failing("cluster"),
     )
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
-    try:
-        cloud.warm_up()
-    except Exception as exc:  # reported on the AdmissionCheck, retried by the reaper
-        log.warning("cloud warm-up failed", extra={"error": repr(exc)})
-        manager.ctx.cloud_health.report(f"{type(exc).__name__}: {exc}"[:500], probe="cluster")
+    if not _warm_up(cloud, health):
+        threading.Thread(
+            target=_warm_up_until_ok, args=(cloud, health, done), name="warm-up", daemon=True
+        ).start()
     manager.start(identity=args.identity)
     log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})
     done.wait()
