@@ -274,3 +274,43 @@ def _remove_cgroups(net: NodeNet, timeout: float = 10.0) -> list[str]:
             return []
         time.sleep(0.1)
     return [f"cgroup {p} still present" for p in left]
+
+
+def snapshot() -> dict[str, object]:
+    """What a node may change on this host, for before/after comparisons (teardown tests)."""
+    links = json.loads(_ip("-j", "link", "show").stdout or "[]")
+    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    cgroups = {
+        str(h): sorted(p.name for p in h.iterdir() if p.is_dir()) for h in _hierarchies()
+    }
+    daemons = sorted(
+        Path(os.readlink(p / "exe")).name
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and _exe_is_node_daemon(p)
+    )
+    return {
+        "sysctls": _read_sysctls(),
+        "lo": sorted(lo_addresses()),
+        "links": sorted(link["ifname"] for link in links),
+        "mounts": sorted(mounts),
+        "cgroups": cgroups,
+        "paths": {p: Path(p).exists() for p in (*FIXED_PATHS, "/var/lib/kubelet", "/var/lib/cni")},
+        "node_daemons": daemons,
+        "iptables": _iptables_rules(),
+    }
+
+
+def _exe_is_node_daemon(proc: Path) -> bool:
+    try:
+        return Path(os.readlink(proc / "exe")).name.startswith(NODE_DAEMONS)
+    except OSError:
+        return False
+
+
+def _iptables_rules() -> str:
+    """``iptables-save`` without its timestamps and counters ('' where iptables is absent)."""
+    if shutil.which("iptables-save") is None:
+        return ""
+    done = subprocess.run(["iptables-save"], capture_output=True, text=True, check=False)
+    lines = [ln for ln in done.stdout.splitlines() if not ln.startswith("#")]
+    return "\n".join(ln.split(" [", 1)[0] if ln.startswith(":") else ln for ln in lines)
