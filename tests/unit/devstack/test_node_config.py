@@ -52,6 +52,8 @@ def test_containerd_config_is_v4_with_everything_under_the_node_tree(tmp_path: P
     assert runc["Root"].startswith(str(tmp_path))
     assert plugins["io.containerd.cri.v1.images"]["pinned_images"]["sandbox"] == "localhost/pause:x"
     assert plugins["io.containerd.nri.v1.nri"]["disable"] is True
+    grpc = plugins["io.containerd.server.v1.grpc"]["address"]  # not the v3 [grpc] table
+    assert grpc == "/run/atomic-gang-node/2/containerd.sock"
     for key in ("root", "state"):
         assert cfg[key].startswith(str(tmp_path))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 from pathlib import Path
 from typing import ClassVar
@@ -95,6 +96,15 @@ class Containerd(ProcessComponent):
         config = containerd_config(tree, net, pause_image=pause.ref)
         (tree / "containerd" / "config.toml").write_text(config, encoding="utf-8")
         write_cni(tree, net)
+
+    def env(self, ctx: Context) -> dict[str, str]:
+        """containerd finds its shim by name on PATH; ours is cached under a versioned name."""
+        shims = node_tree(ctx) / "bin"
+        shims.mkdir(parents=True, exist_ok=True)
+        link = shims / "containerd-shim-runc-v2"
+        link.unlink(missing_ok=True)
+        link.symlink_to(ctx.bins.path("containerd-shim-runc-v2"))
+        return {**os.environ, "PATH": f"{shims}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
 
     def argv(self, ctx: Context) -> list[str]:
         config = node_tree(ctx) / "containerd" / "config.toml"

@@ -68,15 +68,15 @@ class NodeNet:
 
 
 def containerd_config(tree: Path, net: NodeNet, *, pause_image: str) -> str:
-    """containerd 2.x configuration (``version = 4``), TOML."""
+    """containerd 2.x configuration (``version = 4``: servers are plugins too), TOML."""
     rt = 'plugins."io.containerd.cri.v1.runtime"'
     runc = f"{rt}.containerd.runtimes.runc"
     return f"""version = 4
 root = "{tree / "containerd" / "root"}"
 state = "{tree / "containerd" / "state"}"
-[grpc]
+[plugins."io.containerd.server.v1.grpc"]
   address = "{net.containerd_socket}"
-[ttrpc]
+[plugins."io.containerd.server.v1.ttrpc"]
   address = "{net.run_dir / "containerd-ttrpc.sock"}"
 [plugins."io.containerd.internal.v1.opt"]
   path = "{tree / "containerd" / "opt"}"
