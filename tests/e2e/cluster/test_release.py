@@ -121,7 +121,7 @@ def test_bad_job_denied_by_the_in_cluster_webhook(cluster: Cluster, namespace: s
     done = cluster.kube.apply(_bad_job("bad-gang", namespace), check=False)
 
     assert done.returncode != 0
-    assert 'admission webhook "jobs.atomic-gang.k8s.aws" denied the request' in done.stderr
+    assert 'The jobs "bad-gang" is invalid' in done.stderr  # field causes, every one named
     assert "atomic-gang.k8s.aws/count" in done.stderr
     assert "many" in done.stderr
     assert "atomic-gang.k8s.aws/instance-type" in done.stderr
@@ -191,4 +191,4 @@ def test_certificate_renewal_is_served_without_a_restart(cluster: Cluster, names
     ]  # ... never restarted
     assert _ca_bundle(cluster) == after["ca.crt"]  # the cainjector's caBundle
     done = cluster.kube.apply(_bad_job("bad-after-renewal", namespace), check=False)
-    assert "denied the request" in done.stderr  # admission still goes through our pods
+    assert "[InstanceTypeNotAllowed]" in done.stderr  # admission still goes through our pods
