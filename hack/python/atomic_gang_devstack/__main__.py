@@ -16,6 +16,8 @@ from pathlib import Path
 from atomic_gang_devstack.bins import CONTROL_PLANE, NODE, REPO_ROOT, BinaryMissingError, Bins
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components import default_components
+from atomic_gang_devstack.components.incluster import NAMESPACE, RELEASE
+from atomic_gang_devstack.components.node import NODE_NAME, node_images, node_net
 from atomic_gang_devstack.components.simulated import nodesim_url
 from atomic_gang_devstack.kubectl import KubectlError
 from atomic_gang_devstack.stack import Stack
@@ -135,6 +137,13 @@ def _report(ctx: Context) -> None:
         print(f"aws env:    source {ctx.options.aws_env_out}  (the simulated EC2, for aws/boto3)")
     if ctx.options.nodesim:
         print(f"nodesim:    {nodesim_url(ctx)}  (python -m atomic_gang_nodesim ctl --url … state)")
+    if ctx.options.real_node:
+        net = node_net(ctx)
+        print(f"real node:  {NODE_NAME} at {net.node_ip} (pods {net.subnet} on {net.bridge})")
+    if ctx.options.in_cluster:
+        images = ", ".join(b.ref for k, b in node_images(ctx).items() if k != "pause")
+        print(f"in-cluster: helm release {RELEASE} in {NAMESPACE} ({images})")
+        print("            cert-manager controller + cainjector as host processes")
     print(
         f"try:        {ctx.bins.path('kubectl')} --kubeconfig {kc} get clusterqueues,localqueues -A"
     )

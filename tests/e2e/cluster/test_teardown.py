@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from atomic_gang_devstack.node import host
+from atomic_gang_devstack.node import snapshot
 from tests.e2e.cluster.conftest import NAMESPACE, RELEASE, Cluster
 from tests.e2e.jobs import gang_job
 from tests.e2e.kube import wait_for
@@ -41,6 +41,6 @@ def test_stack_down_leaves_the_host_as_it_was(cluster: Cluster) -> None:
     cluster.stack.down()
     cluster.down = True
 
-    after = host.snapshot()
+    after = snapshot.snapshot()
     for key, before in cluster.host_before.items():
         assert after[key] == before, key

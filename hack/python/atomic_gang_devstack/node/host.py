@@ -74,7 +74,7 @@ def _host_lock() -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _read_sysctls() -> dict[str, str]:
+def read_sysctls() -> dict[str, str]:
     return {k: (Path("/proc/sys") / k).read_text().strip() for k in SYSCTLS}
 
 
@@ -108,7 +108,7 @@ def claim() -> NodeNet:
         holders = [h for h in _as_ints(reg.get("holders")) if NodeNet(h).node_ip in taken]
         if not holders:  # we are first: what the host looks like without any node
             reg = {
-                "sysctls": _read_sysctls(),
+                "sysctls": read_sysctls(),
                 "created": [m for p in FIXED_PATHS if (m := _topmost_missing(p))],
             }
         reg["holders"] = [*holders, slot]
@@ -165,7 +165,7 @@ def _remove_cni_cache(net: NodeNet) -> None:
         entry.unlink(missing_ok=True)
 
 
-def _hierarchies() -> list[Path]:
+def hierarchies() -> list[Path]:
     """Every mounted cgroup hierarchy (v1 controllers, ``systemd``, ``unified``)."""
     seen, out = set(), []
     for entry in sorted(CGROUP_ROOT.iterdir()) if CGROUP_ROOT.is_dir() else []:
@@ -177,7 +177,7 @@ def _hierarchies() -> list[Path]:
 
 
 def _make_cgroup_roots(net: NodeNet) -> None:
-    for h in _hierarchies():
+    for h in hierarchies():
         root = h / net.cgroup_root.lstrip("/")
         root.mkdir(exist_ok=True)
         for knob in ("cpuset.cpus", "cpuset.mems"):  # a new cpuset is empty: inherit
@@ -187,7 +187,7 @@ def _make_cgroup_roots(net: NodeNet) -> None:
 
 def _cgroup_pids(net: NodeNet) -> set[int]:
     pids: set[int] = set()
-    for h in _hierarchies():
+    for h in hierarchies():
         root = h / net.cgroup_root.lstrip("/")
         for procs in root.rglob("cgroup.procs") if root.is_dir() else []:
             with contextlib.suppress(OSError, ValueError):
@@ -260,7 +260,7 @@ def _remove_cgroups(net: NodeNet, timeout: float = 10.0) -> list[str]:
     left: list[Path] = []
     while time.monotonic() < deadline:
         left = []
-        for h in _hierarchies():
+        for h in hierarchies():
             root = h / net.cgroup_root.lstrip("/")
             if not root.is_dir():
                 continue
@@ -274,43 +274,3 @@ def _remove_cgroups(net: NodeNet, timeout: float = 10.0) -> list[str]:
             return []
         time.sleep(0.1)
     return [f"cgroup {p} still present" for p in left]
-
-
-def snapshot() -> dict[str, object]:
-    """What a node may change on this host, for before/after comparisons (teardown tests)."""
-    links = json.loads(_ip("-j", "link", "show").stdout or "[]")
-    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
-    cgroups = {
-        str(h): sorted(p.name for p in h.iterdir() if p.is_dir()) for h in _hierarchies()
-    }
-    daemons = sorted(
-        Path(os.readlink(p / "exe")).name
-        for p in Path("/proc").iterdir()
-        if p.name.isdigit() and _exe_is_node_daemon(p)
-    )
-    return {
-        "sysctls": _read_sysctls(),
-        "lo": sorted(lo_addresses()),
-        "links": sorted(link["ifname"] for link in links),
-        "mounts": sorted(mounts),
-        "cgroups": cgroups,
-        "paths": {p: Path(p).exists() for p in (*FIXED_PATHS, "/var/lib/kubelet", "/var/lib/cni")},
-        "node_daemons": daemons,
-        "iptables": _iptables_rules(),
-    }
-
-
-def _exe_is_node_daemon(proc: Path) -> bool:
-    try:
-        return Path(os.readlink(proc / "exe")).name.startswith(NODE_DAEMONS)
-    except OSError:
-        return False
-
-
-def _iptables_rules() -> str:
-    """``iptables-save`` without its timestamps and counters ('' where iptables is absent)."""
-    if shutil.which("iptables-save") is None:
-        return ""
-    done = subprocess.run(["iptables-save"], capture_output=True, text=True, check=False)
-    lines = [ln for ln in done.stdout.splitlines() if not ln.startswith("#")]
-    return "\n".join(ln.split(" [", 1)[0] if ln.startswith(":") else ln for ln in lines)
