@@ -9,7 +9,6 @@ the entrypoints' ``--help``, a complete dependency closure.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import json
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from cryptography import x509
 
 from atomic_gang_devstack.components.node import node_images
+from tests.e2e.chart.support import renew_certificate
 from tests.e2e.cluster.conftest import (
     CONTROLLER_SELECTOR,
     NAMESPACE,
@@ -133,27 +133,6 @@ def test_bad_job_denied_by_the_in_cluster_webhook(cluster: Cluster, namespace: s
     assert admitted.returncode == 0, admitted.stderr
 
 
-def _renew(cluster: Cluster) -> None:
-    """What ``cmctl renew`` does: mark the Certificate Issuing (reason ManuallyTriggered)."""
-    cert = cluster.kube.get("certificate", TLS_SECRET, "-n", NAMESPACE)
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    conditions = [c for c in cert["status"].get("conditions", []) if c["type"] != "Issuing"]
-    conditions.append(
-        {
-            "type": "Issuing",
-            "status": "True",
-            "reason": "ManuallyTriggered",
-            "message": "renewal requested by the cluster e2e test",
-            "lastTransitionTime": now,
-        }
-    )
-    patch = json.dumps({"status": {"conditions": conditions}})
-    cluster.kube.run(
-        "patch", "certificate", TLS_SECRET, "-n", NAMESPACE,
-        "--subresource=status", "--type=merge", "-p", patch,
-    )  # fmt: skip
-
-
 def _ca_bundle(cluster: Cluster) -> bytes:
     vwc = cluster.kube.get("validatingwebhookconfiguration", "atomic-gang-webhook")
     return base64.b64decode(vwc["webhooks"][0]["clientConfig"].get("caBundle") or "")
@@ -173,7 +152,7 @@ def test_certificate_renewal_is_served_without_a_restart(cluster: Cluster, names
     pods = {p["metadata"]["name"]: p["status"]["podIP"] for p in cluster.pods(WEBHOOK_SELECTOR)}
     assert {served_serial(ip, WEBHOOK_PORT, before["ca.crt"]) for ip in pods.values()} == {old}
 
-    _renew(cluster)
+    renew_certificate(cluster.kube, TLS_SECRET, NAMESPACE)
 
     def renewed() -> int | None:
         serial = x509.load_pem_x509_certificate(cluster.tls_secret()["tls.crt"]).serial_number
