@@ -30,6 +30,14 @@ def _complete(cluster: Cluster, namespace: str, name: str) -> bool:
     )
 
 
+def _since(obj: dict[str, Any], kind: str) -> str:
+    """lastTransitionTime of condition ``kind`` when True ('' otherwise); RFC 3339 sorts."""
+    conds = obj.get("status", {}).get("conditions") or []
+    return next(
+        (c["lastTransitionTime"] for c in conds if c["type"] == kind and c["status"] == "True"), ""
+    )
+
+
 def _launches(cluster: Cluster, pool: str) -> list[dict[str, Any]]:
     calls = cluster.world.fake.calls("RunInstances")
     return [c for c in calls if c["caller"] == CONTROLLER_KEY and pool in str(c["params"])]
@@ -46,19 +54,17 @@ def test_sample_job_runs_end_to_end_with_the_in_cluster_controller(
     spec = sample_job("allreduce-pretrain", namespace, pool=pool, keep_warm_ttl="3s")
     job = cluster.world.submit(spec)
 
-    def admitted() -> dict[str, object] | None:
+    def admitted() -> dict[str, Any] | None:
         wl = cluster.world.workload(job)
         conds = (wl or {}).get("status", {}).get("conditions") or []
         return wl if any(c["type"] == "Admitted" and c["status"] == "True" for c in conds) else None
 
-    wait_for(admitted, timeout=120, what="the Workload admitted")
+    wl = wait_for(admitted, timeout=120, what="the Workload admitted")
     nodes = cluster.kube.items("nodes", "-l", f"atomic-gang.k8s.aws/pool={pool}")
-    ready = [
-        n
-        for n in nodes
-        if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])
-    ]
-    assert len(ready) == 4  # Kueue admitted it only with all 4 gang nodes Ready
+    ready_at = [_since(n, "Ready") for n in nodes if _since(n, "Ready")]
+    assert len(ready_at) == 4
+    # Kueue admitted it only once all 4 gang nodes were Ready (kwok and Kueue stamp these).
+    assert max(ready_at) <= _since(wl, "Admitted")
     wait_for(
         lambda: _complete(cluster, namespace, "allreduce-pretrain"),
         timeout=120,
@@ -79,7 +85,7 @@ def test_leader_pod_deleted_mid_acquisition_standby_finishes(
     sim.set_boot_delay(8.0)  # the deletion lands while the set is joining
     try:
         pool = unique("failover")
-        job = cluster.world.submit(sample_job("failover", namespace, pool=pool, keep_warm_ttl="2s"))
+        cluster.world.submit(sample_job("failover", namespace, pool=pool, keep_warm_ttl="2s"))
         cluster.world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
         cluster.kube.run("delete", "pod", leader, "-n", NAMESPACE, "--wait=false")
         standby = wait_for(
@@ -96,5 +102,4 @@ def test_leader_pod_deleted_mid_acquisition_standby_finishes(
         sim.close()
     ok = [c for c in _launches(cluster, pool) if c["outcome"] == "ok"]
     assert len(ok) == 1  # exactly one RunInstances for the gang
-    del job
     wait_for(lambda: not _live(cluster, pool), timeout=90, what="the gang's instances released")

@@ -60,7 +60,7 @@ class NodeHost(Component):
     name = "node-host"
 
     def start(self, ctx: Context) -> None:
-        net = host.claim()
+        net = host.claim(node_tree(ctx))
         with ctx.lock:
             ctx.state.node_slot = net.slot
             ctx.state.save()

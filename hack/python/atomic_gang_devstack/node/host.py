@@ -8,7 +8,7 @@ is free while it is absent (checked and taken under one host-wide lock).
 kubelet and the bridge plugin also change host-wide sysctls and create fixed
 paths whatever they are told. Those are refcounted across stacks in
 ``/run/atomic-gang-node/host.json``: the first stack records the originals, the
-last one restores them (a holder whose address is gone no longer counts).
+last one restores them (a holder whose stack died is undone by the next claim).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from atomic_gang_devstack.node.config import NodeNet
+from atomic_gang_devstack.procs import parse_stat
 
 RUN_DIR = Path("/run/atomic-gang-node")
 REGISTRY = RUN_DIR / "host.json"
@@ -90,58 +91,96 @@ def _topmost_missing(path: str) -> str | None:
 
 def _load_registry() -> dict[str, object]:
     try:
-        data: dict[str, object] = json.loads(REGISTRY.read_text())
-    except (OSError, ValueError):
+        return dict(json.loads(REGISTRY.read_text()))
+    except (OSError, ValueError, TypeError):
         return {}
-    return data
 
 
-def claim() -> NodeNet:
-    """Take a free slot: its address on lo, and a place among the host-change holders."""
+def claim(tree: Path) -> NodeNet:
+    """Take a free slot: its address on lo, and a place among the host-change holders.
+
+    A holder whose stack died without ``down`` (its daemons and its launcher
+    gone) is undone first, so a crash never pins a slot or
+    keeps the host's sysctls changed for good.
+    """
     with _host_lock():
-        taken = lo_addresses()
-        slot = next((n for n in range(MAX_SLOTS) if NodeNet(n).node_ip not in taken), None)
-        if slot is None:
-            raise NodeHostError(f"all {MAX_SLOTS} node slots are taken (addresses 10.87.N.2 on lo)")
-        net = NodeNet(slot)
         reg = _load_registry()
-        holders = [h for h in _as_ints(reg.get("holders")) if NodeNet(h).node_ip in taken]
-        if not holders:  # we are first: what the host looks like without any node
+        holders = _holders(reg)
+        for slot, held in list(holders.items()):
+            if not _alive(NodeNet(slot), held):
+                _undo_node(NodeNet(slot), Path(str(held.get("tree", ""))))
+                del holders[slot]
+        taken = lo_addresses()
+        free = (n for n in range(MAX_SLOTS) if n not in holders and NodeNet(n).node_ip not in taken)
+        chosen = next(free, None)
+        if chosen is None:
+            raise NodeHostError(f"all {MAX_SLOTS} node slots are taken (addresses 10.87.N.2 on lo)")
+        net = NodeNet(chosen)
+        if "sysctls" not in reg:  # we are first: what the host looks like without any node
             reg = {
                 "sysctls": read_sysctls(),
                 "created": [m for p in FIXED_PATHS if (m := _topmost_missing(p))],
             }
-        reg["holders"] = [*holders, slot]
+        holders[chosen] = {"tree": str(tree), "launcher": _process_id(os.getpid())}
+        reg["holders"] = {str(k): v for k, v in holders.items()}
         _ip("addr", "add", f"{net.node_ip}/32", "dev", "lo")
         REGISTRY.write_text(json.dumps(reg, indent=2))
         _make_cgroup_roots(net)
         return net
 
 
-def _as_ints(value: object) -> list[int]:
-    return [int(v) for v in value] if isinstance(value, list) else []
+def _holders(reg: dict[str, object]) -> dict[int, dict[str, object]]:
+    raw = reg.get("holders")
+    return {int(k): dict(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+
+def _process_id(pid: int) -> str:
+    """``pid:start-ticks``: a recycled PID never passes for the launcher that claimed."""
+    try:
+        return f"{pid}:{parse_stat(Path(f'/proc/{pid}/stat').read_text()).start_ticks}"
+    except (OSError, ValueError):
+        return ""
+
+
+def _alive(net: NodeNet, held: dict[str, object]) -> bool:
+    """Its address is still on lo and its daemons run (or its launcher is starting them)."""
+    if net.node_ip not in lo_addresses():
+        return False
+    launcher = str(held.get("launcher", ""))
+    starting = bool(launcher) and _process_id(int(launcher.split(":", maxsplit=1)[0])) == launcher
+    # Shims outlive a crash (they are meant to): only containerd or kubelet count.
+    daemons = _node_daemon_pids(net.run_dir, names=("containerd-v", "kubelet"))
+    return starting or bool(daemons)
+
+
+def _undo_node(net: NodeNet, tree: Path) -> list[str]:
+    """Everything one node changed on the host except the shared sysctls and paths."""
+    problems: list[str] = []
+    kill_node_processes(net, tree)
+    if str(tree) not in ("", "."):
+        problems += unmount_under(tree)
+    problems += _remove_links(net)
+    problems += _remove_cgroups(net)
+    _ip("addr", "del", f"{net.node_ip}/32", "dev", "lo", check=False)
+    _remove_cni_cache(net)
+    shutil.rmtree(net.run_dir, ignore_errors=True)
+    return problems
 
 
 def release(net: NodeNet, tree: Path) -> list[str]:
     """Undo everything the node did on the host; return what could not be undone."""
-    problems: list[str] = []
-    kill_node_processes(net, tree)
-    problems += unmount_under(tree)
-    problems += _remove_links(net)
-    problems += _remove_cgroups(net)
     with _host_lock():
+        problems = _undo_node(net, tree)
         reg = _load_registry()
-        _ip("addr", "del", f"{net.node_ip}/32", "dev", "lo", check=False)
-        taken = lo_addresses()
-        holders = [h for h in _as_ints(reg.get("holders")) if h != net.slot]
-        holders = [h for h in holders if NodeNet(h).node_ip in taken]
-        _remove_cni_cache(net)
+        holders = {k: v for k, v in _holders(reg).items() if k != net.slot}
         if holders:
-            reg["holders"] = holders
+            reg["holders"] = {str(k): v for k, v in holders.items()}
             REGISTRY.write_text(json.dumps(reg, indent=2))
         else:  # the last node on this host: put the host back as it was
             problems += _restore_host(reg)
-            REGISTRY.unlink(missing_ok=True)
+            # The lock file goes too (nothing of ours stays in /run); a claimer blocked on
+            # the old file then holds a lock nobody else sees, for one claim at worst.
+            shutil.rmtree(RUN_DIR, ignore_errors=True)
     return problems
 
 
@@ -195,7 +234,7 @@ def _cgroup_pids(net: NodeNet) -> set[int]:
     return pids
 
 
-def _node_daemon_pids(tree: Path) -> set[int]:
+def _node_daemon_pids(tree: Path, names: tuple[str, ...] = NODE_DAEMONS) -> set[int]:
     """Node daemons (containerd, its shims, kubelet, runc) with ``tree`` in their argv."""
     pids = set()
     marker = str(tree).encode()
@@ -204,10 +243,7 @@ def _node_daemon_pids(tree: Path) -> set[int]:
             continue
         with contextlib.suppress(OSError):
             exe = os.readlink(entry / "exe")
-            if (
-                Path(exe).name.startswith(NODE_DAEMONS)
-                and marker in (entry / "cmdline").read_bytes()
-            ):
+            if Path(exe).name.startswith(names) and marker in (entry / "cmdline").read_bytes():
                 pids.add(int(entry.name))
     return pids
 

@@ -39,7 +39,8 @@ def snapshot() -> dict[str, object]:
         "mounts": sorted(mounts),
         "cgroups": cgroups,
         "paths": {
-            p: Path(p).exists() for p in (*host.FIXED_PATHS, "/var/lib/kubelet", "/var/lib/cni")
+            p: Path(p).exists()
+            for p in (*host.FIXED_PATHS, "/var/lib/kubelet", "/var/lib/cni", str(host.RUN_DIR))
         },
         "node_daemons": daemons,
         "iptables": _iptables_rules(),
