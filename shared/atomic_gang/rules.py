@@ -270,6 +270,13 @@ def _pattern(
     return raw
 
 
+def _empty_means_unset(ann: Mapping[str, str], key: str) -> Mapping[str, str]:
+    """Templated manifests render an unset value as "": treat it as absent."""
+    if ann.get(key) == "":
+        return {k: v for k, v in ann.items() if k != key}
+    return ann
+
+
 def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> dict[str, Any] | None:
     """Check every annotation value; return GangSpec kwargs when all passed."""
     before = len(out.violations)
@@ -285,7 +292,7 @@ def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> di
     variant = _choice(ann, keys.AMI_VARIANT, AMI_VARIANTS, "InvalidAmiVariant", out)
     ami = _pattern(ann, keys.AMI_ID, patterns.AMI_ID, "InvalidAmiId", "ami-0123456789abcdef0", out)
     cr = _pattern(
-        ann,
+        _empty_means_unset(ann, keys.CAPACITY_RESERVATION_ID),  # "" is on-demand (spec)
         keys.CAPACITY_RESERVATION_ID,
         patterns.CAPACITY_RESERVATION_ID,
         "InvalidCapacityReservationId",

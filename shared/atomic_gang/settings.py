@@ -146,6 +146,14 @@ def _cross_field_problems(s: GangSettings) -> list[str]:
     ]:
         if arn and not patterns.ROLE_ARN.match(arn):
             out.append(f"{where} {arn!r} is not an IAM role ARN")
+    role = s.defaults.nodeRoleArn
+    if role and s.allowedNodeRoleArns and role not in s.allowedNodeRoleArns:
+        # Jobs relying on the default would pass the webhook and fail at launch.
+        out.append(
+            f"defaults.nodeRoleArn {role!r} is not in allowedNodeRoleArns"
+            f" ({', '.join(s.allowedNodeRoleArns)}): add it to allowedNodeRoleArns,"
+            " or set defaults.nodeRoleArn to one of those roles"
+        )
     for i, pat in enumerate(s.allowedInstanceTypes):
         if not patterns.INSTANCE_TYPE_GLOB.match(pat) or "*" in pat[:-1]:
             out.append(f"allowedInstanceTypes[{i}] {pat!r}: exact type or trailing-* glob")

@@ -1,5 +1,6 @@
 """Seed what the engine expects to find: a VPC with one subnet per AZ, an EKS
-cluster on them, and the node role with its convention-named instance profile.
+cluster on them (API_AND_CONFIG_MAP), and the node role with its convention-named
+instance profile and an EC2_LINUX access entry.
 
 :func:`seed_world` works through any boto3 client (in-process moto or a server
 endpoint); :func:`seed_backends` writes straight into moto's backends, for tests.
@@ -16,7 +17,10 @@ from moto.ec2.models import ec2_backends
 from moto.eks.models import eks_backends
 from moto.iam.models import iam_backends
 
+from atomic_gang_fakeaws import eks_access
 from atomic_gang_provisioner.cloud.naming import instance_profile_name
+
+AUTH_MODE = "API_AND_CONFIG_MAP"  # what the EKS console creates today
 
 TRUST = json.dumps(
     {
@@ -71,7 +75,10 @@ def seed_world(
         version=version,
         roleArn=f"arn:aws:iam::{role.split(':')[4]}:role/eks-cluster-role",
         resourcesVpcConfig={"subnetIds": list(subnets.values())},
+        accessConfig={"authenticationMode": AUTH_MODE},
     )
+    # The node role may join: what `aws eks create-access-entry --type EC2_LINUX` does.
+    eks.create_access_entry(clusterName=cluster, principalArn=role, type="EC2_LINUX")
     return World(region, cluster, vpc, subnets, role, profile)
 
 
@@ -97,10 +104,12 @@ def seed_backends(
     role = iam.create_role(role_name, TRUST, "/", None, "", [], None)
     profile = instance_profile_name(cluster=cluster, node_role_arn=role.arn)
     iam.create_instance_profile(profile, "/", [role_name])
-    eks_backends[account][region].create_cluster(
+    created = eks_backends[account][region].create_cluster(
         name=cluster,
         role_arn=f"arn:aws:iam::{account}:role/eks-cluster-role",
         resources_vpc_config={"subnetIds": list(subnets.values())},
         version=version,
     )
+    eks_access.set_authentication_mode(created, AUTH_MODE)
+    eks_access.add_entry(created, role.arn, type_="EC2_LINUX")
     return World(region, cluster, vpc.id, subnets, role.arn, profile)

@@ -30,6 +30,7 @@ class ClusterJoin:
 class Ec2View:
     ec2: Any
     eks: Any
+    iam: Any
     cluster: str
     _types: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     _join: ClusterJoin | None = None
@@ -83,5 +84,6 @@ def make_view(*, endpoint: str | None, region: str, cluster: str) -> Ec2View:
     return Ec2View(
         ec2=session.client("ec2", endpoint_url=endpoint),
         eks=session.client("eks", endpoint_url=endpoint),
+        iam=session.client("iam", endpoint_url=endpoint),
         cluster=cluster,
     )

@@ -35,6 +35,7 @@ class Instance:
     state: str
     private_ip: str = ""
     private_dns: str = ""
+    profile_arn: str = ""
     tags: Mapping[str, str]
 
     @property
@@ -50,6 +51,7 @@ class Instance:
             state=str((raw.get("State") or {}).get("Name", "")),
             private_ip=str(raw.get("PrivateIpAddress") or ""),
             private_dns=str(raw.get("PrivateDnsName") or ""),
+            profile_arn=str((raw.get("IamInstanceProfile") or {}).get("Arn") or ""),
             tags={t["Key"]: t["Value"] for t in raw.get("Tags") or []},
         )
 

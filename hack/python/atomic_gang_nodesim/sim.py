@@ -3,7 +3,9 @@
 Each tick: one DescribeInstances; for an instance not seen before, read its
 user data and parse the NodeConfig (a bad one, or one naming another cluster,
 endpoint or CA than EKS reports, never joins); once its boot delay has passed,
-create the Node kubelet would register and let kwok make it Ready. An instance
+create the Node kubelet would register and let kwok make it Ready, unless EKS
+would refuse the instance role (no EC2_LINUX access entry, no aws-auth mapping):
+then the join is retried, as kubelet retries. An instance
 that is no longer pending/running loses its Node, as the cloud node-lifecycle
 controller would do. A restarted simulator adopts the Nodes it created before.
 """
@@ -22,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from atomic_gang_nodesim import capacity
+from atomic_gang_nodesim.access import JoinAuthority
 from atomic_gang_nodesim.ec2 import Ec2View
 from atomic_gang_nodesim.health import hold_not_ready
 from atomic_gang_nodesim.knobs import Knobs
@@ -29,12 +32,13 @@ from atomic_gang_nodesim.kubeapi import NodeApi
 from atomic_gang_nodesim.nodeconfig import JoinSpec, NodeConfigError, parse_user_data
 from atomic_gang_nodesim.nodes import SIM_ANNOTATION, Instance, build_node
 from atomic_gang_provisioner.kube import AlreadyExistsError, NotFoundError
-from atomic_gang_provisioner.resources import NODES
+from atomic_gang_provisioner.resources import CONFIG_MAPS, NODES
 
 log = logging.getLogger("atomic_gang_nodesim")
 Phase = Literal["booting", "joined", "dropped", "failed"]
 GONE_KEPT = 1000  # instances no longer live, kept for GET /state
 PARALLEL = 8  # joins, deletions and user-data reads in flight at once
+AUTH_RETRY = 2.0  # kubelet keeps retrying a registration EKS refused
 
 
 @dataclass
@@ -75,6 +79,9 @@ class Simulator:
         self.ticks = 0
         self.describe_seconds = 0.0
         self._discovered = 0
+        self.authority = JoinAuthority(
+            eks=view.eks, iam=view.iam, cluster=view.cluster, aws_auth=self._aws_auth, clock=clock
+        )
 
     # -- the loop --------------------------------------------------------------
     def adopt(self) -> None:
@@ -175,9 +182,24 @@ class Simulator:
             raise NodeConfigError("certificateAuthority is not the cluster's CA: TLS would fail")
         return join
 
+    def _aws_auth(self) -> str | None:
+        try:
+            found = self.kube.get(CONFIG_MAPS, "aws-auth", namespace="kube-system")
+        except NotFoundError:
+            return None
+        return str((found.get("data") or {}).get("mapRoles", ""))
+
     def _join(self, t: Tracked) -> None:
         assert t.instance is not None
         assert t.join is not None
+        refusal = self.authority.refusal(t.instance.profile_arn)
+        if refusal:  # EKS refuses the registration; kubelet tries again
+            with self.lock:
+                first, t.reason = t.reason != refusal, refusal
+                t.join_at = self.clock() + AUTH_RETRY
+            if first:
+                log.warning("%s cannot register: %s", t.instance_id, refusal)
+            return
         info = self.view.instance_type(t.instance.instance_type)
         node = build_node(
             t.instance,
@@ -194,7 +216,7 @@ class Simulator:
                 return  # ours already (a retried create); adopt it below
             self.kube.create(NODES, node)
         with self.lock:
-            t.phase, t.node = "joined", name
+            t.phase, t.node, t.reason = "joined", name, ""
         log.info("%s joined as %s (pool %s)", t.instance_id, name, t.pool)
 
     def _stale_node_removed(self, name: str, instance_id: str) -> bool:

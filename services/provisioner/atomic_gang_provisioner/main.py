@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 
 from pydantic import ValidationError
 
@@ -20,10 +21,11 @@ from atomic_gang.settings import GangSettings, SettingsError, check_env_names, l
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.httpserver import serve
-from atomic_gang_provisioner.kube import KubeClient, KubeConfigError
+from atomic_gang_provisioner.kube import KubeClient, KubeConfigError, NotFoundError
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.reconcilers.context import CloudHealth
+from atomic_gang_provisioner.resources import CONFIG_MAPS
 
 log = logging.getLogger("atomic_gang_provisioner")
 WARM_UP_RETRY_SECONDS = 5.0
@@ -70,26 +72,37 @@ def _kube_client(server: ServerSettings) -> KubeClient:
         raise SettingsError(f"{exc} ({hint})") from exc
 
 
-def _warm_up(cloud: Ec2Provider, health: CloudHealth) -> bool:
-    """Resolve the cluster once; a failure is reported on the AdmissionCheck and logged."""
-    try:
-        cloud.warm_up()
-    except Exception as exc:
-        log.error(
-            "cannot resolve the cluster in EC2/EKS; not Ready until it works"
-            " (check AWS_ENDPOINT_URL, the region and the credentials)",
-            extra={"error": repr(exc)},
-        )
-        health.report(f"{type(exc).__name__}: {exc}"[:500], probe="cluster")
-        return False
-    health.report("", probe="cluster")
-    return True
+def aws_auth_reader(client: KubeClient) -> Callable[[], str | None]:
+    """kube-system/aws-auth's mapRoles (None without that ConfigMap), read when asked:
+    the chart's Role allows exactly this one object."""
+
+    def read() -> str | None:
+        try:
+            found = client.get(CONFIG_MAPS, "aws-auth", namespace="kube-system")
+        except NotFoundError:
+            return None
+        return str((found.get("data") or {}).get("mapRoles", ""))
+
+    return read
 
 
-def _warm_up_until_ok(cloud: Ec2Provider, health: CloudHealth, done: threading.Event) -> None:
+def _check_cluster(check: Callable[[], None], health: CloudHealth) -> bool:
+    """Resolve the cluster once (the reaper's probe: the verdict shows on the AdmissionCheck)."""
+    check()
+    if not health.failing("cluster"):
+        return True
+    log.error(
+        "cannot resolve the cluster in EC2/EKS; not Ready until it works"
+        " (check AWS_ENDPOINT_URL, the region and the credentials)",
+        extra={"error": health.error},
+    )
+    return False
+
+
+def _check_until_ok(check: Callable[[], None], health: CloudHealth, done: threading.Event) -> None:
     """Every replica retries (the leader's reaper does too), so a standby turns Ready again."""
     delay = WARM_UP_RETRY_SECONDS
-    while not done.wait(delay) and health.failing("cluster") and not _warm_up(cloud, health):
+    while not done.wait(delay) and not _check_cluster(check, health):
         delay = min(delay * 2, WARM_UP_RETRY_MAX_SECONDS)
 
 
@@ -109,6 +122,7 @@ def main(argv: list[str] | None = None) -> None:
             eni_wait_seconds=server.eni_wait_seconds,
             self_manage_instance_profile=settings.iam.selfManageInstanceProfile,
         ),
+        aws_auth=aws_auth_reader(client),
     )
     manager = Manager(settings=settings, server=server, client=client, cloud=cloud, metrics=metrics)
     health = manager.ctx.cloud_health
@@ -123,9 +137,12 @@ def main(argv: list[str] | None = None) -> None:
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
-    if not _warm_up(cloud, health):
+    # Resolve the cluster now; a cloud error shows on the AdmissionCheck (CloudUnavailable)
+    # and keeps this replica not Ready; the reaper (leader) and this replica re-probe.
+    check = manager.reaper.check_cluster
+    if not _check_cluster(check, health):
         threading.Thread(
-            target=_warm_up_until_ok, args=(cloud, health, done), name="warm-up", daemon=True
+            target=_check_until_ok, args=(check, health, done), name="cluster-check", daemon=True
         ).start()
     manager.start(identity=args.identity)
     log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})

@@ -18,3 +18,5 @@ RESOURCE_FLAVORS = Resource(
 )
 JOBS = Resource("batch", "v1", "jobs", namespaced=True, kind="Job")
 NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
+# kube-system/aws-auth: read (only that one ConfigMap) to check a CONFIG_MAP cluster's mapRoles.
+CONFIG_MAPS = Resource("", "v1", "configmaps", namespaced=True, kind="ConfigMap")

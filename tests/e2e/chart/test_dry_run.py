@@ -45,10 +45,14 @@ CASES: dict[str, dict[str, Any]] = {
         "serviceAccount": {"roleArn": "arn:aws:iam::123456789012:role/ctl"},
     },
     "static": {"auth": {"mode": "static", "static": {"secretName": "aws"}}},
+    "node": {"auth": {"mode": "node"}},
     "everything-optional": {
         "metrics": {"serviceMonitor": {"enabled": True}},
         "nodeBootstrap": {"enabled": True},
-        "allowedNodeRoleArns": ["arn:aws:iam::123456789012:role/second"],
+        "allowedNodeRoleArns": [
+            BASE["defaults"]["nodeRoleArn"],
+            "arn:aws:iam::123456789012:role/second",
+        ],
     },
 }
 

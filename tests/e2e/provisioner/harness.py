@@ -89,6 +89,19 @@ class Replicas:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")
 
 
+def reaper_sweeps(port: int) -> float:
+    """``atomic_gang_reaper_sweeps_total`` of the provisioner serving on ``port`` (0 when
+    it is not serving yet)."""
+    try:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    except httpx.HTTPError:
+        return 0.0
+    for line in text.splitlines():
+        if line.startswith("atomic_gang_reaper_sweeps_total "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
 @dataclass
 class World:
     ctx: Context

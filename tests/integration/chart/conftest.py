@@ -64,6 +64,7 @@ POSITIVE: dict[str, dict[str, Any] | None] = {
         "serviceAccount": {"roleArn": "arn:aws:iam::123456789012:role/ctl"},
     },
     "static": {"auth": {"mode": "static", "static": {"secretName": "aws-keys"}}},
+    "node": {"auth": {"mode": "node"}},
     "no-kueue": {
         "kueue": {
             "create": {
@@ -79,7 +80,10 @@ POSITIVE: dict[str, dict[str, Any] | None] = {
         "metrics": {"serviceMonitor": {"enabled": True}},
         "nodeBootstrap": {"enabled": True},
         "clusterName": LONG_CLUSTER,
-        "allowedNodeRoleArns": ["arn:aws:iam::123456789012:role/team/second"],
+        "allowedNodeRoleArns": [
+            REQUIRED["defaults"]["nodeRoleArn"],
+            "arn:aws:iam::123456789012:role/team/second",
+        ],
     },
     "no-webhook-no-le": {
         "webhook": {"enabled": False},
@@ -114,6 +118,17 @@ NEGATIVE: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
+# name -> (values merged over REQUIRED, text of the chart's own error): rules across
+# values that the schema cannot express.
+REFUSED: dict[str, tuple[dict[str, Any], str]] = {
+    "default-role-not-allowed": (
+        {"allowedNodeRoleArns": ["arn:aws:iam::123456789012:role/other"]},
+        "defaults.nodeRoleArn arn:aws:iam::123456789012:role/eks-gang-node-role is not in"
+        " allowedNodeRoleArns",
+    ),
+}
+
+
 @pytest.fixture(scope="session")
 def helm() -> Path:
     return helm_path()
@@ -123,6 +138,7 @@ def helm() -> Path:
 def renders(helm: Path) -> dict[str, Rendered]:
     cases = {name: merge(REQUIRED, over or {}) for name, over in POSITIVE.items()}
     cases |= {f"bad:{name}": merge(REQUIRED, over) for name, (over, _) in NEGATIVE.items()}
+    cases |= {f"refused:{name}": merge(REQUIRED, over) for name, (over, _) in REFUSED.items()}
     cases["none"] = {}
     return render_many(helm, cases)
 

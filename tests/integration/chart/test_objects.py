@@ -38,8 +38,9 @@ def _env(container: dict[str, Any]) -> dict[str, Any]:
 def test_default_install_creates_every_piece(default: Rendered) -> None:
     twice = ["Certificate", "Deployment", "Issuer", "PodDisruptionBudget", "Service"]
     once = ["AdmissionCheck", "ClusterQueue", "ClusterRole", "ClusterRoleBinding", "ConfigMap"]
-    once += ["LocalQueue", "ResourceFlavor", "Role", "RoleBinding"]
-    once += ["ServiceAccount", "ServiceAccount", "ValidatingWebhookConfiguration"]
+    once += ["LocalQueue", "ResourceFlavor", "ServiceAccount", "ServiceAccount"]
+    once += ["ValidatingWebhookConfiguration"]
+    twice += ["Role", "RoleBinding"]  # the Lease's, and kube-system/aws-auth's
 
     assert default.kinds == sorted(once + twice * 2)
 
@@ -52,6 +53,8 @@ def test_every_object_has_the_standard_labels_and_its_namespace(default: Rendere
         assert meta["labels"]["app.kubernetes.io/instance"] == RELEASE
         if obj["kind"] in CLUSTER_SCOPED:
             assert "namespace" not in meta
+        elif meta["name"].endswith("-aws-auth"):
+            assert meta["namespace"] == "kube-system"
         elif obj["kind"] != "LocalQueue":
             assert meta["namespace"] == NAMESPACE, obj["kind"]
 
@@ -150,11 +153,26 @@ def test_auth_modes(renders: dict[str, Rendered]) -> None:
     assert "envFrom" not in _container(renders["default"].one("Deployment", "-controller"))
 
 
+def test_auth_mode_node_leaves_the_default_credential_chain_alone(
+    renders: dict[str, Rendered],
+) -> None:
+    """auth.mode=node: no role annotation, no key Secret, no credential variable, so
+    boto3's default chain reaches the node's instance role through IMDS."""
+    r = renders["node"]
+    assert r.returncode == 0, r.stderr
+    assert "annotations" not in r.one("ServiceAccount", "atomic-gang-controller")["metadata"]
+    ctl = _container(r.one("Deployment", "-controller"))
+    assert "envFrom" not in ctl
+    aws = {e["name"] for e in ctl["env"] if e["name"].startswith("AWS_")}
+    assert aws == {"AWS_REGION", "AWS_STS_REGIONAL_ENDPOINTS"}
+
+
 def test_optional_pieces_switch_off(renders: dict[str, Rendered]) -> None:
     r = renders["no-webhook-no-le"]
     kinds = set(r.kinds)
 
-    assert not kinds & {"ValidatingWebhookConfiguration", "Certificate", "Issuer", "Role"}
+    assert not kinds & {"ValidatingWebhookConfiguration", "Certificate", "Issuer"}
+    assert [o["metadata"]["name"] for o in r.of("Role")] == [f"{RELEASE}-controller-aws-auth"]
     assert "PodDisruptionBudget" not in kinds
     assert [d["metadata"]["name"] for d in r.of("Deployment")] == [f"{RELEASE}-controller"]
     assert r.of("ServiceAccount") == []  # serviceAccount.create=false

@@ -28,13 +28,15 @@ CLUSTER_RULES = {
     ("", "events"): {"create", "patch"},
 }
 LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update"}}
+# kube-system only, and only the object named aws-auth (resourceNames).
+AWS_AUTH_RULES = {("", "configmaps"): {"get"}}
 _ROW = re.compile(r"\| (`[^`]*`|core) \| `([^`]+)` \| ([a-z, ]+?)(?: \(.*\))? \|")
 
 
-def _rules(role: dict[str, object]) -> Rules:
+def _rules(role: dict[str, object], *, names: list[str] | None = None) -> Rules:
     out: Rules = {}
     for rule in role["rules"]:  # type: ignore[attr-defined]
-        assert "resourceNames" not in rule
+        assert rule.get("resourceNames") == names
         assert "nonResourceURLs" not in rule
         for group in rule["apiGroups"]:
             for res in rule["resources"]:
@@ -51,8 +53,8 @@ def test_cluster_role_is_exactly_what_the_provisioner_uses(default: Rendered) ->
 
 
 def test_leases_only_in_the_release_namespace(default: Rendered) -> None:
-    role = default.one("Role")
-    binding = default.one("RoleBinding")
+    role = default.one("Role", "-leader-election")
+    binding = default.one("RoleBinding", "-leader-election")
 
     assert role["metadata"]["namespace"] == NAMESPACE
     assert _rules(role) == LEASE_RULES
@@ -61,12 +63,24 @@ def test_leases_only_in_the_release_namespace(default: Rendered) -> None:
 
 
 def test_lease_role_follows_the_lease_namespace(renders: dict[str, Rendered]) -> None:
-    assert renders["custom"].one("Role")["metadata"]["namespace"] == "leases"
+    assert renders["custom"].one("Role", "-leader-election")["metadata"]["namespace"] == "leases"
+
+
+def test_aws_auth_is_read_as_one_object_in_kube_system(default: Rendered) -> None:
+    role = default.one("Role", "-aws-auth")
+    binding = default.one("RoleBinding", "-aws-auth")
+
+    assert role["metadata"]["namespace"] == "kube-system"
+    assert _rules(role, names=["aws-auth"]) == AWS_AUTH_RULES
+    assert binding["metadata"]["namespace"] == "kube-system"
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
 
 
 def test_bindings_name_only_the_controller_account(default: Rendered) -> None:
-    for kind in ("ClusterRoleBinding", "RoleBinding"):
-        assert default.one(kind)["subjects"] == [
+    bindings = [default.one("ClusterRoleBinding"), *default.of("RoleBinding")]
+    assert len(bindings) == 3
+    for binding in bindings:
+        assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "atomic-gang-controller", "namespace": NAMESPACE}
         ]
     webhook_sa = default.one("ServiceAccount", f"{RELEASE}-webhook")
@@ -97,7 +111,7 @@ def readme_rbac_tables(readme: str) -> list[Rules]:
 def test_readme_rbac_tables_are_the_charts_rules() -> None:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 
-    assert readme_rbac_tables(readme) == [CLUSTER_RULES, LEASE_RULES]
+    assert readme_rbac_tables(readme) == [CLUSTER_RULES, LEASE_RULES, AWS_AUTH_RULES]
 
 
 def test_readme_rbac_reader_sees_a_drifted_row() -> None:
@@ -108,4 +122,4 @@ def test_readme_rbac_reader_sees_a_drifted_row() -> None:
     drifted = readme_rbac_tables(readme.replace(row, "| `batch` | `jobs` | get, list |"))
 
     assert drifted[0][("batch", "jobs")] == {"get", "list"}
-    assert drifted != [CLUSTER_RULES, LEASE_RULES]
+    assert drifted != [CLUSTER_RULES, LEASE_RULES, AWS_AUTH_RULES]

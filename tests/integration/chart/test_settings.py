@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from atomic_gang.durations import GoDuration
 from atomic_gang.settings import GangSettings, load_settings
-from tests.integration.chart.conftest import CUSTOM
+from tests.integration.chart.conftest import CUSTOM, POSITIVE
 from tests.integration.chart.render import CHART, NAMESPACE, Rendered
 
 
@@ -72,6 +72,14 @@ def test_custom_values_arrive_unchanged(renders: dict[str, Rendered], tmp_path: 
     assert s.leaderElection.namespace == "leases"
     assert s.leaderElection.leaseDurationSeconds == 30
     assert s.iam.selfManageInstanceProfile is True
+
+
+def test_every_positive_render_is_a_settings_file_both_services_accept(
+    renders: dict[str, Rendered], tmp_path: Path
+) -> None:
+    """What start-up checks (cross-field rules included) holds for every render."""
+    for name in POSITIVE:
+        _settings(renders[name], tmp_path)
 
 
 def test_the_configmap_holds_only_model_keys(renders: dict[str, Rendered]) -> None:

@@ -129,6 +129,7 @@ def make_provider(clients: AwsClients, clock: FakeClock) -> Factory:
             sleeper=clock.sleep,
             wall=clock.now,
             monotonic=clock.monotonic,
+            aws_auth=overrides.pop("aws_auth", None),
         )
 
     return build

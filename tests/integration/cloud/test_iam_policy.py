@@ -204,6 +204,10 @@ def test_passing_a_role_outside_the_policy_is_denied(
     profile = "atomic-gang-instance-profile-demo-other-node-role"
     iam.create_instance_profile(InstanceProfileName=profile)
     iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName="other-node-role")
+    # The cluster would let it join: only the controller's own PassRole scope stops it.
+    admin["eks"].create_access_entry(
+        clusterName="demo", principalArn=other["Arn"], type="EC2_LINUX"
+    )
     spec = make_spec(pool="p2", node_role_arn=other["Arn"])
     result = enforced(lambda: engine.acquire(AcquireRequest(spec=spec, generation=0)))
     assert isinstance(result, PermanentFailure)

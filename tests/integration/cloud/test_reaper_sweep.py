@@ -10,9 +10,15 @@ import pytest
 
 from atomic_gang import GangSpec, GoDuration, keys
 from atomic_gang_fakeaws import FakeAws
-from atomic_gang_provisioner.cloud import AcquireRequest, Launched, PoolView, classify_for_reaping
+from atomic_gang_provisioner.cloud import (
+    AcquireRequest,
+    Launched,
+    PoolView,
+    classify_for_reaping,
+    naming,
+)
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, inventory
-from tests.integration.cloud.conftest import FakeClock, live
+from tests.integration.cloud.conftest import CLUSTER, FakeClock, live, pool_instances
 
 Spec = Callable[..., GangSpec]
 
@@ -74,8 +80,8 @@ def test_sweep_terminates_orphans_and_expired_keep_warm_only(
     provider.tag(warm.instance_ids, {keys.KEEP_WARM_UNTIL: until})
     clock.sleep(11 * 60)
     pools = {
-        "kept": PoolView(generation=1, instance_ids=frozenset(kept.instance_ids)),
-        "warm": PoolView(generation=1, instance_ids=frozenset(warm.instance_ids)),
+        "kept": PoolView(instance_ids=frozenset(kept.instance_ids)),
+        "warm": PoolView(instance_ids=frozenset(warm.instance_ids)),
     }
     verdicts = classify_for_reaping(
         provider.list_owned(),
@@ -90,3 +96,48 @@ def test_sweep_terminates_orphans_and_expired_keep_warm_only(
     }
     provider.terminate(list(reasons))
     assert [i.id for i in live()] == list(kept.instance_ids)
+
+
+def test_a_stray_of_any_generation_is_reaped_but_a_set_being_adopted_is_kept(
+    provider: Ec2Provider, make_spec: Spec, clock: FakeClock, admin: dict[str, Any]
+) -> None:
+    """Issue 12 (5): a duplicate of the live pool's *current* generation that status never
+    recorded (a crash at the wrong moment) is released after the grace period; the set
+    of a pool still Acquiring at its generation (launch response lost) is adopted."""
+    live_spec = make_spec(pool="live", count=2)
+    recorded = launch(provider, live_spec, generation=5)
+    tags = naming.group_tags(cluster=CLUSTER, spec=live_spec, generation=5)
+    duplicate = admin["ec2"].run_instances(
+        ImageId="ami-12345678",
+        InstanceType=live_spec.instance_type,
+        MinCount=1,
+        MaxCount=1,
+        TagSpecifications=[
+            {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+        ],
+    )["Instances"][0]["InstanceId"]
+    lost_spec = make_spec(pool="acquiring", count=2)
+    lost = launch(provider, lost_spec, generation=9)  # EC2 launched; status never heard
+    pools = {
+        "live": PoolView(instance_ids=frozenset(recorded.instance_ids)),
+        "acquiring": PoolView(adopting=9),
+    }
+
+    def verdicts() -> dict[str, str]:
+        found = classify_for_reaping(
+            provider.list_owned(),
+            now=clock.now(),
+            pools=pools,
+            default_max_lifetime=GoDuration.of(hours=4),
+        )
+        return {v.instance_id: v.reason for v in found}
+
+    assert verdicts() == {}  # within the grace period: maybe a launch in flight
+    clock.sleep(16 * 60)
+    assert verdicts() == {duplicate: "stray"}
+    provider.terminate([duplicate])
+    assert sorted(i.id for i in pool_instances("live")) == sorted(recorded.instance_ids)
+    adopted = provider.acquire(AcquireRequest(spec=lost_spec, generation=9))
+    assert isinstance(adopted, Launched)
+    assert sorted(adopted.instance_ids) == sorted(lost.instance_ids)  # nothing relaunched
+    assert len(pool_instances("acquiring")) == 2

@@ -3,11 +3,7 @@ over HTTP, including a response lost after the side effect (dropped connection).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -19,45 +15,13 @@ from atomic_gang_fakeaws import ControlClient
 from atomic_gang_provisioner.cloud import AcquireRequest, Launched, Shortfall
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from tests.integration.cloud.conftest import REGION, TYPE, FakeClock
+from tests.support.fakeaws_server import fakeaws_server
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    world_file = tmp_path_factory.mktemp("fakeaws") / "world.json"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "atomic_gang_fakeaws",
-            "serve",
-            "--port",
-            "0",
-            "--region",
-            REGION,
-            "--seed-cluster",
-            "demo",
-            "--world-file",
-            str(world_file),
-            "--no-throttling",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "AWS_ACCESS_KEY_ID": "x",
-            "AWS_SECRET_ACCESS_KEY": "x",
-            "MOTO_EC2_LOAD_DEFAULT_AMIS": "false",
-        },
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # printed once the world is seeded
-        endpoint = json.loads(line)["endpoint"]
-        world = json.loads(Path(world_file).read_text())
-        yield {"endpoint": endpoint, "world": world}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with fakeaws_server(tmp_path_factory.mktemp("fakeaws"), region=REGION, cluster="demo") as up:
+        yield up
 
 
 def provider_for(endpoint: str, clock: FakeClock) -> Ec2Provider:

@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 import botocore.session
 import pytest
+import yaml
 from moto import mock_aws
 
 from atomic_gang import GangSpec, GoDuration, keys
@@ -36,6 +37,7 @@ class FakeKube:
 
     def __init__(self) -> None:
         self.nodes: dict[str, dict[str, Any]] = {}
+        self.config_maps: dict[str, dict[str, Any]] = {}  # kube-system/<name>
         self._uid = itertools.count(1)
 
     def list(self, res: Any, **_: Any) -> Listing:
@@ -50,10 +52,13 @@ class FakeKube:
         self.nodes[name] = obj
         return obj
 
-    def get(self, res: Any, name: str, **_: Any) -> dict[str, Any]:
-        if name not in self.nodes:
+    def get(self, res: Any, name: str, **kw: Any) -> dict[str, Any]:
+        where = self.config_maps if res.plural == "configmaps" else self.nodes
+        if res.plural == "configmaps" and kw.get("namespace") != "kube-system":
+            where = {}
+        if name not in where:
             raise NotFoundError(name)
-        return copy.deepcopy(self.nodes[name])
+        return copy.deepcopy(where[name])
 
     def delete(self, res: Any, name: str, **_: Any) -> None:
         if self.nodes.pop(name, None) is None:
@@ -107,7 +112,12 @@ def _client(service: str, key: str) -> Any:
 
 
 def _sim(kube: FakeKube, clock: Clock, **knobs: Any) -> Simulator:
-    view = Ec2View(ec2=_client("ec2", "nodesim"), eks=_client("eks", "nodesim"), cluster=CLUSTER)
+    view = Ec2View(
+        ec2=_client("ec2", "nodesim"),
+        eks=_client("eks", "nodesim"),
+        iam=_client("iam", "nodesim"),
+        cluster=CLUSTER,
+    )
     return Simulator(
         view=view,
         kube=kube,
@@ -239,3 +249,44 @@ def test_restart_adopts_nodes_and_the_call_log_names_the_caller(
     assert [c["action"] for c in sim_calls].count("DescribeInstances") == 2
     assert [c["action"] for c in sim_calls].count("DescribeInstanceAttribute") == 3
     assert {c["caller"] for c in fake.calls("RunInstances")} == {"testing"}
+
+
+def test_a_role_the_cluster_does_not_authorize_never_registers_until_it_is(
+    world: World,
+) -> None:
+    ids = _launch(world, "train")
+    eks = _client("eks", "testing")
+    eks.delete_access_entry(clusterName=CLUSTER, principalArn=world.node_role_arn)
+    kube, clock = FakeKube(), Clock()
+    sim = _sim(kube, clock, boot=BootDelay(seconds=0))
+    sim.tick()
+    assert kube.nodes == {}
+    state = Controls(sim).snapshot()["instances"]
+    assert sorted(state) == ids
+    for tracked in state.values():
+        assert tracked["phase"] == "booting"
+        assert f"role {world.node_role_arn} is not a node of cluster {CLUSTER}" in tracked["reason"]
+    eks.create_access_entry(clusterName=CLUSTER, principalArn=world.node_role_arn, type="EC2_LINUX")
+    clock.t += 5  # kubelet's next registration attempt
+    sim.tick()
+    assert len(kube.nodes) == 3
+
+
+@pytest.mark.parametrize(
+    ("groups", "joins"),
+    [
+        pytest.param(["system:bootstrappers", "system:nodes"], True, id="node-groups"),
+        pytest.param(["system:masters"], False, id="other-groups"),
+    ],
+)
+def test_an_aws_auth_mapping_lets_nodes_register(
+    world: World, groups: list[str], joins: bool
+) -> None:
+    _launch(world, "train")
+    eks = _client("eks", "testing")
+    eks.delete_access_entry(clusterName=CLUSTER, principalArn=world.node_role_arn)
+    kube, clock = FakeKube(), Clock()
+    row = {"rolearn": world.node_role_arn, "username": "system:node:x", "groups": groups}
+    kube.config_maps["aws-auth"] = {"data": {"mapRoles": yaml.safe_dump([row])}}
+    _sim(kube, clock, boot=BootDelay(seconds=0)).tick()
+    assert len(kube.nodes) == (3 if joins else 0)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from atomic_gang_provisioner.main import main
+from tests.support.jobs import OTHER_ROLE, ROLE
 
 VALID = "clusterName: c\ndefaults: {region: us-east-1}\n"
 
@@ -79,6 +80,14 @@ def _config(tmp_path: Path, text: str) -> str:
             id="lease-timings",
         ),
         pytest.param(VALID + "limits: {maxGangSize: -3}\n", "limits.maxGangSize", id="bad-limit"),
+        pytest.param(VALID + "integrationMode: job\n", "integrationMode", id="integration-mode"),
+        pytest.param(
+            "clusterName: c\n"
+            f"defaults: {{region: us-east-1, nodeRoleArn: '{ROLE}'}}\n"
+            f"allowedNodeRoleArns: ['{OTHER_ROLE}']\n",
+            f"defaults.nodeRoleArn {ROLE!r} is not in allowedNodeRoleArns",
+            id="default-role-not-allowed",
+        ),
         pytest.param("clusterName: [\n", "settings", id="not-yaml"),
     ],
 )

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.jobs import OTHER_ROLE, ROLE
+
 
 def _start(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -31,6 +33,17 @@ def _start(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         ),
         pytest.param("clusterName: x\n", "defaults.region", id="missing-region"),
         pytest.param("defaults: {region: us-east-1}\nbogus: 1\n", "bogus", id="unknown-key"),
+        pytest.param(
+            "defaults: {region: us-east-1}\nintegrationMode: job\n",
+            "integrationMode",
+            id="integration-mode",
+        ),
+        pytest.param(
+            f"defaults: {{region: us-east-1, nodeRoleArn: '{ROLE}'}}\n"
+            f"allowedNodeRoleArns: ['{OTHER_ROLE}']\n",
+            f"defaults.nodeRoleArn {ROLE!r} is not in allowedNodeRoleArns",
+            id="default-role-not-allowed",
+        ),
     ],
 )
 def test_bad_settings_exit_2(tmp_path: Path, yaml_text: str, needle: str) -> None:

@@ -6,7 +6,14 @@ import random
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError, ReadTimeoutError
+from botocore.exceptions import (
+    ClientError,
+    CredentialRetrievalError,
+    MetadataRetrievalError,
+    NoCredentialsError,
+    ParamValidationError,
+    ReadTimeoutError,
+)
 
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.errors import CloudError
@@ -101,3 +108,34 @@ def test_the_caller_sleeps_the_growing_backoff() -> None:
         "ok": True
     }
     assert sleeps == [1, 2, 4, 5]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(NoCredentialsError(), id="no-credentials"),
+        pytest.param(
+            CredentialRetrievalError(provider="container-role", error_msg="agent down"),
+            id="pod-identity-agent-down",
+        ),
+        pytest.param(MetadataRetrievalError(error_msg="IMDS timed out"), id="node-role-imds"),
+    ],
+)
+def test_missing_credentials_are_a_classified_cloud_error(error: Exception) -> None:
+    """The reaper reports only classified errors as cloud ill-health, so a controller
+    that cannot get AWS credentials must raise a CloudError (retried: an agent or IMDS
+    can come back), not botocore's own exception."""
+    sleeps: list[float] = []
+    client = Scripted(*[error] * 4)
+    with pytest.raises(CloudError) as info:
+        caller(sleeps).call(client, "run_instances")
+    assert info.value.code == "CredentialsUnavailable"
+    assert type(error).__name__ in info.value.message
+    assert info.value.retryable
+    assert len(client.seen) == 4
+
+
+def test_a_bad_parameter_is_our_bug_not_a_cloud_error() -> None:
+    client = Scripted(ParamValidationError(report="MinCount must be an integer"))
+    with pytest.raises(ParamValidationError):
+        caller([]).call(client, "run_instances", MinCount="x")

@@ -40,7 +40,11 @@ def inst(
     )
 
 
-POOLS = {"p": PoolView(generation=3, instance_ids=frozenset({"i-1"}))}
+POOLS = {
+    "p": PoolView(instance_ids=frozenset({"i-1"})),
+    "acquiring": PoolView(adopting=3),
+    "unreadable": PoolView(readable=False),
+}
 
 
 @pytest.mark.parametrize(
@@ -68,9 +72,30 @@ POOLS = {"p": PoolView(generation=3, instance_ids=frozenset({"i-1"}))}
         ),
         pytest.param(inst(pool="gone"), "orphaned", id="unknown-pool"),
         pytest.param(inst(pool=None), "orphaned", id="no-pool-tag"),
-        pytest.param(inst("i-9", age=timedelta(hours=1)), "stray", id="older-generation-not-owned"),
+        pytest.param(inst("i-9", age=timedelta(hours=1)), "stray", id="not-recorded"),
         pytest.param(inst("i-9", age=timedelta(minutes=5)), None, id="stray-within-grace"),
-        pytest.param(inst("i-9", generation=3), None, id="current-generation-in-flight"),
+        pytest.param(inst("i-9", age=timedelta(minutes=15)), None, id="stray-at-the-end-of-grace"),
+        pytest.param(
+            inst("i-9", age=timedelta(minutes=15, seconds=1)), "stray", id="stray-past-grace"
+        ),
+        pytest.param(
+            inst("i-9", pool="acquiring", generation=3, age=timedelta(hours=1)),
+            None,
+            id="being-adopted",
+        ),
+        pytest.param(
+            inst("i-9", pool="acquiring", generation=2, age=timedelta(hours=1)),
+            "stray",
+            id="acquiring-another-generation",
+        ),
+        pytest.param(
+            inst("i-9", pool="unreadable", age=timedelta(hours=1)), None, id="unreadable-pool"
+        ),
+        pytest.param(
+            inst("i-9", pool="unreadable", age=timedelta(hours=5)),
+            "max-lifetime",
+            id="unreadable-pool-still-age-capped",
+        ),
         pytest.param(inst(pool="gone", state="terminated"), None, id="terminated-ignored"),
     ],
 )

@@ -8,6 +8,7 @@ import pytest
 
 from atomic_gang import GoDuration, load_settings
 from atomic_gang.settings import SettingsError, check_env_names
+from tests.support.jobs import OTHER_ROLE, ROLE
 
 ISSUE_EXAMPLE = """\
 clusterName: my-eks-cluster
@@ -57,6 +58,12 @@ def test_env_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         pytest.param("allowedNodeRoleArns: [role]\n", "allowedNodeRoleArns[0]", id="role"),
         pytest.param("defaults: {mode: spot}\n", "defaults.mode", id="mode"),
         pytest.param(
+            f"defaults: {{nodeRoleArn: '{ROLE}'}}\nallowedNodeRoleArns: ['{OTHER_ROLE}']\n",
+            f"defaults.nodeRoleArn {ROLE!r} is not in allowedNodeRoleArns",
+            id="default-role-outside-allowlist",
+        ),
+        pytest.param("integrationMode: job\n", "integrationMode", id="integration-mode"),
+        pytest.param(
             "leaderElection: {leaseDurationSeconds: 5, renewDeadlineSeconds: 10}\n",
             "leaderElection",
             id="lease-timing",
@@ -92,3 +99,26 @@ def test_unknown_server_env_variables_are_named_with_a_suggestion() -> None:
     assert "ATOMIC_GANG_X_PORT:" not in text
     assert "OTHER" not in text
     check_env_names("ATOMIC_GANG_X_", ["port"], {"ATOMIC_GANG_X_PORT": "1"})  # known: fine
+
+
+@pytest.mark.parametrize(
+    ("allowed", "ok"),
+    [
+        pytest.param([], True, id="empty-allowlist-means-the-default"),
+        pytest.param([OTHER_ROLE, ROLE], True, id="default-listed"),
+        pytest.param([OTHER_ROLE], False, id="default-not-listed"),
+    ],
+)
+def test_the_default_node_role_must_be_allowed(allowed: list[str], ok: bool) -> None:
+    """A default role the controller may not pass would fail only at launch: refuse it
+    at start-up, naming both settings and what to do."""
+    data = {"defaults": {"nodeRoleArn": ROLE}, "allowedNodeRoleArns": allowed}
+    if ok:
+        assert load_settings(None, **data).allowed_roles == tuple(allowed or [ROLE])
+        return
+    with pytest.raises(SettingsError) as info:
+        load_settings(None, **data)
+    text = str(info.value)
+    assert "defaults.nodeRoleArn" in text
+    assert "allowedNodeRoleArns" in text
+    assert OTHER_ROLE in text

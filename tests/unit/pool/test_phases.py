@@ -118,6 +118,48 @@ def test_permanent_failure_gives_up_at_once() -> None:
     assert after.requeue_after is None
 
 
+@pytest.mark.parametrize(
+    ("failure", "reason"),
+    [
+        pytest.param(
+            PermanentFailure(
+                code="NodeRoleNotAuthorized",
+                message="node role r may not join cluster c",
+                reason="NodeRoleNotAuthorized",
+            ),
+            "NodeRoleNotAuthorized",
+            id="node-role-not-authorized",
+        ),
+        pytest.param(
+            PermanentFailure(
+                code="SubnetNotInCluster",
+                message="subnet s is in vpc-x",
+                reason="InvalidSubnet",
+                rejects=True,
+            ),
+            "InvalidSubnet",
+            id="subnet-outside-the-vpc",
+        ),
+    ],
+)
+def test_a_named_permanent_failure_gives_up_under_its_own_reason(
+    failure: PermanentFailure, reason: str
+) -> None:
+    p = pool(phase="Acquiring", claimKey=KEY)
+    plan = machine.decide(p, observed(), T0)
+    assert plan.acquire is not None
+    after = machine.after_acquire(
+        p, plan, request=plan.acquire, result=failure, now=T0, knobs=KNOBS
+    )
+    assert after.status.lastErrorReason == reason
+    assert [(e.type, e.reason) for e in after.events] == [("Warning", reason)]
+    assert after.requeue_after is None  # no retry at backoff: the claimant gets Retry/Rejected
+    ready = next(c for c in after.status.conditions if c.type == "Ready")
+    assert (ready.status, ready.reason) == ("False", reason)
+    stays = machine.decide(p.model_copy(update={"status": after.status}), observed(), T0)
+    assert stays.acquire is None
+
+
 def test_retry_later_keeps_the_generation() -> None:
     p = pool(phase="Acquiring", claimKey=KEY, acquireGeneration=5)
     plan = machine.decide(p, observed(), T0)

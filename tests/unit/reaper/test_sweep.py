@@ -25,16 +25,30 @@ from tests.support.kubefakes import RecordingTransport, context
 from tests.support.pools import T0
 
 
-def orphan(iid: str) -> Instance:
-    """A live managed instance of a pool that does not exist."""
+def managed(
+    iid: str,
+    pool: str,
+    *,
+    generation: int | None = None,
+    age: timedelta = timedelta(minutes=5),
+) -> Instance:
+    """A live managed instance of this cluster, tagged with ``pool`` (and a generation)."""
+    tags = [(keys.CLUSTER, "my-eks-cluster"), (keys.MANAGED, "true"), (keys.POOL, pool)]
+    if generation is not None:
+        tags.append((keys.GENERATION, str(generation)))
     return Instance(
         instance_id=iid,
         state="running",
         availability_zone="us-east-1a",
         instance_type="p4d.24xlarge",
-        launch_time=T0 - timedelta(minutes=5),
-        tags=((keys.CLUSTER, "my-eks-cluster"), (keys.MANAGED, "true"), (keys.POOL, "gone")),
+        launch_time=T0 - age,
+        tags=tuple(tags),
     )
+
+
+def orphan(iid: str) -> Instance:
+    """A live managed instance of a pool that does not exist."""
+    return managed(iid, "gone")
 
 
 @dataclass

@@ -213,6 +213,34 @@ def test_k_shortfalls_turn_into_retry() -> None:
     assert "3 consecutive" in update.message
 
 
+def test_an_unauthorized_node_role_turns_into_retry_with_the_fix() -> None:
+    fix = "aws eks create-access-entry --cluster-name c --principal-arn r --type EC2_LINUX"
+    p = _claimed_pool(
+        phase="Acquiring",
+        instanceIds=[],
+        consecutiveShortfalls=1,
+        lastErrorReason="NodeRoleNotAuthorized",
+        lastError=f"NodeRoleNotAuthorized: node role r may not join cluster c. Fix: {fix}",
+    )
+    (update,) = run(pool=p).checks
+    assert update.state == "Retry"
+    assert fix in update.message
+    assert "Retrying will not help until this is fixed" in update.message
+
+
+def test_a_subnet_outside_the_cluster_vpc_rejects_the_workload() -> None:
+    p = _claimed_pool(
+        phase="Acquiring",
+        instanceIds=[],
+        consecutiveShortfalls=1,
+        lastErrorReason="InvalidSubnet",
+        lastError="SubnetNotInCluster: subnet s is in vpc-x, not in cluster c's VPC vpc-y",
+    )
+    (update,) = run(pool=p).checks
+    assert update.state == "Rejected"
+    assert "subnet s is in vpc-x" in update.message
+
+
 def test_second_claimant_gets_retry() -> None:
     p = _claimed_pool(phase="Satisfied")
     plan = run(workload(uid="uid-b"), pool=p, claimant="active")

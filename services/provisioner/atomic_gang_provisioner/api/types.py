@@ -2,15 +2,29 @@
 
 ``spec`` is written only by the Workload reconciler (the shape snapshot of the
 first claimant plus at most one claim); ``status`` only by the pool reconciler.
-Users never author these objects.
+Users never author these objects. Built in code, the models are strict (a typo
+in a field name fails); read from the apiserver (:meth:`GangNodePool.from_dict`)
+they keep fields a newer release wrote and write them back unchanged, because
+during a rolling upgrade an older replica reads what a newer one wrote.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PlainSerializer,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    model_serializer,
+    model_validator,
+)
 
 from atomic_gang import GangSpec, GoDuration
 
@@ -30,8 +44,45 @@ def _rfc3339(value: datetime) -> str:
 Time = Annotated[datetime, PlainSerializer(_rfc3339, return_type=str)]
 
 
+_TOLERANT = "keep-unknown-fields"  # validation context flag, set by from_dict only
+
+
 class _Model(BaseModel):
+    """Strict when built in code; tolerant of unknown fields when read with from_dict."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # Fields of a newer release, as read: written back untouched (see the module doc).
+    _unknown: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_unknown(
+        cls, data: Any, handler: ModelWrapValidatorHandler[Self], info: ValidationInfo
+    ) -> Self:
+        if not isinstance(data, dict) or not (info.context or {}).get(_TOLERANT):
+            return handler(data)
+        known = {k: v for k, v in data.items() if k in cls.model_fields}
+        model = handler(known)
+        model._unknown = {k: v for k, v in data.items() if k not in cls.model_fields}
+        return model
+
+    # No return annotation on purpose: pydantic would take it as the serialized schema,
+    # and the CRD is rendered from that schema (api/crd.py).
+    @model_serializer(mode="wrap")
+    def _write_unknown(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        out = handler(self)
+        if self._unknown and isinstance(out, dict):
+            return {**self._unknown, **out}
+        return out
+
+    def keeping_unknown_of(self, read: Self | None) -> Self:
+        """This model, carrying what a newer release wrote into ``read`` (the copy it
+        replaces), for a value rebuilt rather than updated with ``model_copy``."""
+        if read is None or not read._unknown:
+            return self
+        out = self.model_copy()
+        out._unknown = dict(read._unknown)
+        return out
 
 
 class PoolShape(_Model):
@@ -165,7 +216,8 @@ class GangNodePool(_Model):
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> GangNodePool:
-        return cls.model_validate(obj)
+        """Read a stored object: unknown fields (at any level) are kept, not rejected."""
+        return cls.model_validate(obj, context={_TOLERANT: True})
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)

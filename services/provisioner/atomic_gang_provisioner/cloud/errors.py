@@ -54,6 +54,9 @@ TRANSIENT: Final = frozenset(
         "ReadTimeout",
         "ConnectTimeout",
         "ConnectionError",
+        # No usable AWS credentials (their agent or IMDS may come back; a bad auth.mode
+        # keeps the AdmissionCheck inactive until fixed).
+        "CredentialsUnavailable",
     }
 )
 QUOTA: Final = frozenset({"VcpuLimitExceeded", "InstanceLimitExceeded", "MaxFleetCountExceeded"})
@@ -72,6 +75,11 @@ NOT_FOUND: Final = frozenset(
     }
 )
 IDEMPOTENCY_MISMATCH: Final = "IdempotentParameterMismatch"
+# Permanent errors with a reason of their own: (reason, the Job's annotations are at fault).
+NAMED_PERMANENT: Final[dict[str, tuple[str, bool]]] = {
+    "NodeRoleNotAuthorized": ("NodeRoleNotAuthorized", False),
+    "SubnetNotInCluster": ("InvalidSubnet", True),
+}
 
 _HINTS: Final[dict[str, str]] = {
     "InvalidAMIID.NotFound": "check atomic-gang.k8s.aws/ami-id, or drop it to use the SSM image",
@@ -91,9 +99,15 @@ _HINTS: Final[dict[str, str]] = {
         " holding the node role (see the README's prerequisites), or set"
         " iam.selfManageInstanceProfile and grant docs/iam/self-managed-instance-profile.json"
     ),
+    "CredentialsUnavailable": (
+        "the controller found no usable AWS credentials: check the chart's auth.mode"
+        " and the controller role it names (podIdentity association, IRSA role, Secret)"
+    ),
     "InstanceProfileNotYetVisible": "IAM is eventually consistent; it will be retried",
     "InstanceProfileRoleMismatch": "add the node role to the convention-named instance profile",
     "NoPlacement": "the cluster has no subnet in the requested AZs; check the AZ annotations",
+    "SubnetNotInCluster": "list subnets of the cluster's VPC in atomic-gang.k8s.aws/subnets",
+    "AwsAuthUnreadable": "grant the chart's Role for kube-system/aws-auth; it will be retried",
     "CapacityReservationMismatch": (
         "the reservation's AZ and instance type must match the pool's annotations"
     ),

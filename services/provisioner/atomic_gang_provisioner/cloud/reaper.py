@@ -5,8 +5,10 @@ server-side-filtered call; :func:`classify` then needs only that list, the
 time and what the controller knows about its pools. Reasons, first match wins:
 ``max-lifetime`` (age over the instance's max-lifetime tag, or the default),
 ``keep-warm-expired`` (KeepWarmUntil tag in the past), ``orphaned`` (no such
-pool) and ``stray`` (a known pool that does not own it, from an older
-generation, past a grace period: a duplicate that must never bill).
+pool) and ``stray`` (a live pool whose status does not record it, whatever its
+generation, past a grace period: a duplicate that must never bill). A set the
+pool is acquiring (phase Acquiring, its generation) is never a stray: that is a
+launch in flight or one whose response was lost, and the pool adopts it.
 """
 
 from __future__ import annotations
@@ -20,14 +22,24 @@ from atomic_gang import GoDuration
 from atomic_gang_provisioner.cloud.types import Instance
 
 ReapReason = Literal["max-lifetime", "keep-warm-expired", "orphaned", "stray"]
+# Covers a launch whose status write is in flight, and the reaper's pool cache lagging
+# behind that write: the instance is young and the cache may still show the set as
+# unrecorded (or the pool in an older phase). Generous: EC2 answers in seconds.
+STRAY_GRACE = timedelta(minutes=15)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PoolView:
     """What the controller's status says a pool owns right now."""
 
-    generation: int | None = None
     instance_ids: frozenset[str] = frozenset()
+    # The generation the pool is acquiring (status.acquireGeneration while its phase is
+    # Acquiring): a set tagged with it may be launched but not yet recorded, and the
+    # pool will adopt it. None in every other phase.
+    adopting: int | None = None
+    # False when this replica cannot read the pool object (e.g. malformed): the pool
+    # exists, so its instances are never orphans or strays, only age-limited.
+    readable: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,16 +68,20 @@ def _reason(
     pool = inst.pool
     if pool is None or pool not in pools:
         return "orphaned", f"pool {pool!r} does not exist"
-    view = pools[pool]
+    return _stray(inst, pools[pool], age=age, stray_grace=stray_grace)
+
+
+def _stray(
+    inst: Instance, view: PoolView, *, age: timedelta, stray_grace: timedelta
+) -> tuple[ReapReason, str] | None:
     gen = inst.generation
-    if (
-        view.generation is not None
-        and inst.instance_id not in view.instance_ids
-        and (gen is None or gen < view.generation)
-        and age > stray_grace
-    ):
-        return "stray", f"generation {gen} is not pool {pool!r}'s active set"
-    return None
+    if not view.readable or inst.instance_id in view.instance_ids:
+        return None
+    if view.adopting is not None and gen == view.adopting:
+        return None  # the pool's own launch, not recorded yet: it adopts this set
+    if age <= stray_grace:
+        return None
+    return "stray", f"generation {gen} is not recorded by pool {inst.pool!r}"
 
 
 def classify(
@@ -74,7 +90,7 @@ def classify(
     now: datetime,
     pools: Mapping[str, PoolView],
     default_max_lifetime: GoDuration,
-    stray_grace: timedelta = timedelta(minutes=15),
+    stray_grace: timedelta = STRAY_GRACE,
     keep_warm_grace: timedelta = timedelta(0),
 ) -> tuple[Reap, ...]:
     """The instances to terminate, each with its reason; live managed ones only."""

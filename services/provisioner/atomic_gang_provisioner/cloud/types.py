@@ -162,12 +162,18 @@ class QuotaExceeded:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PermanentFailure:
-    """Retrying cannot help: AWS's error verbatim, plus what to do about it."""
+    """Retrying cannot help: AWS's error verbatim, plus what to do about it.
+
+    ``reason`` names the cause for the pool's status and Events; ``rejects`` says
+    the Job's own annotations are at fault (the check goes Rejected, not Retry).
+    """
 
     terminal: ClassVar[bool] = True
     code: str
     message: str
     hint: str = ""
+    reason: str = "PermanentError"
+    rejects: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,6 +10,7 @@ and responses are decoded with orjson, never into generated models. Streams
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -51,7 +52,12 @@ class Transport:
                 persist_config=False,
             )
         except (k8s_config.ConfigException, OSError, ValueError) as exc:
-            where = "$KUBECONFIG or ~/.kube/config" if path is None else str(path)
+            if path is not None:
+                where = str(path)
+            elif os.environ.get("KUBECONFIG"):
+                where = f"$KUBECONFIG={os.environ['KUBECONFIG']}"
+            else:
+                where = "~/.kube/config"
             raise KubeConfigError(f"cannot load kubeconfig {where}: {exc}") from exc
         return cls._from_configuration(conf)
 

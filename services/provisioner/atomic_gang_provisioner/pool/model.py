@@ -129,7 +129,7 @@ def set_condition(
         message=message[:1024],
         lastTransitionTime=since,
         observedGeneration=generation,
-    )
+    ).keeping_unknown_of(old)
     rest = [c for c in status.conditions if c.type != type_]
     return update(status, conditions=sorted([*rest, cond], key=lambda c: c.type))
 

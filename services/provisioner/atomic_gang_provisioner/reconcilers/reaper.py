@@ -2,7 +2,7 @@
 
 One paginated listing of this cluster's managed instances, the pure
 ``classify`` against what the pool caches say, then the full release path
-(ENI-aware) for anything past max lifetime, past keep-warm, or orphaned.
+(ENI-aware) for anything past max lifetime, past keep-warm, orphaned or stray.
 ENIs still attached when a release returns are retried on the next sweeps, and
 a new leader's first sweep finds again those its predecessor left (EC2 lists
 ended instances for about an hour); instances count as reaped only once their
@@ -11,19 +11,28 @@ release succeeded.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
 
+from pydantic import ValidationError
+
 from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.reaper import PoolView, Reap, classify
 from atomic_gang_provisioner.cloud.types import ReleaseRequest
-from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.reconcilers.context import Context, NotLeaderError
 
 log = logging.getLogger("atomic_gang_provisioner.reaper")
 KEEP_WARM_GRACE = timedelta(seconds=30)
+EXPECTED = (CloudError, NotLeaderError, ValidationError)
+
+
+def _verdict(exc: CloudError) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
 
 
 class Reaper:
@@ -32,28 +41,57 @@ class Reaper:
     ) -> None:
         self.ctx = ctx
         self.interval = interval
-        self._probe = probe  # re-resolves the cluster while that probe is failing
+        self._probe = probe  # resolves the cluster: at start-up, then while it fails
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pending_enis: set[str] = set()
         self._recovered = False
 
     def sweep(self) -> dict[str, int]:
-        """One pass; returns instances released by reason. Also the cloud health probe."""
-        health = self.ctx.cloud_health
-        if self._probe is not None and health.failing("cluster"):
-            try:
-                self._probe()
-                health.report("", probe="cluster")
-            except Exception as exc:
-                health.report(f"{type(exc).__name__}: {exc}"[:500], probe="cluster")
+        """One pass; returns instances released by reason. Also the cloud health probe.
+
+        Only a classified cloud error (:class:`CloudError`) changes cloud health, and
+        with it the AdmissionCheck's ``Active`` condition: lost leadership or a bug is
+        counted and logged, and leaves the last verdict as it was.
+        """
+        if self.ctx.cloud_health.failing("cluster"):
+            self.check_cluster()
         try:
             done = self._sweep()
+        except CloudError as exc:
+            self._failed("sweep", exc)
+            self.ctx.cloud_health.report(_verdict(exc))
+            raise
         except Exception as exc:
-            self.ctx.cloud_health.report(f"{type(exc).__name__}: {exc}"[:500])
+            self._failed("sweep", exc)
             raise
         self.ctx.cloud_health.report("")
         return done
+
+    def check_cluster(self) -> None:
+        """Resolve the cluster (start-up warm-up, then while that probe is failing)."""
+        if self._probe is None:
+            return
+        try:
+            self._probe()
+        except CloudError as exc:
+            self._failed("cluster probe", exc)
+            self.ctx.cloud_health.report(_verdict(exc), probe="cluster")
+            return
+        except Exception as exc:
+            self._failed("cluster probe", exc)
+            return
+        self.ctx.cloud_health.report("", probe="cluster")
+
+    def _failed(self, step: str, exc: Exception, *, pool: str | None = None) -> None:
+        self.ctx.metrics.reconcile_errors.labels("reaper").inc()
+        where = {"pool": pool} if pool is not None else {}
+        log.warning(
+            "reaper %s failed; the next sweep tries again",
+            step,
+            extra={**where, "error": f"{type(exc).__name__}: {exc}"},
+            exc_info=not isinstance(exc, EXPECTED),  # a traceback only for a bug
+        )
 
     def _sweep(self) -> dict[str, int]:
         ctx = self.ctx
@@ -92,11 +130,22 @@ class Reaper:
         ctx = self.ctx
         pools: dict[str, PoolView] = {}
         for obj in ctx.pools.list():
-            pool = GangNodePool.from_dict(obj)
+            name = str((obj.get("metadata") or {}).get("name", ""))
+            try:
+                pool = GangNodePool.from_dict(obj)
+            except ValidationError as exc:
+                # One pool this replica cannot read must not stop the sweep of the
+                # others; it exists, so its instances are neither orphans nor strays.
+                self._failed("reading a pool", exc, pool=name)
+                pools[name] = PoolView(readable=False)
+                continue
+            status = pool.status
             pools[pool.name] = PoolView(
-                generation=pool.status.activeGeneration or None,
-                instance_ids=frozenset(pool.status.instanceIds),
+                instance_ids=frozenset(status.instanceIds),
+                adopting=status.acquireGeneration if status.phase == "Acquiring" else None,
             )
+        # Pools first, then EC2: an instance launched after this snapshot of the pools is
+        # listed but young, and the stray grace period covers it.
         return classify(
             ctx.cloud.list_owned(),
             now=ctx.now(),
@@ -126,10 +175,8 @@ class Reaper:
 
     def _run(self) -> None:
         while True:  # first sweep at once: it also tells the AdmissionCheck the cloud works
-            try:
+            with contextlib.suppress(Exception):  # counted and logged by sweep
                 self.sweep()
-            except Exception:
-                log.exception("reaper sweep failed; next sweep in %ss", self.interval)
             if self._stop.wait(self.interval):
                 return
 

@@ -17,7 +17,7 @@ from atomic_gang import GangSettings, GangSpec, GangValidationError, keys, valid
 from atomic_gang.job import MalformedJobError
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
 from atomic_gang_provisioner.pool.model import Knobs
-from atomic_gang_provisioner.pool.phases.acquiring import gave_up
+from atomic_gang_provisioner.pool.phases.acquiring import gave_up, rejected
 from atomic_gang_provisioner.workload import messages
 from atomic_gang_provisioner.workload.view import CheckState, WorkloadView
 
@@ -283,6 +283,8 @@ def _claimed(inp: Inputs, current: CheckState, pool: GangNodePool) -> WorkloadPl
         return _ready(inp, current, pool)
     if current.state == "Ready":
         return WorkloadPlan()  # never Ready -> Pending; loss arrives as Degraded
+    if s.phase in ("Idle", "Acquiring") and fresh and rejected(s):
+        return _set(inp, current, "Rejected", f"Invalid gang Job: {s.lastError}")
     if s.phase in ("Idle", "Acquiring") and fresh and gave_up(s, inp.knobs):
         return _set(
             inp,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.pool.model import Knobs, shape_text
+from atomic_gang_provisioner.pool.phases.acquiring import PERMANENT_REASONS
 
 
 def _when(pool: GangNodePool) -> str:
@@ -41,7 +42,7 @@ def progress(pool: GangNodePool, knobs: Knobs) -> str:
 
 def gave_up(pool: GangNodePool, knobs: Knobs) -> str:
     s = pool.status
-    if s.lastErrorReason == "PermanentError":
+    if s.lastErrorReason in PERMANENT_REASONS:
         return (
             f"Cannot acquire {shape_text(pool)}: {s.lastError}. Retrying will not help until "
             "this is fixed; releasing quota (nothing was billed)"

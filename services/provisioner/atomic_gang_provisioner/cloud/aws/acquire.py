@@ -29,7 +29,12 @@ from atomic_gang_provisioner.cloud.aws.launch import (
 )
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
-from atomic_gang_provisioner.cloud.errors import IDEMPOTENCY_MISMATCH, CloudError, hint_for
+from atomic_gang_provisioner.cloud.errors import (
+    IDEMPOTENCY_MISMATCH,
+    NAMED_PERMANENT,
+    CloudError,
+    hint_for,
+)
 from atomic_gang_provisioner.cloud.naming import FLEET_ZONE
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
@@ -54,7 +59,10 @@ def failure(err: CloudError) -> AcquireResult:
         return QuotaExceeded(code=err.code, message=err.message)
     if err.retryable:
         return RetryLater(code=err.code, message=err.message)
-    return PermanentFailure(code=err.code, message=err.message, hint=hint_for(err.code))
+    reason, rejects = NAMED_PERMANENT.get(err.code, ("PermanentError", False))
+    return PermanentFailure(
+        code=err.code, message=err.message, hint=hint_for(err.code), reason=reason, rejects=rejects
+    )
 
 
 class Acquirer:

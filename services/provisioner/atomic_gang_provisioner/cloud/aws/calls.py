@@ -1,7 +1,9 @@
 """One AWS call, classified and retried.
 
 botocore exceptions become :class:`CloudError` here (transport failures get
-pseudo-codes such as ``ReadTimeout``). Only throttled and transient errors are
+pseudo-codes such as ``ReadTimeout``, and no usable credentials
+``CredentialsUnavailable``), so callers tell an AWS failure from a bug by its
+type alone. Only throttled and transient errors are
 retried, after a jittered backoff, with the very same parameters: a launch is
 retried with the same ClientToken, so a lost response cannot double-launch.
 """
@@ -11,12 +13,36 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from botocore.exceptions import ClientError, ConnectTimeoutError, HTTPClientError, ReadTimeoutError
+from botocore.exceptions import (
+    ClientError,
+    ConnectTimeoutError,
+    CredentialRetrievalError,
+    HTTPClientError,
+    MetadataRetrievalError,
+    NoAuthTokenError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    ReadTimeoutError,
+    SSOError,
+    TokenRetrievalError,
+)
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.parsers import ResponseParserError
 
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper
+
+# Credentials that cannot be had right now: missing, or their provider (the Pod Identity
+# agent, IMDS for auth.mode=node, STS for IRSA) failing.
+_NO_CREDENTIALS = (
+    NoCredentialsError,
+    PartialCredentialsError,
+    CredentialRetrievalError,
+    MetadataRetrievalError,
+    NoAuthTokenError,
+    TokenRetrievalError,
+    SSOError,
+)
 
 
 def to_cloud_error(exc: Exception) -> CloudError | None:
@@ -32,6 +58,8 @@ def to_cloud_error(exc: Exception) -> CloudError | None:
         return CloudError("ConnectTimeout", str(exc))
     if isinstance(exc, BotoConnectionError | HTTPClientError):
         return CloudError("ConnectionError", str(exc))
+    if isinstance(exc, _NO_CREDENTIALS):
+        return CloudError("CredentialsUnavailable", f"{type(exc).__name__}: {exc}")
     if isinstance(exc, ResponseParserError):
         return CloudError("InternalError", f"unparseable response: {exc}", http_status=500)
     return None

@@ -1,11 +1,13 @@
 """Everything a launch needs to know that changes rarely, with a TTL cache.
 
-Join parameters and the cluster security group come from eks:DescribeCluster;
-AZ→subnet placement from ec2:DescribeSubnets; the AMI from the EKS-optimized
-AL2023 SSM parameter; the architecture from ec2:DescribeInstanceTypes; the
-instance profile is verified with iam:GetInstanceProfile (and, with
-``iam.selfManageInstanceProfile``, created with the node role when missing).
-Caching keeps a warm acquisition at one launch call plus the adoption read.
+Join parameters, the VPC, the authentication mode and the cluster security
+group come from eks:DescribeCluster; whether the node role may join from
+``access``; AZ→subnet placement (and the Job's own subnets, checked) from
+ec2:DescribeSubnets; the AMI from the EKS-optimized AL2023 SSM parameter; the
+architecture from ec2:DescribeInstanceTypes; the instance profile is verified
+with iam:GetInstanceProfile (and, with ``iam.selfManageInstanceProfile``,
+created with the node role when missing). Caching keeps a warm acquisition at
+one launch call plus the adoption read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, TypeVar
 
 from atomic_gang import GangSpec, patterns
 from atomic_gang_provisioner.cloud import naming
+from atomic_gang_provisioner.cloud.aws.access import AwsAuthReader, NodeRoleAccess
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.errors import CloudError
@@ -34,6 +37,9 @@ class ClusterInfo:
     version: str
     security_group_id: str
     subnet_ids: tuple[str, ...]
+    vpc_id: str = ""
+    # accessConfig.authenticationMode; a cluster that reports none predates access entries.
+    auth_mode: str = "CONFIG_MAP"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +47,7 @@ class Placement:
     zone: str
     subnet_id: str
     free_ips: int
+    vpc_id: str = ""
 
 
 class Resolver:
@@ -53,8 +60,12 @@ class Resolver:
         monotonic: Callable[[], float],
         ttl_seconds: float,
         self_manage_profile: bool = False,
+        aws_auth: AwsAuthReader | None = None,
     ) -> None:
         self._c = clients
+        self._access = NodeRoleAccess(
+            eks=clients.eks, caller=caller, cluster=cluster, aws_auth=aws_auth
+        )
         self._self_manage = self_manage_profile
         self._call = caller.call
         self._cluster = cluster
@@ -92,14 +103,30 @@ class Resolver:
             version=str(c["version"]),
             security_group_id=str(vpc.get("clusterSecurityGroupId", "")),
             subnet_ids=tuple(vpc.get("subnetIds", ())),
+            vpc_id=str(vpc.get("vpcId", "")),
+            auth_mode=str((c.get("accessConfig") or {}).get("authenticationMode") or "CONFIG_MAP"),
         )
+
+    def authorize_node_role(self, role_arn: str) -> None:
+        """Raises NodeRoleNotAuthorized unless the cluster lets the role join (a yes is
+        cached like the other cluster facts; a no is asked again next time)."""
+        mode = self.cluster().auth_mode
+        self._cached(("node-role", role_arn), lambda: self._access.verify(role_arn, mode))
 
     def _subnets(self, ids: tuple[str, ...]) -> list[Placement]:
         def load() -> list[Placement]:
-            raw = self._call(self._c.ec2, "describe_subnets", SubnetIds=list(ids))["Subnets"]
+            # A filter, not SubnetIds: EC2 fails the whole call on one unknown id.
+            raw = self._call(
+                self._c.ec2,
+                "describe_subnets",
+                Filters=[{"Name": "subnet-id", "Values": list(ids)}],
+            )["Subnets"]
             by_id = {
                 s["SubnetId"]: Placement(
-                    s["AvailabilityZone"], s["SubnetId"], int(s["AvailableIpAddressCount"])
+                    s["AvailabilityZone"],
+                    s["SubnetId"],
+                    int(s["AvailableIpAddressCount"]),
+                    str(s.get("VpcId", "")),
                 )
                 for s in raw
             }
@@ -110,7 +137,7 @@ class Resolver:
     def placements(self, spec: GangSpec) -> tuple[Placement, ...]:
         """Explicit subnets in their order; else one subnet per AZ, in sweep order."""
         if spec.subnets:
-            return tuple(self._subnets(spec.subnets))
+            return self._explicit(spec)
         found = self._subnets(self.cluster().subnet_ids)
         zones = spec.availability_zones or tuple(sorted({p.zone for p in found}))
         out: list[Placement] = []
@@ -119,6 +146,26 @@ class Resolver:
             if here:
                 out.append(max(here, key=lambda p: (p.free_ips, p.subnet_id)))
         return tuple(out)
+
+    def _explicit(self, spec: GangSpec) -> tuple[Placement, ...]:
+        """The Job's own subnets, each checked to exist in the region and the cluster's
+        VPC: an instance elsewhere could never reach the API server, so never join."""
+        found = {p.subnet_id: p for p in self._subnets(spec.subnets)}
+        vpc = self.cluster().vpc_id
+        for sid in spec.subnets:
+            p = found.get(sid)
+            if p is None:
+                raise CloudError(
+                    "SubnetNotInCluster",
+                    f"subnet {sid} does not exist in {spec.region}; "
+                    f"cluster {self._cluster} uses {vpc or 'its own VPC'}",
+                )
+            if vpc and p.vpc_id != vpc:
+                raise CloudError(
+                    "SubnetNotInCluster",
+                    f"subnet {sid} is in {p.vpc_id}, not in cluster {self._cluster}'s VPC {vpc}",
+                )
+        return tuple(found[s] for s in spec.subnets)
 
     def arch(self, instance_type: str) -> str:
         def load() -> str:

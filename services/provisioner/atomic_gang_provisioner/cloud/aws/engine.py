@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from atomic_gang_provisioner.cloud import naming
+from atomic_gang_provisioner.cloud.aws.access import AwsAuthReader
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer, failure
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.cluster import (
@@ -62,6 +63,7 @@ class Ec2Provider:
         wall: Callable[[], datetime] = _utcnow,
         monotonic: Callable[[], float] = time.monotonic,
         on_call: Callable[[str], None] | None = None,
+        aws_auth: AwsAuthReader | None = None,
     ) -> None:
         self.config = config
         self._clients = clients
@@ -73,6 +75,7 @@ class Ec2Provider:
             monotonic=monotonic,
             ttl_seconds=config.cache_ttl_seconds,
             self_manage_profile=config.self_manage_instance_profile,
+            aws_auth=aws_auth,
         )
         self._templates = Templates(clients=clients, caller=self._caller)
         self._inv = Inventory(clients=clients, caller=self._caller, cluster=config.cluster)
@@ -108,13 +111,15 @@ class Ec2Provider:
     def _plan(self, request: AcquireRequest) -> LaunchPlan:
         spec, cluster = request.spec, self.config.cluster
         info = self._resolver.cluster()
+        placements = self._resolver.placements(spec)
         data = base_template_data(
             spec=spec,
             ami=self._resolver.ami(spec),
             profile=self._resolver.instance_profile(spec),
             security_group=info.security_group_id,
         )
-        placements = self._resolver.placements(spec)
+        # Before anything is created or launched: a node that cannot join only bills.
+        self._resolver.authorize_node_role(spec.node_role_arn)
         reservation = None
         if spec.capacity_reservation_id:
             reservation = describe_reservation(

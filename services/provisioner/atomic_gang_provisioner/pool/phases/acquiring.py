@@ -34,13 +34,23 @@ from atomic_gang_provisioner.pool.model import (
 )
 from atomic_gang_provisioner.pool.phases import releasing
 
+# Reasons of errors that retrying cannot fix; the second set are the Job's own fault.
+PERMANENT_REASONS = frozenset({"PermanentError", "NodeRoleNotAuthorized", "InvalidSubnet"})
+REJECTING_REASONS = frozenset({"InvalidSubnet"})
+
 
 def gave_up(status: GangNodePoolStatus, knobs: Knobs) -> bool:
-    """The claimant must get Retry: too many shortfalls, or an error retrying can't fix."""
+    """The claimant must get Retry (or Rejected): too many shortfalls, or an error that
+    retrying can't fix."""
     return (
-        status.lastErrorReason == "PermanentError"
+        status.lastErrorReason in PERMANENT_REASONS
         or status.consecutiveShortfalls >= knobs.attempts_before_retry
     )
+
+
+def rejected(status: GangNodePoolStatus) -> bool:
+    """The Job's own annotations can never work here (e.g. a subnet outside the VPC)."""
+    return status.lastErrorReason in REJECTING_REASONS
 
 
 def abandon(pool: GangNodePool, observed: Observed) -> Plan:
@@ -199,7 +209,7 @@ def _failed(
     else:
         hint = f" ({result.hint})" if result.hint else ""
         reason, detail, label = (
-            "PermanentError",
+            result.reason,
             f"{result.code}: {result.message}{hint}",
             "permanent",
         )
