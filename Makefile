@@ -7,11 +7,15 @@ STAMP := $(VENV)/.installed
 
 CRD := charts/atomic-gang-provisioner/crds/gangnodepools.atomic-gang.k8s.aws.yaml
 
-.PHONY: crd helm-sync manifests generate helm-lint helm-test helm-package demo test test-fast lint unit integration e2e bins venv dev-up dev-down bench clean-venv build run
+.PHONY: crd helm-sync manifests generate helm-lint helm-test helm-package demo demo-cluster test test-fast lint unit integration e2e bins venv dev-up dev-down bench clean-venv build run images cluster-up cluster-down docker-build docker-push
 
 ## demo: run the whole product locally (control plane + Kueue + moto + provisioner)
 demo: venv bins
 	@$(BIN)/python -m atomic_gang_devstack.demo
+
+## demo-cluster: the same story, with both services as pods of our images on a real node
+demo-cluster: venv bins images
+	@$(BIN)/python -m atomic_gang_devstack.demo --in-cluster
 
 ## test: every check and every test tier (what CI runs)
 test: venv bins lint
@@ -84,6 +88,26 @@ dev-up: venv bins
 
 dev-down: venv
 	$(BIN)/python -m atomic_gang_devstack down
+
+## images: both images from Dockerfile.{controller,webhook} with buildah on a local base (cached)
+images: venv
+	$(BIN)/python -m atomic_gang_devstack.images
+
+## cluster-up / cluster-down: the stack plus a real kubelet node running cert-manager-issued
+## TLS and our chart (helm upgrade --install, our images); idempotent; down restores the host
+cluster-up: venv bins images
+	$(BIN)/python -m atomic_gang_devstack up --in-cluster
+
+cluster-down: venv
+	$(BIN)/python -m atomic_gang_devstack down
+
+## docker-build / docker-push IMG=<repo>:<tag>: both images for a registry (docker buildx or
+## buildah); the webhook's is <repo>-webhook:<tag>
+docker-build:
+	hack/docker-image.sh build "$(IMG)"
+
+docker-push:
+	hack/docker-image.sh push "$(IMG)"
 
 clean-venv:
 	rm -rf $(VENV)

@@ -70,6 +70,7 @@ def test_controller_deployment(default: Rendered) -> None:
 
     assert deploy["spec"]["replicas"] == 2
     assert pod["serviceAccountName"] == "atomic-gang-controller"
+    assert pod["enableServiceLinks"] is False  # no <SVC>_SERVICE_HOST among strict settings
     assert env["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     assert env["ATOMIC_GANG_PROVISIONER_NAMESPACE"] == {
         "fieldRef": {"fieldPath": "metadata.namespace"}
@@ -94,6 +95,8 @@ def test_webhook_deployment_and_service(default: Rendered) -> None:
 
     assert deploy["spec"]["replicas"] == 2
     assert pod["automountServiceAccountToken"] is False
+    # Found on the real node: release atomic-gang's Service links are ATOMIC_GANG_WEBHOOK_*.
+    assert pod["enableServiceLinks"] is False
     assert c["image"] == "atomic-gang-provisioner-webhook:0.1.0"
     assert env["ATOMIC_GANG_WEBHOOK_PORT"] == "9443"
     assert (env["ATOMIC_GANG_WEBHOOK_CERT_FILE"], env["ATOMIC_GANG_WEBHOOK_KEY_FILE"]) == (
