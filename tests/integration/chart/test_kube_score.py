@@ -3,7 +3,7 @@
 Every WARNING or CRITICAL finding must be waived in ``ci/kube-score-waivers.yaml``
 with a reason; a new finding fails, and so does a waiver that no longer matches
 (so the file never outlives the chart). Two renders: the required values, and
-the hardened install (``networkPolicy.enabled``) the README recommends.
+the hardened install (``networkPolicy.enabled``) docs/operations.md recommends.
 """
 
 from __future__ import annotations
