@@ -171,7 +171,7 @@ def test_cert_manager_issued_the_secret_and_injected_the_ca(
 def test_cert_manager_1_11_cainjector_drops_match_conditions(
     release: Release, serving: WebhookProcess
 ) -> None:
-    """Records the caveat of docs/operations.md: when cert-manager is bumped, this fails; update it."""
+    """Records the caveat in docs/operations.md: a cert-manager bump fails this; update both."""
     (rendered,) = [
         o
         for o in release.helm.manifest(RELEASE, NS)
