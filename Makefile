@@ -1,4 +1,4 @@
-# atomic-gang-provisioner: developer entry points. See README.md.
+# atomic-gang-provisioner: developer entry points. See README.md and docs/development.md.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -48,7 +48,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 ## crd / helm-sync / manifests / generate: regenerate the GangNodePool CRD from the pydantic
-## models into the chart (the one generated artifact; manifests and generate are the spec's names)
+## models into the chart (the one generated artifact; manifests and generate are the kubebuilder names)
 crd helm-sync manifests generate: venv
 	$(BIN)/python -m atomic_gang_provisioner.api.crd > $(CRD)
 
@@ -63,7 +63,7 @@ build: venv
 ## (KUBECONFIG, else ~/.kube/config; AWS from the standard environment; ATOMIC_GANG_PROVISIONER_*)
 CONFIG ?=
 run: venv
-	@test -n "$(CONFIG)" || { echo "make run: set CONFIG=<settings.yaml> (the chart's value names, see README: Settings)" >&2; exit 2; }
+	@test -n "$(CONFIG)" || { echo "make run: set CONFIG=<settings.yaml> (the chart's value names, see docs/operations.md: Settings)" >&2; exit 2; }
 	KUBECONFIG="$${KUBECONFIG:-$$HOME/.kube/config}" $(BIN)/atomic-gang-provisioner --config "$(CONFIG)"
 
 ## helm-lint / helm-test / helm-package: the chart (pinned helm, built when missing)

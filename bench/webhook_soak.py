@@ -1,4 +1,4 @@
-"""Soak of the webhook under every hostile pattern of issue 13 at once.
+"""Soak of the webhook under every hostile pattern at once.
 
 One real ``atomic-gang-webhook`` (production defaults: 512 connections, 5 s handshake,
 10 s header/body/write deadlines). For ``--seconds`` (default 60), at the same time:

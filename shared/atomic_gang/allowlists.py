@@ -1,9 +1,9 @@
-"""What a Job author may pick is the cluster admin's call (issue 13).
+"""What a Job author may pick is the cluster admin's call.
 
 An image boots with the node role and joins the cluster as a node, a subnet or a
 capacity reservation may be another team's, and a lifetime bills. Each of these
-checks runs after the value's syntax passed; an empty allowlist allows any value,
-as the spec's defaults have it. The webhook and the provisioner both call them,
+checks runs after the value's syntax passed; an empty allowlist (the default) allows
+any value. The webhook and the provisioner both call them,
 through :func:`atomic_gang.rules.check_scalars`.
 """
 

@@ -2,9 +2,9 @@
 
 Parsing follows Go's ``time.ParseDuration`` (ASCII digits only, like Go) and
 formatting Go's ``Duration.String``, so a value round-trips between the chart, the
-annotations and the Go original byte for byte. One deviation: input longer than
+annotations and Go programs byte for byte. One deviation: input longer than
 :data:`MAX_LENGTH` characters is refused before parsing, so a tenant's string can
-neither cost unbounded work nor sit in the parse cache (issue 13).
+neither cost unbounded work nor sit in the parse cache.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ that carries them.
 A :class:`Violation` names the key, the offending value, the rule that was broken and
 a hint. Every broken rule is reported, up to :data:`MAX_VIOLATIONS` in full; the rest
 are counted, and echoed keys and values are clipped to :data:`MAX_ECHO` characters, so
-a hostile Job cannot turn a 3 MiB request into a 30 MB reply (issue 13).
+a hostile Job cannot turn a 3 MiB request into a 30 MB reply.
 """
 
 from __future__ import annotations

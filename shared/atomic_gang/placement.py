@@ -1,4 +1,4 @@
-"""N pods on N nodes, or a warning (issue 13, finding 6).
+"""N pods on N nodes, or a warning.
 
 A gang is N pods on N nodes, but the scheduler is free to pack request-less pods
 onto one node while the other N-1 idle and bill. podSetUpdates cannot add affinity,

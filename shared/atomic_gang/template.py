@@ -1,4 +1,4 @@
-"""Gang nodes belong to their gang: no Job template may reach for them (issue 13).
+"""Gang nodes belong to their gang: no Job template may reach for them.
 
 A pod reaches gang nodes by tolerating the gang taint (``atomic-gang.k8s.aws/gang``,
 or an empty key with operator ``Exists``, which tolerates every taint; effect empty

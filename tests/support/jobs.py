@@ -31,7 +31,7 @@ def gang_job(
     spec: dict[str, Any] | None = None,
     name: str = "allreduce-pretrain",
 ) -> dict[str, Any]:
-    """The spec's sample Job; ``None`` values delete a key."""
+    """The sample gang Job (as in hack/demo); ``None`` values delete a key."""
     ann: dict[str, str] = {
         k.COUNT: str(count),
         k.INSTANCE_TYPE: "p4d.24xlarge",

@@ -1,5 +1,5 @@
 """The connection gate: a connection limit and a TLS handshake deadline in front of
-uvicorn's HTTP protocol (issue 13).
+uvicorn's HTTP protocol.
 
 uvicorn hands the SSLContext to ``loop.create_server``, which counts no connections
 and allows 60 s for a handshake: 3,000 half-open TLS connections held 270 MB. Here the

@@ -1,5 +1,5 @@
 """Per-connection guards of the HTTP protocol: header size and count caps, deadlines for
-a request's head and body, and for writes that make no progress (issue 13).
+a request's head and body, and for writes that make no progress.
 
 httptools has no header limit and buffers a header value until it ends, and uvicorn
 arms no timer before a connection's first request, none while a body trickles in and

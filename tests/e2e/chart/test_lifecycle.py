@@ -1,4 +1,4 @@
-"""Acceptance 3 and 4: ``helm install``, use, renew, ``upgrade`` and ``uninstall`` for real.
+"""``helm install``, use, renew, ``upgrade`` and ``uninstall`` for real.
 
 The module's release (see release.py) is checked (objects, pods on kwok
 nodes, RBAC by SubjectAccessReview and by running the real controller as the

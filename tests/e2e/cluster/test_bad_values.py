@@ -1,4 +1,4 @@
-"""Acceptance 7: values that used to fail only at run time now fail the install.
+"""Values that used to fail only at run time now fail the install.
 
 A second release, in a namespace of its own, with one wrong value per service:
 the webhook's TLS Secret is unreadable (``certMode: provided`` pointing at a

@@ -1,4 +1,4 @@
-"""Acceptance 3 and 5: the spec's sample Job with the in-cluster controller, and the
+"""The sample Job with the in-cluster controller, and the
 leader pod deleted mid-acquisition (the standby takes the Lease and finishes).
 
 The controller pods reach the apiserver through their mounted ServiceAccount

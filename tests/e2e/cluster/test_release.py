@@ -1,4 +1,4 @@
-"""Acceptance 1, 2 and 4 on the real node: our pods from our images, in-cluster admission,
+"""On the real node: our pods from our images, in-cluster admission,
 and a certificate renewal picked up without a restart.
 
 Every claim is checked in the running containers (``kubectl exec``), not in a

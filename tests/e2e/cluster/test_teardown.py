@@ -1,4 +1,4 @@
-"""Acceptance 6 and the host afterwards (this module runs last in the package, by name).
+"""Uninstall, and the host afterwards (this module runs last in the package, by name).
 
 ``helm uninstall`` removes the pods and leaves no webhook registration that
 would block Jobs; then the stack stops and the host must match the snapshot

@@ -40,14 +40,14 @@ SAMPLE_JOB = REPO_ROOT / "hack" / "demo" / "allreduce-pretrain.yaml"
 REPLICAS = ("atomic-gang-provisioner-0", "atomic-gang-provisioner-1")
 LEASE = "atomic-gang-provisioner"
 CLUSTER = str(dev_objects.DEV_SETTINGS["clusterName"])
-WARM_REUSE_BUDGET_SECONDS = 2.0  # issue 6 scenario 4: create to Admitted on a warm set
+WARM_REUSE_BUDGET_SECONDS = 2.0  # create to Admitted on a warm set
 BILLING_STATES = ("pending", "running", "stopping", "stopped")
 
 
 def sample_job(
     name: str, namespace: str, *, pool: str, count: int = 4, runs_for: str = "3s", **ann: str
 ) -> dict[str, Any]:
-    """The spec's sample Job (``hack/demo``), renamed, with annotations overridden
+    """The sample Job (``hack/demo``), renamed, with annotations overridden
     (``keep_warm_ttl="5s"``) and pods that run ``runs_for`` on kwok."""
     job: dict[str, Any] = yaml.safe_load(SAMPLE_JOB.read_text())
     meta = job["metadata"]

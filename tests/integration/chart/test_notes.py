@@ -1,4 +1,5 @@
-"""NOTES.txt: the spec's verification commands, and the warnings a risky install must print."""
+"""NOTES.txt: the verifying commands of docs/operations.md, and the warnings a risky install
+must print."""
 
 from __future__ import annotations
 

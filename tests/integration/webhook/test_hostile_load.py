@@ -1,10 +1,10 @@
-"""Hostile corpus, issue 13 finding 4: the fail-closed webhook must not fall over.
+"""Hostile corpus, part 2: the fail-closed webhook must not fall over.
 
 Each case is what a hostile tenant on the pod network can send to the Service. One
 real webhook process, with short timeouts and a small connection limit so that each
-guard can be seen to act within a test's deadline. Every case failed before issue 13
-(most of them by taking the process past its memory limit or past the API server's
-5 s timeout in the original probe).
+guard can be seen to act within a test's deadline. Every case failed before the
+webhook was hardened (most of them by taking the process past its memory limit or past
+the API server's 5 s timeout when first probed).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Hostile corpus, issue 13 findings 1, 2, 3, 5 and 6: what a tenant may choose.
+"""Hostile corpus, part 1: what a tenant may choose (images, subnets, reservations,
+roles, lifetimes, gang nodes, one pod per node).
 
 Each case is a request a Job author (or anyone who can reach the Service) can send,
 posted to one real webhook process whose settings restrict what a tenant may pick.
-Every case here was allowed, or answered wrongly, before issue 13.
+Every case here was allowed, or answered wrongly, before the webhook was hardened.
 """
 
 from __future__ import annotations

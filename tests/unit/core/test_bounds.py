@@ -1,4 +1,4 @@
-"""Bounds on what a hostile Job can cost (issue 13, findings 4 and 5)."""
+"""Bounds on what a hostile Job can cost: reply size, echoed values, key count, durations."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The provisioner re-validates every Job from its annotations with the same rules as
-the webhook (issue 13): a Job that reached Kueue without the webhook (installed with
+the webhook: a Job that reached Kueue without the webhook (installed with
 ``webhook.enabled=false``, or created while it was registered with failurePolicy
 Ignore) still cannot pick an image, subnet, reservation or lifetime the admin did not
 allow."""

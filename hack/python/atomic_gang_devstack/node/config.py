@@ -1,6 +1,7 @@
 """The real node's addresses and the three configurations: containerd, CNI, kubelet.
 
-Settings follow shared/notes/real-node.md, measured on this kind of machine:
+Settings follow what was measured on this kind of machine (a VM without full
+cgroup v2 or all capabilities):
 cgroup v1 (``failCgroupV1: false``), no CAP_SYS_RESOURCE (containerd's
 ``restrict_oom_score_adj``), everything containerd owns under the node's own
 tree, kubelet out of the host's iptables, and eviction and image GC off (an
