@@ -24,10 +24,12 @@ from atomic_gang_provisioner.httpserver import serve
 from atomic_gang_provisioner.kube import KubeClient, KubeConfigError, NotFoundError
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
-from atomic_gang_provisioner.reconcilers.context import Faults
+from atomic_gang_provisioner.reconcilers.context import CloudHealth, Faults
 from atomic_gang_provisioner.resources import CONFIG_MAPS
 
 log = logging.getLogger("atomic_gang_provisioner")
+WARM_UP_RETRY_SECONDS = 5.0
+WARM_UP_RETRY_MAX_SECONDS = 60.0
 CRASH_AFTER_LAUNCH = "ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH"  # e2e only: see Faults
 
 
@@ -85,6 +87,26 @@ def aws_auth_reader(client: KubeClient) -> Callable[[], str | None]:
     return read
 
 
+def _check_cluster(check: Callable[[], None], health: CloudHealth) -> bool:
+    """Resolve the cluster once (the reaper's probe: the verdict shows on the AdmissionCheck)."""
+    check()
+    if not health.failing("cluster"):
+        return True
+    log.error(
+        "cannot resolve the cluster in EC2/EKS; not Ready until it works"
+        " (check AWS_ENDPOINT_URL, the region and the credentials)",
+        extra={"error": health.error},
+    )
+    return False
+
+
+def _check_until_ok(check: Callable[[], None], health: CloudHealth, done: threading.Event) -> None:
+    """Every replica retries (the leader's reaper does too), so a standby turns Ready again."""
+    delay = WARM_UP_RETRY_SECONDS
+    while not done.wait(delay) and not _check_cluster(check, health):
+        delay = min(delay * 2, WARM_UP_RETRY_MAX_SECONDS)
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         args, server, settings = load(argv)
@@ -112,18 +134,25 @@ def main(argv: list[str] | None = None) -> None:
         metrics=metrics,
         faults=faults,
     )
+    health = manager.ctx.cloud_health
     http = serve(
         host=server.http_host,
         port=server.http_port,
         registry=metrics.registry,
-        ready=manager.synced,
+        # Not Ready while this replica cannot resolve its cluster in EC2/EKS (a wrong
+        # endpoint, region or credentials), so `helm install --wait` fails visibly.
+        ready=lambda: manager.synced() and not health.failing("cluster"),
     )
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
     # Resolve the cluster now; a cloud error shows on the AdmissionCheck (CloudUnavailable)
-    # and the reaper re-probes until it clears.
-    manager.reaper.check_cluster()
+    # and keeps this replica not Ready; the reaper (leader) and this replica re-probe.
+    check = manager.reaper.check_cluster
+    if not _check_cluster(check, health):
+        threading.Thread(
+            target=_check_until_ok, args=(check, health, done), name="cluster-check", daemon=True
+        ).start()
     manager.start(identity=args.identity)
     log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})
     done.wait()

@@ -18,8 +18,9 @@ from atomic_gang import logs
 from atomic_gang.settings import GangSettings, SettingsError, check_env_names, load_settings
 from atomic_gang_webhook.app import AppState, create_app
 from atomic_gang_webhook.config import ServerSettings
+from atomic_gang_webhook.gate import ConnectionGate, protocol_class
+from atomic_gang_webhook.state import BudgetFilter, LogBudget
 from atomic_gang_webhook.tls import ReloadingCertificate, not_after
-from atomic_gang_webhook.transport import CoalescingHttpToolsProtocol
 
 log = logging.getLogger("atomic_gang_webhook")
 
@@ -29,7 +30,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="atomic-gang-webhook",
         description="Validating admission webhook for atomic-gang Jobs (HTTPS only). "
         "Server options come from ATOMIC_GANG_WEBHOOK_* env vars "
-        "(HOST, PORT, CERT_FILE, KEY_FILE, LOG_LEVEL); gang rules from the settings file.",
+        "(HOST, PORT, CERT_FILE, KEY_FILE, LOG_LEVEL, MAX_CONNECTIONS, *_TIMEOUT, ...; "
+        "see README); gang rules from the settings file.",
     )
     parser.add_argument(
         "--config",
@@ -61,6 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"atomic-gang-webhook: {exc}\n")
         sys.exit(2)
     logs.configure(server.log_level)
+    logging.getLogger("uvicorn.error").addFilter(BudgetFilter(LogBudget()))
     state = AppState(settings=settings, max_body_bytes=server.max_body_bytes)
     try:
         cert = ReloadingCertificate(
@@ -73,27 +76,37 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"atomic-gang-webhook: cannot load TLS pair: {exc}\n")
         sys.exit(2)
     _on_reload(state, server.cert_file, count=False)
-    config = uvicorn.Config(
+    gate = ConnectionGate(
+        server.limits(),
+        cert.server_context(),  # the hot-reloading context
+        on_close=lambda reason: state.metrics.connections_closed.labels(reason).inc(),
+    )
+    state.metrics.open_connections.set_function(lambda: gate.open)
+    log.info("serving", extra={"host": server.host, "port": server.port, "scheme": "https"})
+    uvicorn.Server(_uvicorn_config(server, state, gate)).run()
+
+
+def _uvicorn_config(
+    server: ServerSettings, state: AppState, gate: ConnectionGate
+) -> uvicorn.Config:
+    # TLS is the gate's (gate.py): uvicorn listens on TCP and never sees the SSLContext.
+    return uvicorn.Config(
         create_app(state),
         host=server.host,
         port=server.port,
-        ssl_certfile=server.cert_file,
-        ssl_keyfile=server.key_file,
         log_config=None,
         access_log=False,
         # The API server calls us directly: X-Forwarded-* would only be a spoofing
         # surface, and parsing them costs every review. No "server: uvicorn" banner.
         proxy_headers=False,
         server_header=False,
-        http=CoalescingHttpToolsProtocol,  # one TLS record and send() per response
+        # The gate, then httptools over a write-coalescing transport with guards
+        # (one TLS record and send() per response; header caps and deadlines).
+        http=protocol_class(gate),
         ws="none",
-        timeout_keep_alive=30,
+        timeout_keep_alive=int(server.idle_timeout),
         timeout_graceful_shutdown=10,
     )
-    config.load()
-    config.ssl = cert.server_context()  # swap in the hot-reloading context
-    log.info("serving", extra={"host": server.host, "port": server.port})
-    uvicorn.Server(config).run()
 
 
 def _on_reload(state: AppState, cert_file: str, *, count: bool = True) -> None:

@@ -1,4 +1,4 @@
-"""``capacity-reservation-id: ""`` means on-demand (the spec: "Empty ⇒ on-demand"), and
+"""``capacity-reservation-id: ""`` means on-demand, exactly as when it is absent, and
 the webhook, the CLI and the controller agree, because templated manifests render
 an unset reservation as an empty string."""
 

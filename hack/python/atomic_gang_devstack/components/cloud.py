@@ -51,7 +51,7 @@ class FakeAws(ProcessComponent):
             "atomic_gang_fakeaws",
             "serve",
             "--host",
-            "127.0.0.1",
+            "0.0.0.0" if ctx.options.real_node else "127.0.0.1",  # noqa: S104 - pods: node IP
             "--port",
             str(ctx.port(self.name)),
             "--region",

@@ -101,7 +101,7 @@ _HINTS: Final[dict[str, str]] = {
     IDEMPOTENCY_MISMATCH: "the launch inputs changed within one generation; it will be retried",
     "InstanceProfileNotFound": (
         "create the instance profile atomic-gang-instance-profile-<cluster>-<role-name>"
-        " holding the node role (see the README's prerequisites), or set"
+        " holding the node role (see docs/operations.md, Node access), or set"
         " iam.selfManageInstanceProfile and grant docs/iam/self-managed-instance-profile.json"
     ),
     "CredentialsUnavailable": (

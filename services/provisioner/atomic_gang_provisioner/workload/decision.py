@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from atomic_gang import GangSpec, GangValidationError, keys, validate_job
-from atomic_gang.job import MalformedJobError
+from atomic_gang.objects import MalformedJobError
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
 from atomic_gang_provisioner.api import conditions as reported
 from atomic_gang_provisioner.events import event
