@@ -18,12 +18,12 @@ from typing import Any
 import orjson
 
 from atomic_gang.errors import clip
+from atomic_gang_webhook import review
 from atomic_gang_webhook.review import (
     Decision,
     ReviewRequest,
     WebhookError,
     build_response,
-    decide,
     parse_review,
 )
 from atomic_gang_webhook.state import AppState
@@ -82,7 +82,7 @@ class AdmissionEndpoint:
         try:
             body = await read_capped(scope, receive, state.max_body_bytes)
             req = parse_review(body)
-            decision = decide(req, state.settings)
+            decision = review.decide(req, state.settings)
         except WebhookError as err:
             m.observe(time.perf_counter() - started)
             m.review("", "malformed", err.reason)
