@@ -15,10 +15,10 @@ from atomic_gang_provisioner.timestamps import rfc3339
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     verdict = health.check(pool, observed, now)
-    if (first := health.forced(pool, verdict, on_loss=degraded.enter)) is not None:
+    first = health.forced(pool, verdict, on_loss=degraded.enter)
+    if first is not None:
         return first
-    status = verdict.status
-    uid = claim_key(pool)
+    status, uid = verdict.status, claim_key(pool)
     if uid:
         if uid != status.claimKey:
             status = update(status, claimKey=uid)
