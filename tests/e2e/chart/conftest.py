@@ -46,8 +46,7 @@ def cert_manager(local_stack: LocalStack) -> Iterator[CertManager]:
     crds = cert_manager_crds(ctx.bins.root / f"cert-manager-{version}-src")
     assert {c["spec"]["names"]["kind"] for c in crds} >= {"Issuer", "Certificate"}
     kube.run("apply", "--server-side", "-f", "-", stdin="\n---\n".join(map(json.dumps, crds)))
-    names = [f"crd/{c['metadata']['name']}" for c in crds]
-    kube.run("wait", "--for=condition=Established", "--timeout=60s", *names)
+    ctx.kubectl.wait_established(c["metadata"]["name"] for c in crds)
     kubeconfig = str(ctx.admin_kubeconfig())
     common = [f"--kubeconfig={kubeconfig}", "--leader-elect=false", "--v=2"]
     metrics = f"--metrics-listen-address=127.0.0.1:{ctx.picker.pick()}"
@@ -174,7 +173,7 @@ def service_monitor_crd(local_stack: LocalStack) -> str:
     path = crd / "monitoring.coreos.com_servicemonitors.yaml"
     local_stack.kube.run("apply", "--server-side", "-f", str(path))
     name = "servicemonitors.monitoring.coreos.com"
-    local_stack.kube.run("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+    local_stack.ctx.kubectl.wait_established([name])
     return name
 
 

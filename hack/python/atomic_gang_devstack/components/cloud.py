@@ -87,12 +87,7 @@ class GangCrd(Component):
         ctx.kubectl.apply(list(yaml.safe_load_all(CRD_FILE.read_text())))
 
     def wait_ready(self, ctx: Context) -> None:
-        ctx.kubectl.run(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=30s",
-            "crd/gangnodepools.atomic-gang.k8s.aws",
-        )
+        ctx.kubectl.wait_established(["gangnodepools.atomic-gang.k8s.aws"], timeout=30)
 
 
 def provisioner_settings(ctx: Context, **overrides: Any) -> Path:

@@ -58,8 +58,7 @@ class CertManagerCrds(Component):
         ctx.kubectl.apply(self.crds(ctx))
 
     def wait_ready(self, ctx: Context) -> None:
-        names = [f"crd/{c['metadata']['name']}" for c in self.crds(ctx)]
-        ctx.kubectl.run("wait", "--for=condition=Established", "--timeout=60s", *names)
+        ctx.kubectl.wait_established(c["metadata"]["name"] for c in self.crds(ctx))
 
 
 class _CertManagerProcess(ProcessComponent):
