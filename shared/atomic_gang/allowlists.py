@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from atomic_gang import keys, patterns
 from atomic_gang.durations import GoDuration
-from atomic_gang.errors import Collector, clip
+from atomic_gang.errors import Collector, Reason, clip
 from atomic_gang.settings import GangSettings
 
 
@@ -19,17 +19,33 @@ def _listing(allowlist: tuple[str, ...]) -> str:
     return clip("allowed: " + ", ".join(allowlist), 512)
 
 
-def ami(raw: str | None, s: GangSettings, out: Collector) -> str | None:
-    if raw is None or patterns.allowed(raw, s.allowedAmiIds):
+def _one(
+    raw: str | None,
+    allowlist: tuple[str, ...],
+    out: Collector,
+    *,
+    key: str,
+    reason: Reason,
+    why: str,
+    hint: str,
+) -> str | None:
+    """``raw`` if it is unset or allowed; else a violation, listing the allowlist."""
+    if raw is None or patterns.allowed(raw, allowlist):
         return raw
-    out.add(
-        keys.AMI_ID,
-        "AmiNotAllowed",
-        "is not in allowedAmiIds (an image boots with the node role and joins as a node)",
-        raw,
-        _listing(s.allowedAmiIds) + f"; or leave {keys.AMI_ID} unset for the EKS-optimized AMI",
-    )
+    out.add(key, reason, why, raw, _listing(allowlist) + hint)
     return None
+
+
+def ami(raw: str | None, s: GangSettings, out: Collector) -> str | None:
+    return _one(
+        raw,
+        s.allowedAmiIds,
+        out,
+        key=keys.AMI_ID,
+        reason="AmiNotAllowed",
+        why="is not in allowedAmiIds (an image boots with the node role and joins as a node)",
+        hint=f"; or leave {keys.AMI_ID} unset for the EKS-optimized AMI",
+    )
 
 
 def subnets(raw: str, chosen: tuple[str, ...], s: GangSettings, out: Collector) -> tuple[str, ...]:
@@ -47,16 +63,15 @@ def subnets(raw: str, chosen: tuple[str, ...], s: GangSettings, out: Collector) 
 
 
 def reservation(raw: str | None, s: GangSettings, out: Collector) -> str | None:
-    if raw is None or patterns.allowed(raw, s.allowedCapacityReservationIds):
-        return raw
-    out.add(
-        keys.CAPACITY_RESERVATION_ID,
-        "CapacityReservationNotAllowed",
-        "is not in allowedCapacityReservationIds",
+    return _one(
         raw,
-        _listing(s.allowedCapacityReservationIds) + "; or leave it unset for on-demand capacity",
+        s.allowedCapacityReservationIds,
+        out,
+        key=keys.CAPACITY_RESERVATION_ID,
+        reason="CapacityReservationNotAllowed",
+        why="is not in allowedCapacityReservationIds",
+        hint="; or leave it unset for on-demand capacity",
     )
-    return None
 
 
 def lifetime(raw: str, life: GoDuration, s: GangSettings, out: Collector) -> GoDuration | None:

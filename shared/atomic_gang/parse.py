@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from atomic_gang import keys, patterns
-from atomic_gang.errors import Collector, GangValidationError, Reason
+from atomic_gang.errors import Collector, GangValidationError
 from atomic_gang.rules import check_scalars
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import GangSpec
@@ -194,7 +194,3 @@ def gang_rules(
     if resolved is None or out.total != before:
         return None
     return pool, resolved
-
-
-def reasons_of(error: GangValidationError) -> set[Reason]:
-    return set(error.reasons)

@@ -10,55 +10,40 @@ import argparse
 import logging
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable
 
-from pydantic import ValidationError
-
-from atomic_gang import logs
-from atomic_gang.settings import GangSettings, SettingsError, check_env_names, load_settings
+from atomic_gang import logs, startup
+from atomic_gang.settings import GangSettings, SettingsError
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.httpserver import serve
 from atomic_gang_provisioner.kube import KubeClient, KubeConfigError, NotFoundError
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
-from atomic_gang_provisioner.reconcilers.context import CloudHealth
+from atomic_gang_provisioner.reconcilers.context import CloudHealth, Faults
 from atomic_gang_provisioner.resources import CONFIG_MAPS
 
 log = logging.getLogger("atomic_gang_provisioner")
+PROG = "atomic-gang-provisioner"
+PREFIX = "ATOMIC_GANG_PROVISIONER_"
 WARM_UP_RETRY_SECONDS = 5.0
 WARM_UP_RETRY_MAX_SECONDS = 60.0
-
-
-def _args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="atomic-gang-provisioner",
-        description="Kueue AdmissionCheck controller that acquires EC2 gangs N-or-0. "
-        "Process options come from ATOMIC_GANG_PROVISIONER_* env vars (KUBECONFIG, NAMESPACE, "
-        "HTTP_PORT, LOG_LEVEL, ...); controller knobs from the settings file. AWS credentials "
-        "and endpoint come from the standard AWS environment (AWS_ENDPOINT_URL for moto).",
-    )
-    p.add_argument(
-        "--config",
-        default=os.environ.get("ATOMIC_GANG_CONFIG", ""),
-        help="settings YAML (chart value names); default $ATOMIC_GANG_CONFIG",
-    )
-    p.add_argument("--identity", default=None, help="leader-election identity (default: host)")
-    return p.parse_args(argv)
+CRASH_AFTER_LAUNCH = "ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH"  # e2e only: see Faults
 
 
 def load(argv: list[str] | None) -> tuple[argparse.Namespace, ServerSettings, GangSettings]:
-    args = _args(argv)
-    try:
-        check_env_names("ATOMIC_GANG_PROVISIONER_", ServerSettings.model_fields)
-        server = ServerSettings()
-    except ValidationError as exc:
-        raise SettingsError(f"invalid ATOMIC_GANG_PROVISIONER_* settings: {exc}") from exc
-    settings = load_settings(args.config or None)
-    settings.require("clusterName", "defaults.region")
-    return args, server, settings
+    p = startup.parser(
+        PROG,
+        "Kueue AdmissionCheck controller that acquires EC2 gangs N-or-0. Process options "
+        f"come from {PREFIX}* env vars (KUBECONFIG, NAMESPACE, HTTP_PORT, LOG_LEVEL, ...); "
+        "controller knobs from the settings file. AWS credentials and endpoint come from the "
+        "standard AWS environment (AWS_ENDPOINT_URL for moto).",
+    )
+    p.add_argument("--identity", default=None, help="leader-election identity (default: host)")
+    args = p.parse_args(argv)
+    server = startup.server_settings(ServerSettings, prefix=PREFIX)
+    return args, server, startup.gang_settings(args.config, "clusterName", "defaults.region")
 
 
 def _kube_client(server: ServerSettings) -> KubeClient:
@@ -107,24 +92,19 @@ def _check_until_ok(check: Callable[[], None], health: CloudHealth, done: thread
 
 
 def main(argv: list[str] | None = None) -> None:
-    try:
+    with startup.exit_on_settings_error(PROG):
         args, server, settings = load(argv)
         client = _kube_client(server)
-    except SettingsError as exc:
-        sys.stderr.write(f"atomic-gang-provisioner: {exc}\n")
-        sys.exit(2)
     logs.configure(server.log_level)
     metrics = ProvisionerMetrics.create()
-    cloud = Ec2Provider(
-        clients=make_clients(region=settings.defaults.region),
-        config=EngineConfig(
-            cluster=settings.clusterName,
-            eni_wait_seconds=server.eni_wait_seconds,
-            self_manage_instance_profile=settings.iam.selfManageInstanceProfile,
-        ),
-        aws_auth=aws_auth_reader(client),
+    manager = Manager(
+        settings=settings,
+        server=server,
+        client=client,
+        cloud=_cloud(settings, server, client),
+        metrics=metrics,
+        faults=Faults(crash_after_launch=os.environ.get(CRASH_AFTER_LAUNCH) == "1"),
     )
-    manager = Manager(settings=settings, server=server, client=client, cloud=cloud, metrics=metrics)
     health = manager.ctx.cloud_health
     http = serve(
         host=server.http_host,
@@ -150,3 +130,15 @@ def main(argv: list[str] | None = None) -> None:
     log.info("shutting down")
     manager.stop()
     http.shutdown()
+
+
+def _cloud(settings: GangSettings, server: ServerSettings, client: KubeClient) -> Ec2Provider:
+    return Ec2Provider(
+        clients=make_clients(region=settings.defaults.region),
+        config=EngineConfig(
+            cluster=settings.clusterName,
+            eni_wait_seconds=server.eni_wait_seconds,
+            self_manage_instance_profile=settings.iam.selfManageInstanceProfile,
+        ),
+        aws_auth=aws_auth_reader(client),
+    )

@@ -18,15 +18,15 @@ from typing import Any
 import orjson
 
 from atomic_gang.errors import clip
+from atomic_gang_webhook import review
 from atomic_gang_webhook.review import (
     Decision,
     ReviewRequest,
     WebhookError,
     build_response,
-    decide,
     parse_review,
 )
-from atomic_gang_webhook.state import AppState
+from atomic_gang_webhook.state import AppState, LogBudget
 
 log = logging.getLogger("atomic_gang_webhook.review")
 Message = MutableMapping[str, Any]
@@ -82,7 +82,7 @@ class AdmissionEndpoint:
         try:
             body = await read_capped(scope, receive, state.max_body_bytes)
             req = parse_review(body)
-            decision = decide(req, state.settings)
+            decision = review.decide(req, state.settings)
         except WebhookError as err:
             m.observe(time.perf_counter() - started)
             m.review("", "malformed", err.reason)
@@ -94,16 +94,8 @@ class AdmissionEndpoint:
         m.observe(time.perf_counter() - started)
 
     def _log_malformed(self, err: WebhookError) -> None:
-        skipped = self.state.malformed_budget.take(time.monotonic())
-        if skipped is not None:
-            log.info(
-                "malformed review",
-                extra={
-                    "status": err.status,
-                    "reason": err.reason,
-                    "suppressed_since_last": skipped,
-                },
-            )
+        fields = {"status": err.status, "reason": err.reason}
+        _log_within(self.state.malformed_budget, "malformed review", lambda: fields)
 
     def _count(self, req: ReviewRequest, decision: Decision) -> None:
         m = self.state.metrics.tally
@@ -112,17 +104,23 @@ class AdmissionEndpoint:
             return
         for v in decision.violations:
             m.violation(v.reason)
-        skipped = self.state.log_budget.take(time.monotonic())
-        if skipped is not None:
-            log.info(
-                "denied",
-                extra={
-                    "uid": req.uid,
-                    "operation": req.operation,
-                    "namespace": clip(req.namespace, 63),
-                    "job": clip(req.name, 253),
-                    "reasons": [v.reason for v in decision.violations],
-                    "more_violations": decision.omitted,
-                    "suppressed_since_last": skipped,
-                },
-            )
+        _log_within(
+            self.state.log_budget,
+            "denied",
+            lambda: {
+                "uid": req.uid,
+                "operation": req.operation,
+                "namespace": clip(req.namespace, 63),
+                "job": clip(req.name, 253),
+                "reasons": [v.reason for v in decision.violations],
+                "more_violations": decision.omitted,
+            },
+        )
+
+
+def _log_within(budget: LogBudget, message: str, fields: Callable[[], dict[str, Any]]) -> None:
+    """Log ``message`` if ``budget`` allows a line now, saying how many it held back;
+    ``fields`` is only built for a line that is written."""
+    skipped = budget.take(time.monotonic())
+    if skipped is not None:
+        log.info(message, extra={**fields(), "suppressed_since_last": skipped})

@@ -104,7 +104,7 @@ class Ec2Provider:
             plan = self._plan(request)
             if request.spec.mode == "fleet":
                 return self._acquirer.fleet(plan, self._user_data_b64(plan))
-            return self._acquirer.sweep(plan)
+            return self._acquirer.zone_by_zone(plan)
         except CloudError as err:
             return failure(err)
 
