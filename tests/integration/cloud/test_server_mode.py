@@ -90,8 +90,8 @@ def test_unimplemented_calls_say_so_instead_of_a_retried_500(server: dict[str, A
         aws_secret_access_key="x",
     )
     with pytest.raises(ClientError) as err:
-        ec2.create_placement_group(GroupName="gang", Strategy="cluster")
+        ec2.create_instance_event_window(Name="maintenance")  # neither moto nor the layer has it
     assert err.value.response["Error"]["Code"] == "NotImplemented"
     assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
-    assert len(control.calls("CreatePlacementGroup")) == 1
+    assert len(control.calls("CreateInstanceEventWindow")) == 1
     control.close()
