@@ -7,7 +7,8 @@ moto (5.2) evaluates identity policies with *no* condition context, so every
 * ``aws:RequestTag/<k>`` comes from the request's TagSpecifications and
   ``ec2:ResourceTag/<k>`` from the tags of the instances, fleets, ENIs or
   placement group acted on (absent → the condition fails, as in AWS);
-* DeleteNetworkInterface is authorised against the ENI's ARN;
+* DeleteNetworkInterface is authorised against the ENI's ARN, Create- and
+  DeletePlacementGroup against the group's;
 * RunInstances/CreateFleet also need ``iam:PassRole`` on each role of the
   instance profile they pass (directly or via the launch template), with
   ``iam:PassedToService = ec2.amazonaws.com``; so does AddRoleToInstanceProfile
@@ -34,7 +35,11 @@ from atomic_gang_fakeaws.state import active
 ABSENT = "\x00absent"
 _ORIGINAL = IAMRequestBase.check_action_permitted
 _CREATE_REQUEST = IAMRequestBase._create_aws_request
-ARN_RESOURCES = {"ec2:DeleteNetworkInterface": ("NetworkInterfaceId", "network-interface")}
+ARN_RESOURCES = {
+    "ec2:DeleteNetworkInterface": ("NetworkInterfaceId", "network-interface"),
+    "ec2:CreatePlacementGroup": ("GroupName", "placement-group"),
+    "ec2:DeletePlacementGroup": ("GroupName", "placement-group"),
+}
 PROFILE_ACTIONS = frozenset(
     {"iam:CreateInstanceProfile", "iam:AddRoleToInstanceProfile", "iam:GetInstanceProfile"}
 )
