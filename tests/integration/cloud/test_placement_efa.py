@@ -17,10 +17,12 @@ from atomic_gang_provisioner.cloud import (
     Launched,
     PermanentFailure,
     ReleaseRequest,
+    RetryLater,
     Shortfall,
 )
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
 from atomic_gang_provisioner.cloud.naming import placement_group_name
+from atomic_gang_provisioner.cloud.reaper import PoolView, orphaned_groups
 from tests.integration.cloud.conftest import CLUSTER, REGION, TYPE, Factory, backend, live
 
 Spec = Callable[..., GangSpec]
@@ -214,3 +216,25 @@ def test_a_security_group_without_the_self_rule_is_rejected_with_the_rule_to_add
     assert {"RunInstances", "CreateLaunchTemplate"}.isdisjoint(actions(fake))
     fake.set_self_rule(sg, allowed=True, region=REGION)  # fixed: seen at the next attempt
     assert isinstance(acquire(engine, make_spec(efa="max"), generation=1), Launched)
+
+
+def test_a_group_deleted_between_create_and_launch_is_made_again(
+    admin: dict[str, Any], provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    spec = make_spec(count=2, placement="cluster")
+    first = acquire(provider, spec)
+    assert isinstance(first, Launched)
+    assert provider.release(ReleaseRequest(instance_ids=first.instance_ids)).done
+    (group,) = provider.list_placement_groups()
+    assert orphaned_groups([group], pools={}) == (group,)  # its pool is gone, say
+    assert orphaned_groups([group], pools={"train": PoolView()}) == ()
+    assert provider.reap_placement_group(group.name) is True  # this engine knows
+    second = acquire(provider, spec, generation=1)
+    assert isinstance(second, Launched)
+    assert provider.release(ReleaseRequest(instance_ids=second.instance_ids)).done
+    admin["ec2"].delete_placement_group(GroupName=group.name)  # a former leader's reaper
+    again = acquire(provider, spec, generation=2)  # this engine thinks it still exists
+    assert isinstance(again, RetryLater)
+    assert again.code == "InvalidPlacementGroup.Unknown"
+    assert isinstance(acquire(provider, spec, generation=2), Launched)
+    assert [g.name for g in provider.list_placement_groups()] == [group.name]

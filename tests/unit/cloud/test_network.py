@@ -15,6 +15,7 @@ from atomic_gang_provisioner.cloud import naming, topology
 from atomic_gang_provisioner.cloud.aws import efa
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.instance_types import TypeInfo
+from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.topology import TokenBucket, TopologyReader
 from atomic_gang_provisioner.cloud.errors import CloudError
@@ -185,3 +186,22 @@ def test_reader_asks_at_most_100_ids_a_call_one_call_a_second() -> None:
     now[0] = 1.0
     assert reader.read(ids).spread == 150
     assert [len(c) for c in ec2.calls] == [100, 50]
+
+
+def test_a_reservation_inside_a_group_takes_the_gang_into_it() -> None:
+    groups = PlacementGroups(
+        clients=AwsClients(ec2=None, eks=None, ssm=None, iam=None),  # no call on this path
+        caller=Caller(backoff=Backoff(), sleeper=lambda s: None),
+        cluster="c",
+    )
+    arn = "arn:aws:ec2:us-east-1:123456789012:placement-group/reserved-here"
+    reserved = spec(capacity_reservation_id="cr-1", placement="cluster")
+    assert groups.for_launch(reserved, arn) == "reserved-here"  # not a group of our own
+    named = spec(capacity_reservation_id="cr-1", placement_group_name="reserved-here")
+    assert groups.for_launch(named, arn) == "reserved-here"
+    with pytest.raises(CloudError) as err:
+        groups.for_launch(spec(capacity_reservation_id="cr-1", placement_group_name="x"), arn)
+    assert err.value.code == "CapacityReservationMismatch"
+    assert "reserved-here" in err.value.message
+    assert groups.for_launch(spec(placement_group_name="x")) == "x"
+    assert groups.for_launch(spec()) is None

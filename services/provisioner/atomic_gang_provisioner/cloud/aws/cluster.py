@@ -267,6 +267,7 @@ class Reservation:
     instance_type: str
     capacity_block: bool
     state: str
+    placement_group_arn: str = ""  # a reservation made inside a cluster placement group
 
 
 def describe_reservation(clients: AwsClients, caller: Caller, reservation_id: str) -> Reservation:
@@ -284,6 +285,7 @@ def describe_reservation(clients: AwsClients, caller: Caller, reservation_id: st
         instance_type=str(cr.get("InstanceType", "")),
         capacity_block=cr.get("ReservationType") == "capacity-block",
         state=str(cr.get("State", "")),
+        placement_group_arn=str(cr.get("PlacementGroupArn") or ""),
     )
 
 

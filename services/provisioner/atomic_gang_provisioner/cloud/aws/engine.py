@@ -26,6 +26,7 @@ from atomic_gang_provisioner.cloud.aws.cluster import (
 )
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
 from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, base_template_data
+from atomic_gang_provisioner.cloud.aws.placement import UNKNOWN as UNKNOWN_GROUP
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.release import Releaser
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
@@ -37,9 +38,11 @@ from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
     Instance,
+    PermanentFailure,
     PlacementGroup,
     ReleaseRequest,
     ReleaseResult,
+    RetryLater,
     TopologyRead,
 )
 from atomic_gang_provisioner.cloud.userdata import user_data, user_data_b64
@@ -112,10 +115,21 @@ class Ec2Provider:
                 return adopted
             plan = self._plan(request)
             if request.spec.mode == "fleet":
-                return self._acquirer.fleet(plan, self._user_data_b64(plan))
-            return self._acquirer.sweep(plan)
+                result = self._acquirer.fleet(plan, self._user_data_b64(plan))
+            else:
+                result = self._acquirer.sweep(plan)
         except CloudError as err:
             return failure(err)
+        return self._own_group_gone(request.spec, result)
+
+    def _own_group_gone(self, spec: GangSpec, result: AcquireResult) -> AcquireResult:
+        """Our own group deleted under us (the reaper, between its create and this launch,
+        with a stale view of the pools): make it again next time, do not reject the Job."""
+        own = spec.placement is not None and not spec.placement_group_name
+        if own and isinstance(result, PermanentFailure) and result.code == UNKNOWN_GROUP:
+            self._groups.forget(spec.pool)
+            return RetryLater(code=result.code, message=result.message)
+        return result
 
     def _efa(self, spec: GangSpec, security_group: str) -> int:
         """EFA interfaces per instance, its prerequisites checked (raises if unmet)."""
@@ -149,7 +163,9 @@ class Ec2Provider:
             raise CloudError("NoPlacement", "no subnet in any requested or cluster AZ fits")
         # Last of the checks, first of the creations: a group bills nothing, but counts
         # against the region's 500.
-        group = self._groups.for_launch(spec)
+        group = self._groups.for_launch(
+            spec, reservation.placement_group_arn if reservation else ""
+        )
         template = self._templates.ensure(
             name=naming.launch_template_name(cluster=cluster, spec=spec),
             data=data,

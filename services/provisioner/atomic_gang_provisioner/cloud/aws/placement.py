@@ -40,8 +40,18 @@ class PlacementGroups:
     def name_for(self, pool: str) -> str:
         return naming.placement_group_name(cluster=self._cluster, pool=pool)
 
-    def for_launch(self, spec: GangSpec) -> str | None:
-        """The group the gang goes into: the user's, the pool's own (made now), or none."""
+    def for_launch(self, spec: GangSpec, reservation_group_arn: str = "") -> str | None:
+        """The group the gang goes into: its reservation's (the capacity is in there), the
+        user's, the pool's own (made now), or none."""
+        if reservation_group_arn:
+            held = reservation_group_arn.rsplit("/", 1)[-1]
+            if spec.placement_group_name not in (None, held):
+                raise CloudError(
+                    "CapacityReservationMismatch",
+                    f"capacity reservation {spec.capacity_reservation_id} sits in placement"
+                    f" group {held}; the pool asks for {spec.placement_group_name}",
+                )
+            return held
         if spec.placement_group_name:
             return spec.placement_group_name
         if spec.placement == STRATEGY:
@@ -95,6 +105,9 @@ class PlacementGroups:
             raise CloudError(
                 "PlacementGroupGone", f"placement group {name} is being deleted", http_status=503
             )
+
+    def forget(self, pool: str) -> None:
+        self._known.discard(self.name_for(pool))
 
     def delete(self, name: str) -> bool:
         """True once the group is gone; False while instances are still in it."""
