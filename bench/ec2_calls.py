@@ -99,6 +99,11 @@ class Bench:
             **network,
         )
 
+    def launch(self, engine: Ec2Provider, spec: GangSpec, gen: int) -> tuple[Launched, Any]:
+        result, counts = self.measure(engine.acquire, AcquireRequest(spec=spec, generation=gen))
+        assert isinstance(result, Launched), result
+        return result, counts
+
     def measure(self, fn: Callable[..., Any], *args: Any) -> tuple[Any, dict[str, Any]]:
         self.fake.clear_calls()
         result = fn(*args)
@@ -147,24 +152,15 @@ def network(b: Bench) -> dict[str, Any]:
     )
     for label, extra in cases:
         spec = b.spec(f"net-{label}", **extra)
-        first, out[f"{label}_new_pool"] = b.measure(
-            engine.acquire, AcquireRequest(spec=spec, generation=0)
-        )
-        assert isinstance(first, Launched), first
+        first, out[f"{label}_new_pool"] = b.launch(engine, spec, 0)
         engine.release(ReleaseRequest(instance_ids=first.instance_ids))
-        nxt, out[f"{label}_next_generation"] = b.measure(
-            engine.acquire, AcquireRequest(spec=spec, generation=1)
-        )
-        assert isinstance(nxt, Launched), nxt
+        nxt, out[f"{label}_next_generation"] = b.launch(engine, spec, 1)
         if extra:
             _, out["topology_read"] = b.measure(engine.read_topology, nxt.instance_ids)
             engine.release(ReleaseRequest(instance_ids=nxt.instance_ids))
             restarted = b.engine()
             restarted.acquire(AcquireRequest(spec=b.spec("warm-up-2"), generation=0))
-            again, out["restart_adopts_group"] = b.measure(
-                restarted.acquire, AcquireRequest(spec=spec, generation=2)
-            )
-            assert isinstance(again, Launched), again
+            again, out["restart_adopts_group"] = b.launch(restarted, spec, 2)
             restarted.release(ReleaseRequest(instance_ids=again.instance_ids))
             _, out["delete_group"] = b.measure(restarted.delete_placement_group, spec.pool)
     return out

@@ -28,7 +28,7 @@ from moto.ec2.utils import random_fleet_id
 
 from atomic_gang_fakeaws import capacity, netlaunch
 from atomic_gang_fakeaws.dispatch import current_rule, flat_params
-from atomic_gang_fakeaws.errors import AwsError, idempotent_mismatch
+from atomic_gang_fakeaws.errors import AwsError, idempotent_mismatch, insufficient_capacity
 from atomic_gang_fakeaws.state import FakeState, Idem, active
 
 _RUN = InstanceResponse.run_instances
@@ -192,29 +192,23 @@ def _allocate(
                 room = fit.room(data, override, zone=zone, instance_type=itype)
             except AwsError as err:  # an invalid override launches nothing; EC2 says why
                 counts.append(0)
-                errors.append(_fleet_error(lt_spec, override, itype, zone, err))
+                errors.append(_fleet_error(lt_spec, override, err))
                 continue
             target = capacity.Target(zone, itype, capacity.reservation_target(data))
-            free = capacity.free(state, backend, target) - taken.get(target, 0)
+            free = min(capacity.free(state, backend, target) - taken.get(target, 0), room)
             if subnet:
                 free = min(free, backend.get_subnet(subnet).available_ip_address_count)
-            if room is not None:
-                free = min(free, room)
             n = max(0, min(free, total - sum(counts)))
             taken[target] = taken.get(target, 0) + n
             fit.take(n)
             counts.append(n)
             if sum(counts) < total and n < total:
-                errors.append(_fleet_error(lt_spec, override, itype, zone))
+                errors.append(_fleet_error(lt_spec, override, insufficient_capacity(itype, zone)))
     return counts, errors
 
 
 def _fleet_error(
-    lt_spec: dict[str, Any],
-    override: dict[str, Any],
-    itype: str,
-    zone: str,
-    err: AwsError | None = None,
+    lt_spec: dict[str, Any], override: dict[str, Any], err: AwsError
 ) -> dict[str, Any]:
     return {
         "LaunchTemplateAndOverrides": {
@@ -222,21 +216,15 @@ def _fleet_error(
             "Overrides": override,
         },
         "Lifecycle": "on-demand",
-        "ErrorCode": err.error_code if err else "InsufficientInstanceCapacity",
-        "ErrorMessage": err.message
-        if err
-        else f"We currently do not have sufficient {itype} capacity in {zone}.",
+        "ErrorCode": err.error_code,
+        "ErrorMessage": err.message,
     }
 
 
 def _errors_only(self: Any, code: str, message: str) -> dict[str, Any]:
     """An instant fleet that launched nothing, one error per override."""
     errors = [
-        {
-            **_fleet_error(config.get("LaunchTemplateSpecification") or {}, o, "", ""),
-            "ErrorCode": code,
-            "ErrorMessage": message,
-        }
+        _fleet_error(config.get("LaunchTemplateSpecification") or {}, o, AwsError(code, message))
         for config in self._get_param("LaunchTemplateConfigs", [])
         for o in config.get("Overrides") or [{}]
     ]

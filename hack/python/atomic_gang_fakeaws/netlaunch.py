@@ -22,7 +22,7 @@ from typing import Any
 from moto.ec2.models.instances import InstanceBackend
 
 from atomic_gang_fakeaws import efa, placement, topology
-from atomic_gang_fakeaws.capacity import check_addresses
+from atomic_gang_fakeaws.capacity import UNLIMITED, check_addresses
 from atomic_gang_fakeaws.state import FakeState, active
 
 _RUN = InstanceBackend.run_instances
@@ -123,8 +123,9 @@ class FleetFit:
 
     def room(
         self, data: dict[str, Any], override: dict[str, Any], *, zone: str, instance_type: str
-    ) -> int | None:
-        """Instances the override's group still holds (None: no limit); AwsError if invalid."""
+    ) -> int:
+        """Instances the override's group still holds (UNLIMITED: no limit); AwsError if
+        the override is invalid."""
         net = resolve(
             self._backend,
             data=data,
@@ -134,12 +135,12 @@ class FleetFit:
         )
         self._last = self.nets[(override.get("SubnetId"), instance_type)] = net
         if net.group is None:
-            return None
+            return UNLIMITED
         conflict = placement.zone_conflict(self._backend, net.group, zone)
         if conflict is not None:
             raise conflict
         free = placement.free(self._state, self._backend, net.group, instance_type)
-        return None if free is None else max(0, free - self._taken[net.group.name])
+        return UNLIMITED if free is None else max(0, free - self._taken[net.group.name])
 
     def take(self, count: int) -> None:
         if self._last is not None and self._last.group is not None:

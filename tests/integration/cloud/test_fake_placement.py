@@ -13,6 +13,7 @@ from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.world import World
 from tests.integration.cloud.conftest import TYPE, live
 from tests.integration.cloud.test_fake_layer import AMI, code
+from tests.integration.cloud.test_fake_layer import run as launch
 
 Ec2 = Any
 
@@ -28,18 +29,6 @@ def create(ec2: Ec2, name: str = "gang", strategy: str = "cluster", **tags: str)
         GroupName=name, Strategy=strategy, **({"TagSpecifications": specs} if tags else {})
     )["PlacementGroup"]
     return group
-
-
-def launch(ec2: Ec2, world: World, n: int, zone: str = "us-east-1a", **extra: Any) -> list[str]:
-    resp = ec2.run_instances(
-        ImageId=AMI,
-        InstanceType=TYPE,
-        MinCount=n,
-        MaxCount=n,
-        SubnetId=world.subnets[zone],
-        **extra,
-    )
-    return [i["InstanceId"] for i in resp["Instances"]]
 
 
 def group_of(ec2: Ec2, ids: list[str]) -> set[str]:

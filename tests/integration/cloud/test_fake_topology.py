@@ -12,7 +12,8 @@ from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.world import World
 from tests.integration.cloud.conftest import CLUSTER, REGION, FakeClock
 from tests.integration.cloud.test_fake_layer import code
-from tests.integration.cloud.test_fake_placement import create, launch
+from tests.integration.cloud.test_fake_layer import run as launch
+from tests.integration.cloud.test_fake_placement import create
 
 
 def topology(ec2: Any, **kwargs: Any) -> dict[str, list[str]]:

@@ -7,9 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-from botocore.exceptions import ClientError
-
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_provisioner.cloud import AcquireRequest, Launched, ReleaseRequest
@@ -21,6 +18,7 @@ from tests.integration.cloud.test_iam_policy import (
     controller,
     denied_calls,
     enforced,
+    error_codes,
     make_controller,
 )
 
@@ -81,15 +79,7 @@ def test_placement_group_statements_are_bounded_to_ours(
         "delete-outside-prefix": lambda: ec2.delete_placement_group(GroupName="other-team"),
     }
 
-    def attempts() -> dict[str, str]:
-        out = {}
-        for name, probe in probes.items():
-            with pytest.raises(ClientError) as err:
-                probe()
-            out[name] = str(err.value.response["Error"]["Code"])
-        return out
-
-    codes = enforced(attempts)
+    codes = enforced(lambda: error_codes(probes))
     assert set(codes) == set(probes)
     assert all(code in DENIED for code in codes.values()), codes
     names = [g["GroupName"] for g in admin["ec2"].describe_placement_groups()["PlacementGroups"]]

@@ -238,3 +238,23 @@ def test_a_group_deleted_between_create_and_launch_is_made_again(
     assert again.code == "InvalidPlacementGroup.Unknown"
     assert isinstance(acquire(provider, spec, generation=2), Launched)
     assert [g.name for g in provider.list_placement_groups()] == [group.name]
+
+
+def test_a_cluster_group_busy_in_another_zone_is_a_shortfall(
+    admin: dict[str, Any], world: Any, provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    admin["ec2"].create_placement_group(GroupName="theirs", Strategy="cluster")
+    admin["ec2"].run_instances(  # someone else's instance holds the group in us-east-1a
+        ImageId="ami-12345678",
+        MinCount=1,
+        MaxCount=1,
+        SubnetId=world.subnets[REGION + "a"],
+        Placement={"GroupName": "theirs"},
+    )
+    spec = make_spec(count=2, placement_group_name="theirs", availability_zones=(REGION + "b",))
+    result = acquire(provider, spec)
+    assert isinstance(result, Shortfall)
+    assert [(a.zone, a.code) for a in result.attempts] == [
+        (REGION + "b", "InvalidPlacementGroup.InUse")
+    ]
+    assert len(live()) == 1

@@ -80,16 +80,20 @@ def test_capacity_set_over_the_control_api(server: dict[str, Any]) -> None:
     control.close()
 
 
-def test_unimplemented_calls_say_so_instead_of_a_retried_500(server: dict[str, Any]) -> None:
-    control = ControlClient(server["endpoint"])
-    control.clear_calls()
-    ec2 = boto3.client(
+def ec2_client(endpoint: str) -> Any:
+    return boto3.client(
         "ec2",
         region_name=REGION,
-        endpoint_url=server["endpoint"],
+        endpoint_url=endpoint,
         aws_access_key_id="x",
         aws_secret_access_key="x",
     )
+
+
+def test_unimplemented_calls_say_so_instead_of_a_retried_500(server: dict[str, Any]) -> None:
+    control = ControlClient(server["endpoint"])
+    control.clear_calls()
+    ec2 = ec2_client(server["endpoint"])
     with pytest.raises(ClientError) as err:
         ec2.create_instance_event_window(Name="maintenance")  # neither moto nor the layer has it
     assert err.value.response["Error"]["Code"] == "NotImplemented"
@@ -100,13 +104,7 @@ def test_unimplemented_calls_say_so_instead_of_a_retried_500(server: dict[str, A
 
 def test_network_knobs_over_the_control_api(server: dict[str, Any]) -> None:
     control = ControlClient(server["endpoint"])
-    ec2 = boto3.client(
-        "ec2",
-        region_name=REGION,
-        endpoint_url=server["endpoint"],
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-    )
+    ec2 = ec2_client(server["endpoint"])
     ec2.create_placement_group(GroupName="knobs", Strategy="cluster")
     control.set_placement_capacity("p5.48xlarge", 1, group="knobs")
     control.set_topology_node_size(1, group="knobs")

@@ -4,12 +4,11 @@ Join parameters, the VPC, the authentication mode and the cluster security
 group come from eks:DescribeCluster; whether the node role may join from
 ``access``; AZ→subnet placement (and the Job's own subnets, checked) from
 ec2:DescribeSubnets; the AMI from the EKS-optimized AL2023 SSM parameter; the
-architecture and EFA limits from ec2:DescribeInstanceTypes, the EFA self rule
-from ec2:DescribeSecurityGroups; the instance profile is verified
-with iam:GetInstanceProfile (and, with ``iam.selfManageInstanceProfile``,
-created with the node role when missing). Caching keeps a warm acquisition at
-one launch call plus the adoption read.
-"""
+architecture and EFA limits from ec2:DescribeInstanceTypes (the EFA self rule
+from DescribeSecurityGroups); the instance profile is verified with
+iam:GetInstanceProfile (and, with ``iam.selfManageInstanceProfile``, created
+with the node role when missing). Caching keeps a warm acquisition at one launch
+call plus the adoption read."""
 
 from __future__ import annotations
 
@@ -170,18 +169,13 @@ class Resolver:
                 )
         return tuple(found[s] for s in spec.subnets)
 
-    def instance_type(self, instance_type: str) -> TypeInfo:
+    def instance_type(self, name: str) -> TypeInfo:
         """Architecture and EFA limits (one DescribeInstanceTypes, cached)."""
-        return self._cached(
-            ("type", instance_type), lambda: describe_type(self._c.ec2, self._call, instance_type)
-        )
+        return self._cached(("type", name), lambda: describe_type(self._c.ec2, self._call, name))
 
-    def efa_security_group(self, group_id: str) -> None:
-        """Raises EfaSecurityGroup unless the group allows itself both ways (a yes is
-        cached; a no is asked again, so a fixed group is seen at the next attempt)."""
-        self._cached(
-            ("efa-sg", group_id), lambda: check_security_group(self._c.ec2, self._call, group_id)
-        )
+    def efa_security_group(self, gid: str) -> None:
+        """Raises EfaSecurityGroup unless it allows itself both ways (a yes is cached)."""
+        self._cached(("efa-sg", gid), lambda: check_security_group(self._c.ec2, self._call, gid))
 
     def ami(self, spec: GangSpec) -> str:
         if spec.ami_id:

@@ -25,7 +25,7 @@ from atomic_gang_provisioner.cloud.aws.cluster import (
     fit_reservation,
 )
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
-from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, base_template_data
+from atomic_gang_provisioner.cloud.aws.launch import LaunchNetwork, LaunchPlan, base_template_data
 from atomic_gang_provisioner.cloud.aws.placement import UNKNOWN as UNKNOWN_GROUP
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.release import Releaser
@@ -161,11 +161,7 @@ class Ec2Provider:
             placements = fit_reservation(spec, reservation, placements)
         if not placements:
             raise CloudError("NoPlacement", "no subnet in any requested or cluster AZ fits")
-        # Last of the checks, first of the creations: a group bills nothing, but counts
-        # against the region's 500.
-        group = self._groups.for_launch(
-            spec, reservation.placement_group_arn if reservation else ""
-        )
+        group = self._groups.for_launch(spec, reservation)
         template = self._templates.ensure(
             name=naming.launch_template_name(cluster=cluster, spec=spec),
             data=data,
@@ -181,9 +177,7 @@ class Ec2Provider:
             user_data=user_data(join=info.join, labels=labels, pool=spec.pool),
             tags=naming.group_tags(cluster=cluster, spec=spec, generation=request.generation),
             reservation=reservation,
-            placement_group=group,
-            efa_interfaces=efa_interfaces,
-            security_group=info.security_group_id,
+            network=LaunchNetwork(group, efa_interfaces, info.security_group_id),
         )
 
     def _user_data_b64(self, plan: LaunchPlan) -> str:

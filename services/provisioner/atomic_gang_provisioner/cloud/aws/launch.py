@@ -24,6 +24,16 @@ from atomic_gang_provisioner.cloud.types import Instance
 TAGGED = ("instance", "volume", "network-interface")
 
 
+@dataclass(frozen=True, slots=True)
+class LaunchNetwork:
+    """The gang's place in the network: its placement group, and its EFA interfaces per
+    instance with the security group they carry."""
+
+    placement_group: str | None = None
+    efa_interfaces: int = 0
+    security_group: str = ""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LaunchPlan:
     """Everything resolved for one acquisition attempt."""
@@ -36,9 +46,7 @@ class LaunchPlan:
     user_data: str
     tags: dict[str, str]
     reservation: Reservation | None = None
-    placement_group: str | None = None
-    efa_interfaces: int = 0
-    security_group: str = ""
+    network: LaunchNetwork = LaunchNetwork()
 
 
 def base_template_data(
@@ -64,16 +72,16 @@ def base_template_data(
 
 def _network(plan: LaunchPlan, placement: Placement) -> dict[str, Any]:
     """Where the instances go: the subnet, alone or inside the EFA interfaces; the group."""
-    out: dict[str, Any] = {}
-    if plan.efa_interfaces:
-        groups = [plan.security_group] if plan.security_group else []
+    net, out = plan.network, dict[str, Any]()
+    if net.efa_interfaces:
+        groups = [net.security_group] if net.security_group else []
         out["NetworkInterfaces"] = efa.interfaces(
-            plan.efa_interfaces, security_groups=groups, subnet_id=placement.subnet_id
+            net.efa_interfaces, security_groups=groups, subnet_id=placement.subnet_id
         )
     else:
         out["SubnetId"] = placement.subnet_id
-    if plan.placement_group:
-        out["Placement"] = {"GroupName": plan.placement_group}
+    if net.placement_group:
+        out["Placement"] = {"GroupName": net.placement_group}
     return out
 
 
@@ -120,7 +128,8 @@ def fleet_template_data(plan: LaunchPlan, user_data_b64: str) -> dict[str, Any]:
 
 def fleet_params(plan: LaunchPlan, *, version: int, token: str) -> dict[str, Any]:
     n = plan.spec.count
-    group = {"Placement": {"GroupName": plan.placement_group}} if plan.placement_group else {}
+    name = plan.network.placement_group
+    group = {"Placement": {"GroupName": name}} if name else {}
     overrides = [
         {"SubnetId": p.subnet_id, "InstanceType": plan.spec.instance_type, **group}
         for p in plan.placements

@@ -17,6 +17,7 @@ from atomic_gang import GangSpec, keys
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws import parse
 from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.aws.cluster import Reservation
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import PlacementGroup
@@ -40,11 +41,12 @@ class PlacementGroups:
     def name_for(self, pool: str) -> str:
         return naming.placement_group_name(cluster=self._cluster, pool=pool)
 
-    def for_launch(self, spec: GangSpec, reservation_group_arn: str = "") -> str | None:
+    def for_launch(self, spec: GangSpec, reservation: Reservation | None = None) -> str | None:
         """The group the gang goes into: its reservation's (the capacity is in there), the
-        user's, the pool's own (made now), or none."""
-        if reservation_group_arn:
-            held = reservation_group_arn.rsplit("/", 1)[-1]
+        user's, the pool's own, or none. Called last of the checks before a launch, as it
+        may create the group: that bills nothing, but counts against the region's 500."""
+        if reservation is not None and reservation.placement_group_arn:
+            held = reservation.placement_group_arn.rsplit("/", 1)[-1]
             if spec.placement_group_name not in (None, held):
                 raise CloudError(
                     "CapacityReservationMismatch",
