@@ -14,6 +14,7 @@ from atomic_gang import GangSpec, GoDuration
 from atomic_gang_provisioner.cloud import naming, topology
 from atomic_gang_provisioner.cloud.aws import efa
 from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.aws.cluster import Reservation
 from atomic_gang_provisioner.cloud.aws.instance_types import TypeInfo
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
@@ -195,12 +196,13 @@ def test_a_reservation_inside_a_group_takes_the_gang_into_it() -> None:
         cluster="c",
     )
     arn = "arn:aws:ec2:us-east-1:123456789012:placement-group/reserved-here"
+    held = Reservation("cr-1", "us-east-1a", "p4d.24xlarge", False, "active", arn)
     reserved = spec(capacity_reservation_id="cr-1", placement="cluster")
-    assert groups.for_launch(reserved, arn) == "reserved-here"  # not a group of our own
+    assert groups.for_launch(reserved, held) == "reserved-here"  # not a group of our own
     named = spec(capacity_reservation_id="cr-1", placement_group_name="reserved-here")
-    assert groups.for_launch(named, arn) == "reserved-here"
+    assert groups.for_launch(named, held) == "reserved-here"
     with pytest.raises(CloudError) as err:
-        groups.for_launch(spec(capacity_reservation_id="cr-1", placement_group_name="x"), arn)
+        groups.for_launch(spec(capacity_reservation_id="cr-1", placement_group_name="x"), held)
     assert err.value.code == "CapacityReservationMismatch"
     assert "reserved-here" in err.value.message
     assert groups.for_launch(spec(placement_group_name="x")) == "x"
