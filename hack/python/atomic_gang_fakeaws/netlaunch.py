@@ -118,7 +118,8 @@ class FleetFit:
     def __init__(self, state: FakeState, backend: Any) -> None:
         self._state, self._backend = state, backend
         self._taken: Counter[str] = Counter()
-        self._last: LaunchNet | None = None
+        self._zones: dict[str, str] = {}  # a cluster group's AZ within this one fleet
+        self._last: tuple[LaunchNet, str] | None = None
         self.nets: dict[tuple[str | None, str], LaunchNet] = {}
 
     def room(
@@ -133,18 +134,25 @@ class FleetFit:
             request={"Placement": override.get("Placement")},
             subnet_fill=override.get("SubnetId"),
         )
-        self._last = self.nets[(override.get("SubnetId"), instance_type)] = net
+        self.nets[(override.get("SubnetId"), instance_type)] = net
+        self._last = (net, zone)
         if net.group is None:
             return UNLIMITED
-        conflict = placement.zone_conflict(self._backend, net.group, zone)
+        conflict = placement.zone_conflict(
+            self._backend, net.group, zone, also=self._zones.get(net.group.name)
+        )
         if conflict is not None:
             raise conflict
         free = placement.free(self._state, self._backend, net.group, instance_type)
         return UNLIMITED if free is None else max(0, free - self._taken[net.group.name])
 
     def take(self, count: int) -> None:
-        if self._last is not None and self._last.group is not None:
-            self._taken[self._last.group.name] += count
+        if self._last is None or self._last[0].group is None or not count:
+            return
+        group, zone = self._last[0].group, self._last[1]
+        self._taken[group.name] += count
+        if group.strategy == "cluster":
+            self._zones[group.name] = zone
 
 
 @contextmanager

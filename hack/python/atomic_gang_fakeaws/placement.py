@@ -194,11 +194,14 @@ def _live_members(backend: Any, group: Group) -> list[Any]:
     return [i for i in members(backend, group) if i.state in LIVE and i.state != "shutting-down"]
 
 
-def zone_conflict(backend: Any, group: Group, zone: str) -> AwsError | None:
-    """A cluster group is one AZ: the one its live members are in."""
+def zone_conflict(
+    backend: Any, group: Group, zone: str, *, also: str | None = None
+) -> AwsError | None:
+    """A cluster group is one AZ: the one its live members (or ``also``: those about to
+    launch in the same fleet) are in."""
     if group.strategy != "cluster":
         return None
-    zones = {i.placement.zone for i in _live_members(backend, group)}
+    zones = {i.placement.zone for i in _live_members(backend, group)} | ({also} if also else set())
     if zones and zone not in zones:
         return AwsError(
             "InvalidPlacementGroup.InUse",

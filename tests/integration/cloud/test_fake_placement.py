@@ -210,3 +210,34 @@ def test_fleet_overrides_and_templates_carry_the_group(
     unknown = fleet(ec2, world, 1, {"Placement": {"GroupName": "nope"}})
     assert unknown["Errors"][0]["ErrorCode"] == "InvalidPlacementGroup.Unknown"
     assert len(live()) == 3
+
+
+def test_one_fleet_does_not_spread_a_cluster_group_over_two_zones(
+    admin: dict[str, Any], world: World, fake: FakeAws
+) -> None:
+    ec2 = admin["ec2"]
+    create(ec2, "gang")
+    fake.set_capacity("us-east-1a", TYPE, 2)  # the first zone holds only half the gang
+    lt = ec2.create_launch_template(
+        LaunchTemplateName="two-zones", LaunchTemplateData={"ImageId": AMI, "InstanceType": TYPE}
+    )["LaunchTemplate"]["LaunchTemplateId"]
+    answer = ec2.create_fleet(
+        Type="instant",
+        TargetCapacitySpecification={
+            "TotalTargetCapacity": 4,
+            "DefaultTargetCapacityType": "on-demand",
+        },
+        OnDemandOptions={"MinTargetCapacity": 4, "SingleInstanceType": True},
+        LaunchTemplateConfigs=[
+            {
+                "LaunchTemplateSpecification": {"LaunchTemplateId": lt, "Version": "1"},
+                "Overrides": [
+                    {"SubnetId": world.subnets[z], "Placement": {"GroupName": "gang"}}
+                    for z in ("us-east-1a", "us-east-1b")
+                ],
+            }
+        ],
+    )
+    assert answer["Instances"] == []
+    assert "InvalidPlacementGroup.InUse" in {e["ErrorCode"] for e in answer["Errors"]}
+    assert live() == []
