@@ -258,3 +258,22 @@ def test_a_cluster_group_busy_in_another_zone_is_a_shortfall(
         (REGION + "b", "InvalidPlacementGroup.InUse")
     ]
     assert len(live()) == 1
+
+
+def test_a_group_vanishing_while_it_is_adopted_is_tried_again(
+    make_provider: Factory, make_spec: Spec, fake: FakeAws
+) -> None:
+    spec = make_spec(count=1, placement="cluster")
+    assert isinstance(acquire(make_provider(), spec), Launched)
+    fake.add_rule(
+        {
+            "action": "DescribePlacementGroups",
+            "code": "InvalidPlacementGroup.Unknown",
+            "status": 400,
+        }
+    )
+    restarted = make_provider()
+    gone = acquire(restarted, spec, generation=1)
+    assert isinstance(gone, RetryLater)
+    assert gone.code == "PlacementGroupGone"
+    assert isinstance(acquire(restarted, spec, generation=1), Launched)

@@ -9,6 +9,7 @@ from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_provisioner.cloud import AcquireRequest, Launched
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
+from atomic_gang_provisioner.cloud.aws.topology import THROTTLED_WAIT
 from atomic_gang_provisioner.cloud.naming import placement_group_name
 from tests.integration.cloud.conftest import CLUSTER, FakeClock
 
@@ -71,3 +72,20 @@ def test_gangs_outside_a_group_spread_and_unsupported_types_have_none(
     )
     read = provider.read_topology(small)
     assert (read.nodes, read.spread, read.retry_after) == ((), 0, 0)
+
+
+def test_throttled_by_ec2_after_the_retries_is_a_later_not_an_error(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    ids = launch(provider, make_spec(count=2, placement="cluster"))
+    fake.add_rule(
+        {
+            "action": "DescribeInstanceTopology",
+            "code": "RequestLimitExceeded",
+            "status": 503,
+            "times": None,
+        }
+    )
+    read = provider.read_topology(ids)
+    assert (read.nodes, read.retry_after) == ((), THROTTLED_WAIT)
+    assert len(fake.calls("DescribeInstanceTopology")) == 4  # the caller's retry budget
