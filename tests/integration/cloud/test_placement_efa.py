@@ -21,8 +21,8 @@ from atomic_gang_provisioner.cloud import (
     Shortfall,
 )
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
+from atomic_gang_provisioner.cloud.leaks import PoolView, orphaned_groups
 from atomic_gang_provisioner.cloud.naming import placement_group_name
-from atomic_gang_provisioner.cloud.reaper import PoolView, orphaned_groups
 from tests.integration.cloud.conftest import CLUSTER, REGION, TYPE, Factory, backend, live
 
 Spec = Callable[..., GangSpec]

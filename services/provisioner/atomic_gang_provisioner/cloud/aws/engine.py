@@ -117,7 +117,7 @@ class Ec2Provider:
             if request.spec.mode == "fleet":
                 result = self._acquirer.fleet(plan, self._user_data_b64(plan))
             else:
-                result = self._acquirer.sweep(plan)
+                result = self._acquirer.zone_by_zone(plan)
         except CloudError as err:
             return failure(err)
         return self._own_group_gone(request.spec, result)
