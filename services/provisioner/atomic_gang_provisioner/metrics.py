@@ -26,6 +26,8 @@ class ProvisionerMetrics:
     queue_depth: Gauge
     leader: Gauge
     check_transitions: Counter
+    spread: Gauge
+    reaped_groups: Counter
 
     @classmethod
     def create(cls) -> ProvisionerMetrics:
@@ -65,5 +67,11 @@ class ProvisionerMetrics:
             leader=gauge("leader", "1 while this replica holds the leader lease."),
             check_transitions=counter(
                 "admission_check_transitions", "AdmissionCheckState writes by state.", "state"
+            ),
+            spread=gauge(
+                "pool_spread", "Bottom-layer network nodes the pool's gang spans.", "pool"
+            ),
+            reaped_groups=counter(
+                "reaped_placement_groups", "Managed placement groups of deleted pools."
             ),
         )

@@ -1,13 +1,15 @@
 """Joining: N instances launched; wait for exactly N Ready Nodes of this group.
 
 Satisfied needs N live instance ids (one describe, taken only once all N Nodes
-are Ready), N Ready Nodes whose providerIDs match, and the active group's
-labels. The join watchdog releases the whole set at the deadline: no
+are Ready), N Ready Nodes whose providerIDs match, the active group's
+labels, and (types EC2 reports topology for) the gang's network topology read,
+within ``max-spread`` when set. The join watchdog releases the whole set at the deadline: no
 half-joined pool is ever left waiting.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
@@ -22,7 +24,7 @@ from atomic_gang_provisioner.pool.model import (
     seconds_until,
     update,
 )
-from atomic_gang_provisioner.pool.phases import releasing
+from atomic_gang_provisioner.pool.phases import releasing, topology
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
@@ -56,7 +58,11 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         return Plan(status=status, requeue_after=seconds_until(status.joinDeadline, now))
     if observed.instances is None:
         return Plan(status=status, describe=True)
-    return _satisfied(pool, status, now)
+    placed = topology.gate(pool, status, observed)
+    if isinstance(placed, Plan):
+        return placed
+    plan = _satisfied(pool, placed.status, now)
+    return replace(plan, label_nodes=placed.labels, metrics=placed.metrics + plan.metrics)
 
 
 def _satisfied(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) -> Plan:
@@ -69,6 +75,7 @@ def _satisfied(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) ->
         claimKey=claim_key(pool),
         unhealthySince=None,
         joinDeadline=None,
+        consecutiveShortfalls=0,
     )
     metrics: list[Metric] = []
     if status.acquiringSince is not None:

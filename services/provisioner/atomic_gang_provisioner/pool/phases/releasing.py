@@ -22,6 +22,9 @@ from atomic_gang_provisioner.pool.model import (
     update,
 )
 
+# A set released for these counts as a failed attempt (of acquireAttemptsBeforeRetry).
+COUNTED = frozenset({"JoinTimeout", "TopologySpread"})
+
 
 def request(status: GangNodePoolStatus) -> ReleaseRequest:
     return ReleaseRequest(
@@ -43,7 +46,7 @@ def begin(
     new = update(status, phase="Releasing")
     if warning:
         new = update(new, lastErrorReason=reason, lastError=message)
-    if reason == "JoinTimeout":  # a set that never joins counts as a failed attempt
+    if reason in COUNTED:
         new = update(new, consecutiveShortfalls=status.consecutiveShortfalls + 1)
     return Plan(status=new, release=request(new), events=(event(reason, message, warning=warning),))
 
@@ -83,11 +86,20 @@ def after_release(
         launchedAt=None,
         satisfiedAt=None,
         unhealthySince=None,
+        networkNodes=None,
+        spread=0,
     )
     events = (event("Released", f"Terminated {n} instance(s); nothing left billing"),) if n else ()
     metrics = (Metric(name="released", value=float(n)),) if n else ()
-    if pool.deleting:
-        return Plan(status=cleared, remove_finalizer=True, events=events, metrics=metrics)
+    if pool.deleting:  # the pool's own placement group goes before the finalizer
+        group = bool(cleared.placementGroup)
+        return Plan(
+            status=cleared,
+            remove_finalizer=not group,
+            events=events,
+            metrics=metrics,
+            requeue_after=knobs.release_poll if group else None,
+        )
     if status.phase == "Degraded":  # wait there until the degraded claim is gone
         return Plan(status=cleared, events=events, metrics=metrics)
     if claim_key(pool):
@@ -98,4 +110,9 @@ def after_release(
             acquiringSince=status.acquiringSince or now,
         )
         return Plan(status=nxt, events=events, metrics=metrics)
-    return Plan(status=update(cleared, phase="Idle", claimKey=""), events=events, metrics=metrics)
+    return Plan(
+        status=update(cleared, phase="Idle", claimKey=""),
+        events=events,
+        metrics=metrics,
+        requeue_after=knobs.release_poll if cleared.placementGroup else None,  # Idle deletes it
+    )
