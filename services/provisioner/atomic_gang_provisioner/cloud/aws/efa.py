@@ -28,7 +28,7 @@ def interface_count(spec: GangSpec, info: TypeInfo) -> int:
         raise CloudError(
             "EfaNotSupported",
             f"instance type {spec.instance_type} does not support EFA (EfaSupported is"
-            " false in DescribeInstanceTypes)",
+            " false in DescribeInstanceTypes: its limit is 0 EFA interfaces)",
         )
     if spec.efa == "max":
         return info.max_efa_interfaces
