@@ -45,9 +45,7 @@ class ProvisionerMetrics:
 
         return cls(
             registry=r,
-            acquisitions=counter(
-                "acquisitions", "Acquisition attempts by mode and result.", "mode", "result"
-            ),
+            acquisitions=counter("acquisitions", "Attempts by mode and result.", "mode", "result"),
             shortfalls=counter(
                 "shortfalls", "Failed attempts (nothing billed) by reason.", "reason"
             ),
@@ -68,10 +66,6 @@ class ProvisionerMetrics:
             check_transitions=counter(
                 "admission_check_transitions", "AdmissionCheckState writes by state.", "state"
             ),
-            spread=gauge(
-                "pool_spread", "Bottom-layer network nodes the pool's gang spans.", "pool"
-            ),
-            reaped_groups=counter(
-                "reaped_placement_groups", "Managed placement groups of deleted pools."
-            ),
+            spread=gauge("pool_spread", "Network nodes (bottom layer) a gang spans.", "pool"),
+            reaped_groups=counter("reaped_placement_groups", "Groups of deleted pools."),
         )

@@ -21,31 +21,13 @@ import yaml
 
 from atomic_gang import keys as k
 from atomic_gang_devstack.bins import Bins
-from tests.integration.chart.render import CHART, KUBE_VERSION, REQUIRED
 from tests.integration.kube.conftest import ControlPlane
-from tests.integration.kube.test_gang_node_policy import Kubectl
+from tests.integration.kube.test_gang_node_policy import Kubectl, policy_docs
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.kube
 LAYER = "topology.k8s.aws/network-node-layer-"
 DENIED = "the provisioner may"
-
-
-def _policy_docs() -> list[dict[str, Any]]:
-    helm = Bins.load().path("helm")
-    out = subprocess.run(
-        [
-            *(str(helm), "template", "agp", str(CHART), "--namespace", "atomic-gang-system"),
-            *("--kube-version", KUBE_VERSION, "--show-only", "templates/node-label-policy.yaml"),
-            *("--values", "-"),
-        ],
-        input=yaml.safe_dump(REQUIRED),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
 
 
 def _controller(docs: list[dict[str, Any]]) -> str:
@@ -85,7 +67,7 @@ def setup(control_plane: ControlPlane) -> Iterator[tuple[Kubectl, str, str, str]
     bins = Bins.load()
     bins.ensure(("kubectl", "helm"))
     ctl = Kubectl(bins.path("kubectl"), control_plane.kubeconfig)
-    docs = _policy_docs()
+    docs = policy_docs("templates/node-label-policy.yaml")
     user = _controller(docs)
     tag = uuid.uuid4().hex[:6]
     gang, other = f"gang-{tag}", f"plain-{tag}"

@@ -1,14 +1,11 @@
 """Everything a launch needs to know that changes rarely, with a TTL cache.
 
-Join parameters, the VPC, the authentication mode and the cluster security
-group come from eks:DescribeCluster; whether the node role may join from
-``access``; AZ→subnet placement (and the Job's own subnets, checked) from
-ec2:DescribeSubnets; the AMI from the EKS-optimized AL2023 SSM parameter; the
-architecture and EFA limits from ec2:DescribeInstanceTypes (the EFA self rule
-from DescribeSecurityGroups); the instance profile is verified with
-iam:GetInstanceProfile (and, with ``iam.selfManageInstanceProfile``, created
-with the node role when missing). Caching keeps a warm acquisition at one launch
-call plus the adoption read."""
+Join parameters, VPC, authentication mode and cluster security group from eks:DescribeCluster (node
+role access: ``access``); AZ→subnet placement (the Job's own subnets checked) from
+ec2:DescribeSubnets; the AMI from the EKS-optimized AL2023 SSM parameter; architecture and EFA
+limits from ec2:DescribeInstanceTypes; the EFA self rule from DescribeSecurityGroups; the instance
+profile from iam:GetInstanceProfile (made when missing, with ``iam.selfManageInstanceProfile``).
+Caching keeps a warm acquisition at one launch call plus the adoption read."""
 
 from __future__ import annotations
 
