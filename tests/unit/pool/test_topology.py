@@ -158,3 +158,22 @@ def test_satisfied_starts_the_attempt_count_from_zero() -> None:
     )
     assert plan.status.phase == "Satisfied"
     assert plan.status.consecutiveShortfalls == 0
+
+
+def test_unreadable_topology_without_max_spread_goes_on_with_a_warning() -> None:
+    plan = machine.decide(launched(), joined(TopologyRead(error="UnauthorizedOperation: no")), NOW)
+    assert plan.status.phase == "Satisfied"
+    assert (plan.status.networkNodes, plan.status.spread) == ({}, 0)
+    warned = [e for e in plan.events if e.reason == "TopologyUnavailable"]
+    assert len(warned) == 1
+    assert "UnauthorizedOperation: no" in warned[0].message
+    assert plan.label_nodes == ()
+
+
+def test_unreadable_topology_with_max_spread_waits_for_it() -> None:
+    p = shaped(launched(), maxSpread=1)
+    plan = machine.decide(p, joined(TopologyRead(error="UnauthorizedOperation: no")), NOW)
+    assert plan.status.phase == "Joining"
+    assert plan.status.networkNodes is None  # read again next round
+    assert plan.requeue_after == 30.0
+    assert plan.status.lastError == "UnauthorizedOperation: no"

@@ -228,11 +228,13 @@ class TopologyRead:
 
     An instance without an entry has none (unsupported type, not running yet).
     ``retry_after`` > 0: the client-side limiter had no token left, so the rest was not
-    asked; call again after that many seconds.
+    asked; call again after that many seconds. ``error``: the call failed (e.g. not
+    authorised); nothing was read.
     """
 
     nodes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     retry_after: float = 0.0
+    error: str = ""
 
     def of(self, instance_id: str) -> tuple[str, ...]:
         return next((n for iid, n in self.nodes if iid == instance_id), ())

@@ -13,7 +13,8 @@ from dataclasses import replace
 from typing import Any
 
 from atomic_gang_provisioner.api import FINALIZER, GangNodePool
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
 from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFoundError
 from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.pool import machine
@@ -78,7 +79,7 @@ class PoolReconciler:
             observed = replace(observed, instances=described)
             plan = machine.decide(pool, observed, now)
         if plan.read_topology:
-            read = self.ctx.cloud.read_topology(plan.read_topology)
+            read = self._read_topology(plan.read_topology)
             plan = machine.decide(pool, replace(observed, topology=read), now)
         if plan.find is not None:
             found = self.ctx.cloud.find(pool=pool.name, generation=plan.find)
@@ -90,6 +91,13 @@ class PoolReconciler:
             log.info("pool write conflicted; retrying", extra={"pool": name, "error": str(err)})
             return Result(requeue=True)
         return Result(requeue_after=plan.requeue_after)
+
+    def _read_topology(self, instance_ids: tuple[str, ...]) -> TopologyRead:
+        """A failed read is a fact for decide (a gang without max-spread goes on)."""
+        try:
+            return self.ctx.cloud.read_topology(instance_ids)
+        except CloudError as err:
+            return TopologyRead(error=f"{err.code}: {err.message}")
 
     def _perform(self, pool: GangNodePool, plan: Plan) -> Plan:
         ctx = self.ctx

@@ -9,10 +9,9 @@ half-joined pool is ever left waiting.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
-from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Metric,
@@ -59,13 +58,11 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     if observed.instances is None:
         return Plan(status=status, describe=True)
     placed = topology.gate(pool, status, observed)
-    if isinstance(placed, Plan):
-        return placed
-    plan = _satisfied(pool, placed.status, now)
-    return replace(plan, label_nodes=placed.labels, metrics=placed.metrics + plan.metrics)
+    return placed if isinstance(placed, Plan) else _satisfied(pool, placed, now)
 
 
-def _satisfied(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) -> Plan:
+def _satisfied(pool: GangNodePool, placed: topology.Placed, now: datetime) -> Plan:
+    status = placed.status
     n = len(status.instanceIds)
     new = update(
         status,
@@ -85,4 +82,9 @@ def _satisfied(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) ->
     if status.launchedAt is not None:
         metrics.append(Metric(name="joined", value=(now - status.launchedAt).total_seconds()))
     msg = f"All {n} nodes of group {status.activeGroup} are Ready"
-    return Plan(status=new, events=(event("Satisfied", msg),), metrics=tuple(metrics))
+    return Plan(
+        status=new,
+        label_nodes=placed.labels,
+        events=(*placed.events, event("Satisfied", msg)),
+        metrics=(*placed.metrics, *metrics),
+    )
