@@ -16,6 +16,7 @@ from atomic_gang_devstack.components.cloud import fakeaws_endpoint
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.resources import JOBS, NODES, POOLS
+from tests.e2e.kube import Kube
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import Replicas, World, iter_pods, reaper_sweeps
 from tests.support.wait import wait_for
@@ -116,7 +117,7 @@ def test_efa_on_a_type_without_efa_is_rejected_naming_type_and_limit(
 
 
 def test_gang_in_its_group_with_efa_labelled_spread_one(
-    world: World, replica: Replicas, namespace: str
+    world: World, replica: Replicas, namespace: str, kube: Kube
 ) -> None:
     pool = unique("pg")
     submitted = world.submit(network_job("pg", namespace, pool=pool, keep_warm_ttl="0s"))
@@ -138,6 +139,10 @@ def test_gang_in_its_group_with_efa_labelled_spread_one(
     assert ready.status.spread == 1
     bottom = {n[-1] for n in (ready.status.networkNodes or {}).values()}
     assert len(bottom) == 1
+    header, row = kube.run("get", "gnp", pool, "-o", "wide").stdout.splitlines()
+    assert header.split()[-1] == "SPREAD"
+    assert row.split()[-1] == "1"
+    assert f'atomic_gang_pool_spread{{pool="{pool}"}} 1.0' in replica.metrics("net-a")
     for name in names:
         labels = world.kube.get(NODES, name)["metadata"]["labels"]
         iid = name.removeprefix("node-")
