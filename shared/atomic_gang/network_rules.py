@@ -9,11 +9,11 @@ before it launches; the rules here are the ones a Job can be told about at once.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from atomic_gang import keys, patterns
-from atomic_gang.errors import Collector
+from atomic_gang.errors import Collector, Reason
 
 PLACEMENTS: Final = ("cluster",)
 # EC2 names a placement group with up to 255 ASCII characters.
@@ -22,18 +22,30 @@ GROUP_NAME: Final = re.compile(r"^[\x21-\x7e]{1,255}$", re.ASCII)
 MAX_EFA: Final = 32
 
 
-def _placement(ann: Mapping[str, str], out: Collector) -> str | None:
-    raw = ann.get(keys.PLACEMENT)
-    if raw is None or raw in PLACEMENTS:
-        return raw
-    out.add(
-        keys.PLACEMENT,
-        "InvalidPlacement",
-        "must be one of " + ", ".join(PLACEMENTS),
-        raw,
-        "cluster: the controller creates and owns a cluster placement group for the pool",
-    )
-    return None
+def _value(
+    ann: Mapping[str, str],
+    key: str,
+    parse: Callable[[str], Any],
+    out: Collector,
+    *,
+    reason: Reason,
+    rule: str,
+    hint: str,
+) -> Any:
+    """``parse(raw)``, or None (with a violation when ``parse`` refused a value)."""
+    raw = ann.get(key)
+    if raw is None:
+        return None
+    value = parse(raw)
+    if value is None:
+        out.add(key, reason, rule, raw, hint)
+    return value
+
+
+def _efa_count(raw: str) -> int | str | None:
+    if raw == "true":
+        return "max"
+    return int(raw) if patterns.COUNT.match(raw) and int(raw) <= MAX_EFA else None
 
 
 def _group_name(ann: Mapping[str, str], out: Collector) -> str | None:
@@ -62,38 +74,36 @@ def _group_name(ann: Mapping[str, str], out: Collector) -> str | None:
     return raw
 
 
-def _efa(ann: Mapping[str, str], out: Collector) -> int | str | None:
-    raw = ann.get(keys.EFA)
-    if raw is None:
-        return None
-    if raw == "true":
-        return "max"
-    if patterns.COUNT.match(raw) and int(raw) <= MAX_EFA:
-        return int(raw)
-    out.add(
+def _scalars(ann: Mapping[str, str], out: Collector) -> tuple[Any, Any, Any]:
+    """placement, efa, max-spread."""
+    placement = _value(
+        ann,
+        keys.PLACEMENT,
+        lambda raw: raw if raw in PLACEMENTS else None,
+        out,
+        reason="InvalidPlacement",
+        rule="must be one of " + ", ".join(PLACEMENTS),
+        hint="cluster: the controller creates and owns a cluster placement group for the pool",
+    )
+    efa = _value(
+        ann,
         keys.EFA,
-        "InvalidEfa",
-        f'must be "true" (as many EFA interfaces as the type allows) or a count 1..{MAX_EFA}',
-        raw,
-        'e.g. "true", or "1" for one interface per instance; remove the key for no EFA',
+        _efa_count,
+        out,
+        reason="InvalidEfa",
+        rule=f'must be "true" (as many EFA interfaces as the type allows) or a count 1..{MAX_EFA}',
+        hint='e.g. "true", or "1" for one interface per instance; remove the key for no EFA',
     )
-    return None
-
-
-def _max_spread(ann: Mapping[str, str], out: Collector) -> int | None:
-    raw = ann.get(keys.MAX_SPREAD)
-    if raw is None:
-        return None
-    if patterns.COUNT.match(raw):
-        return int(raw)
-    out.add(
+    spread = _value(
+        ann,
         keys.MAX_SPREAD,
-        "InvalidMaxSpread",
-        "must be a positive integer: the bottom-layer network nodes a Ready gang may span",
-        raw,
-        'e.g. "1": every instance under one network node',
+        lambda raw: int(raw) if patterns.COUNT.match(raw) else None,
+        out,
+        reason="InvalidMaxSpread",
+        rule="must be a positive integer: the bottom-layer network nodes a Ready gang may span",
+        hint='e.g. "1": every instance under one network node',
     )
-    return None
+    return placement, efa, spread
 
 
 def _one_zone(
@@ -115,7 +125,7 @@ def check_network(
     out: Collector,
 ) -> dict[str, Any]:
     """The network GangSpec fields (None when unset or invalid; ``out`` says which)."""
-    placement = _placement(ann, out)
+    placement, efa, spread = _scalars(ann, out)
     if placement is not None and not _one_zone(ann, mode=mode, zones=zones, subnets=subnets):
         out.add(
             keys.PLACEMENT,
@@ -131,6 +141,6 @@ def check_network(
     return {
         "placement": placement,
         "placement_group_name": _group_name(ann, out),
-        "efa": _efa(ann, out),
-        "max_spread": _max_spread(ann, out),
+        "efa": efa,
+        "max_spread": spread,
     }
