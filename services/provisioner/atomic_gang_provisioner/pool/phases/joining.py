@@ -1,10 +1,10 @@
 """Joining: N instances launched; wait for exactly N Ready Nodes of this group.
 
 Satisfied needs N live instance ids (one describe, taken only once all N Nodes
-are Ready), N Ready Nodes whose providerIDs match, the active group's
-labels, and (types EC2 reports topology for) the gang's network topology read,
-within ``max-spread`` when set. The join watchdog releases the whole set at the deadline: no
-half-joined pool is ever left waiting.
+are Ready), N Ready Nodes whose providerIDs match, the active group's labels,
+and (for types EC2 reports topology for) the gang's network topology read,
+within ``max-spread`` when set. The join watchdog releases the whole set at the
+deadline: no half-joined pool is ever left waiting.
 """
 
 from __future__ import annotations
