@@ -177,3 +177,10 @@ def test_unreadable_topology_with_max_spread_waits_for_it() -> None:
     assert plan.status.networkNodes is None  # read again next round
     assert plan.requeue_after == 30.0
     assert plan.status.lastError == "UnauthorizedOperation: no"
+
+
+def test_a_topology_read_that_works_later_clears_the_error() -> None:
+    p = shaped(launched(lastError="UnauthorizedOperation: no"), maxSpread=1)
+    plan = machine.decide(p, joined(read("b1", "b1", "b1", "b1")), NOW)
+    assert plan.status.phase == "Satisfied"
+    assert plan.status.lastError == ""

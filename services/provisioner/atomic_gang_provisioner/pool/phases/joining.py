@@ -73,6 +73,7 @@ def _satisfied(pool: GangNodePool, placed: topology.Placed, now: datetime) -> Pl
         unhealthySince=None,
         joinDeadline=None,
         consecutiveShortfalls=0,
+        lastError="",  # e.g. a topology read that failed a while before it worked
     )
     metrics: list[Metric] = []
     if status.acquiringSince is not None:
