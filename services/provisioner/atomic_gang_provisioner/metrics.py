@@ -26,6 +26,8 @@ class ProvisionerMetrics:
     queue_depth: Gauge
     leader: Gauge
     check_transitions: Counter
+    spread: Gauge
+    reaped_groups: Counter
 
     @classmethod
     def create(cls) -> ProvisionerMetrics:
@@ -43,9 +45,7 @@ class ProvisionerMetrics:
 
         return cls(
             registry=r,
-            acquisitions=counter(
-                "acquisitions", "Acquisition attempts by mode and result.", "mode", "result"
-            ),
+            acquisitions=counter("acquisitions", "Attempts by mode and result.", "mode", "result"),
             shortfalls=counter(
                 "shortfalls", "Failed attempts (nothing billed) by reason.", "reason"
             ),
@@ -66,4 +66,6 @@ class ProvisionerMetrics:
             check_transitions=counter(
                 "admission_check_transitions", "AdmissionCheckState writes by state.", "state"
             ),
+            spread=gauge("pool_spread", "Network nodes (bottom layer) a gang spans.", "pool"),
+            reaped_groups=counter("reaped_placement_groups", "Groups of deleted pools."),
         )
