@@ -2,7 +2,7 @@
 # Build the pinned upstream control-plane binaries from the Go module proxy and
 # cache each one by version under $ATOMIC_GANG_CACHE/bin (default ~/.cache/atomic-gang).
 # Only what is missing is rebuilt. Usage: hack/build-bins.sh [component...]
-# Components: etcd kube kueue kwok helm cert-manager kubelet containerd kube-score
+# Components: etcd kube kueue kwok helm cert-manager kubelet containerd kube-score promtool
 # (default: all). kubelet and containerd are the real node's (with runc, the CNI
 # plugins and buildah from Debian's packages: hack/install-node-deps.sh).
 # Also links the Kueue and kwok module sources (chart, CRDs, kwok stages) to
@@ -21,6 +21,9 @@ CERTMANAGER_VERSION=${CERTMANAGER_VERSION:-v1.11.5}
 CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.3.7}
 # A third-party checker of the rendered chart (fast tier).
 KUBESCORE_VERSION=${KUBESCORE_VERSION:-v1.20.0}
+# Prometheus's promtool: checks and unit-tests the chart's alert rules (fast tier) and lints
+# both services' /metrics (e2e). Prometheus v3.16.0 is Go module v0.316.0.
+PROMTOOL_VERSION=${PROMTOOL_VERSION:-v0.316.0}
 # Bumped whenever a binary's build flags change, so a cached binary built the old
 # way is never reused: the binary's cache name carries it (see bins.py BUILD_KEYS).
 HELM_BUILD=${HELM_BUILD:-rel1}  # rel1: the release Makefile's version ldflags
@@ -180,6 +183,15 @@ build_kube_score() {
     "$KUBESCORE_VERSION" "-X main.version=${KUBESCORE_VERSION#v} -X main.commit=release -X main.date=release"
 }
 
+# promtool with the version ldflags of Prometheus's release (prometheus/common/version).
+build_promtool() {
+  local v=$PROMTOOL_VERSION mod=github.com/prometheus/prometheus pkg=github.com/prometheus/common/version
+  local minor=${v#v0.}; minor=${minor%%.*}  # v0.316.0 -> 316 -> Prometheus 3.16.0
+  local release="3.$(( minor - 300 )).${v##*.}"
+  build_simple promtool "$mod" "$mod/cmd/promtool" "$v" \
+    "-X $pkg.Version=$release -X $pkg.Revision=release -X $pkg.Branch=release -X $pkg.BuildUser=atomic-gang"
+}
+
 # containerd 2.x, its runc shim and ctr, static (the tags of its static release).
 build_containerd() {
   local v=$CONTAINERD_VERSION b ok=1 mod=github.com/containerd/containerd/v2
@@ -227,7 +239,7 @@ build_cert_manager() {
 }
 
 components=("$@")
-ALL=(etcd kube kueue kwok helm cert-manager kubelet containerd kube-score)
+ALL=(etcd kube kueue kwok helm cert-manager kubelet containerd kube-score promtool)
 [[ ${#components[@]} == 0 ]] && components=("${ALL[@]}")
 for c in "${components[@]}"; do
   declare -F "build_${c//-/_}" >/dev/null || { log "unknown component '$c' (${ALL[*]})"; exit 2; }
