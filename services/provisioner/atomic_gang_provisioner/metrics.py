@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from atomic_gang_provisioner.cost import CostLedger
+from atomic_gang_provisioner.poolstats import PoolStats
+
 PREFIX = "atomic_gang_"
 _SLOW = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 3600)
 
@@ -26,11 +29,18 @@ class ProvisionerMetrics:
     queue_depth: Gauge
     leader: Gauge
     check_transitions: Counter
+    check_active: Gauge
+    aws_calls: Counter
+    cost: CostLedger
+    pool_stats: PoolStats
 
     @classmethod
     def create(cls) -> ProvisionerMetrics:
         """One registry, every metric named and described once (a table: read down)."""
         r = CollectorRegistry()
+        cost, pool_stats = CostLedger(), PoolStats()
+        r.register(cost)
+        r.register(pool_stats)
 
         def counter(name: str, doc: str, *labels: str) -> Counter:
             return Counter(PREFIX + name, doc, labels, registry=r)
@@ -66,4 +76,21 @@ class ProvisionerMetrics:
             check_transitions=counter(
                 "admission_check_transitions", "AdmissionCheckState writes by state.", "state"
             ),
+            check_active=gauge(
+                "admission_check_active",
+                "1 while our AdmissionCheck is Active=True, 0 while False.",
+                "admission_check",
+            ),
+            aws_calls=counter(
+                "aws_calls",
+                "AWS API requests sent (each retry counts) by operation and outcome: ok, "
+                "throttled, capacity, quota, transient, not_found, permanent, unexpected.",
+                "operation",
+                "outcome",
+            ),
+            cost=cost,
+            pool_stats=pool_stats,
         )
+
+    def aws_call(self, operation: str, outcome: str) -> None:
+        self.aws_calls.labels(operation, outcome).inc()
