@@ -8,6 +8,7 @@ the Events of all three; ``timeline`` and ``render`` are pure. Exit 0 once expla
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -92,15 +93,30 @@ def _conditions(obj: Obj | None, who: str, types: tuple[str, ...]) -> Iterator[E
             yield Entry(at, who, what, str(cond.get("message", "")))
 
 
+# What the event recorders put in front of the fact: Kueue's folding, our mirroring.
+_PREFIXES = re.compile(r"^(?:\(combined from similar events\): |Pool [a-z0-9.-]+: )+")
+
+
 def _events(events: tuple[Obj, ...]) -> Iterator[Entry]:
+    """One entry per reason: the controller mirrors a pool's Events onto the Job and the
+    Workload, and a retrying acquisition repeats them, so a reason is shown once, at its
+    first time, with how often (the most any one object got) and the latest message."""
+    runs: dict[str, list[tuple[datetime, str, int, str]]] = {}
     for e in events:
         at = _when(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp"))
-        if at is None:
-            continue
-        count = int(e.get("count") or 1)
-        times = f" (×{count})" if count > 1 else ""
-        kind = (e.get("involvedObject") or {}).get("kind", "")
-        yield Entry(at, str(kind), f"event {e.get('reason', '')}{times}", str(e.get("message", "")))
+        if at is not None:
+            kind = str((e.get("involvedObject") or {}).get("kind", ""))
+            message = _PREFIXES.sub("", str(e.get("message", "")))
+            runs.setdefault(str(e.get("reason", "")), []).append(
+                (at, kind, int(e.get("count") or 1), message)
+            )
+    for reason, seen in runs.items():
+        per_object: dict[str, int] = {}
+        for _, kind, count, _ in seen:
+            per_object[kind] = per_object.get(kind, 0) + count
+        times, last = max(per_object.values()), max(seen)
+        more = f" ×{times}, last {last[0].strftime('%H:%M:%SZ')}" if times > 1 else ""
+        yield Entry(min(seen)[0], "event", f"{reason}{more}", last[3])
 
 
 def timeline(seen: Seen) -> list[Entry]:

@@ -243,14 +243,25 @@ def test_the_one_reason(s: Seen, waiting: bool, reason: str, detail: str) -> Non
     assert detail in v.detail
 
 
-def test_timeline_is_in_order_and_names_each_source() -> None:
-    event = {
-        "involvedObject": {"kind": "GangNodePool", "name": "train-4"},
-        "reason": "AcquireShortfall",
-        "message": "InsufficientCapacity",
-        "count": 3,
-        "lastTimestamp": "2026-12-01T12:00:30Z",
+def ev(kind: str, at: str, message: str, count: int = 1) -> dict[str, Any]:
+    return {
+        "involvedObject": {"kind": kind, "name": "x"},
+        "reason": "InsufficientCapacity",
+        "message": message,
+        "count": count,
+        "lastTimestamp": f"2026-12-01T{at}Z",
     }
+
+
+def test_timeline_is_in_order_and_folds_mirrored_and_repeated_events() -> None:
+    """The pool's Events are mirrored onto the Job and the Workload ("Pool p: ..."), and
+    every attempt repeats them: one line per reason, counted once per object."""
+    events = (
+        ev("GangNodePool", "12:00:25", "attempt 1/10"),
+        ev("Job", "12:00:25", "Pool train-4: attempt 1/10"),
+        ev("GangNodePool", "12:00:30", "attempt 2/10", count=2),
+        ev("Workload", "12:00:31", "Pool train-4: (combined from similar events): attempt 3/10"),
+    )
     s = seen(
         workload(RESERVED),
         pool(
@@ -262,7 +273,7 @@ def test_timeline_is_in_order_and_names_each_source() -> None:
                 "12:00:20",
             )
         ),
-        events=(event,),
+        events=events,
     )
     got = [(e.at.strftime("%H:%M:%S"), e.who, e.what) for e in timeline(s)]
     assert got == [
@@ -271,8 +282,9 @@ def test_timeline_is_in_order_and_names_each_source() -> None:
         ("12:00:01", "Workload", "QuotaReserved=True QuotaReserved"),
         ("12:00:02", "check", f"{CHECK}=Pending"),
         ("12:00:20", "GangNodePool", "CapacityShortfall=True InsufficientCapacity"),
-        ("12:00:30", "GangNodePool", "event AcquireShortfall (×3)"),
+        ("12:00:25", "event", "InsufficientCapacity ×3, last 12:00:31Z"),
     ]
+    assert timeline(s)[-1].detail == "attempt 3/10"
     text = render(s, limit=4)
     assert text.startswith("Job team-a/train: gang 4×p4d.24xlarge, pool train-4\n")
     assert "… 2 earlier entries" in text
