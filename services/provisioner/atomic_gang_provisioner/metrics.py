@@ -22,6 +22,7 @@ class ProvisionerMetrics:
     join_duration: Histogram
     keep_warm_reuses: Counter
     reaped: Counter
+    reapable: Gauge
     sweeps: Counter
     released: Counter
     reconcile_errors: Counter
@@ -65,6 +66,12 @@ class ProvisionerMetrics:
             join_duration=slow("join_duration_seconds", "From launch to N Ready nodes."),
             keep_warm_reuses=counter("keep_warm_reuses", "Claims served by a warm set."),
             reaped=counter("reaped_instances", "Instances terminated by the reaper.", "reason"),
+            reapable=gauge(
+                "reapable_instances",
+                "Instances the reaper's last sweep found to terminate, by reason (before the "
+                "release: one that keeps failing keeps this up).",
+                "reason",
+            ),
             sweeps=counter("reaper_sweeps", "Completed reaper sweeps."),
             released=counter("released_instances", "Instances released by pools."),
             reconcile_errors=counter("reconcile_errors", "Reconciles that raised.", "controller"),

@@ -17,12 +17,13 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
+from typing import get_args
 
 from pydantic import ValidationError
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.leaks import PoolView, Reap, find_leaks
+from atomic_gang_provisioner.cloud.leaks import PoolView, Reap, ReapReason, find_leaks
 from atomic_gang_provisioner.cloud.types import ReleaseRequest
 from atomic_gang_provisioner.reconcilers.context import Context, NotLeaderError
 
@@ -104,6 +105,7 @@ class Reaper:
             self._pending_enis |= set(ctx.cloud.recover_enis())
             self._recovered = True
         reaps = self._classify()
+        self._found(reaps)
         if not reaps and not self._pending_enis:
             ctx.metrics.sweeps.inc()
             return {}
@@ -155,6 +157,13 @@ class Reaper:
             # backstop for a controller that was down, so it does not race that timer.
             keep_warm_grace=KEEP_WARM_GRACE,
         )
+
+    def _found(self, reaps: tuple[Reap, ...]) -> None:
+        """What this sweep found to reap, by reason, set before the release: a release that
+        keeps failing keeps the gauge up (AtomicGangInstanceOverMaxLifetime)."""
+        counts = Counter(r.reason for r in reaps)
+        for reason in get_args(ReapReason):
+            self.ctx.metrics.reapable.labels(reason).set(counts.get(reason, 0))
 
     def _record(self, reaps: tuple[Reap, ...]) -> dict[str, int]:
         """Count and log what was terminated (only after the release succeeded)."""
