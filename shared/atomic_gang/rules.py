@@ -12,6 +12,7 @@ from typing import Any
 
 from atomic_gang import allowlists, duration_rules, keys, patterns
 from atomic_gang.errors import Collector, Reason
+from atomic_gang.network_rules import check_network
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import AMI_VARIANTS, MODES, derive_ami_variant
 
@@ -243,6 +244,7 @@ def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> di
     life = duration_rules.max_lifetime(ann, s, out)
     variant = _choice(ann, keys.AMI_VARIANT, AMI_VARIANTS, "InvalidAmiVariant", out)
     ami, cr = _ids(ann, s, out)
+    network = check_network(ann, mode=mode, zones=zones, subnets=subnets, out=out)
     if out.total != before or None in (count, itype, region, role, ttl, life):
         return None
     assert itype is not None
@@ -259,4 +261,5 @@ def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> di
         "ami_variant": variant or derive_ami_variant(itype),
         "ami_id": ami,
         "capacity_reservation_id": cr,
+        **network,
     }

@@ -26,9 +26,9 @@ from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.instances import InstanceResponse
 from moto.ec2.utils import random_fleet_id
 
-from atomic_gang_fakeaws import capacity
+from atomic_gang_fakeaws import capacity, netlaunch
 from atomic_gang_fakeaws.dispatch import current_rule, flat_params
-from atomic_gang_fakeaws.errors import idempotent_mismatch
+from atomic_gang_fakeaws.errors import AwsError, idempotent_mismatch, insufficient_capacity
 from atomic_gang_fakeaws.state import FakeState, Idem, active
 
 _RUN = InstanceResponse.run_instances
@@ -111,8 +111,9 @@ def run_instances(self: Any) -> Any:
 
 def _run_instances(self: Any, state: FakeState, token: str) -> Any:
     backend = self.ec2_backend
+    data = template_data(backend, self._get_param("LaunchTemplate"))
     subnet_id, placement = (
-        self._get_param("SubnetId"),
+        self._get_param("SubnetId") or netlaunch.interface_subnet(self, data),
         self._get_param("Placement.AvailabilityZone"),
     )
     zone = backend.get_subnet(subnet_id).availability_zone if subnet_id else placement
@@ -124,7 +125,7 @@ def _run_instances(self: Any, state: FakeState, token: str) -> Any:
     request = {
         "CapacityReservationSpecification": self._get_param("CapacityReservationSpecification")
     }
-    data = template_data(backend, self._get_param("LaunchTemplate"))
+    net = netlaunch.for_run(self, backend, data)
     target = capacity.Target(
         zone or self.region + "a",
         self._get_param("InstanceType") or data.get("InstanceType") or "m1.small",
@@ -134,7 +135,9 @@ def _run_instances(self: Any, state: FakeState, token: str) -> Any:
     if subnet_id:
         capacity.check_addresses(backend.get_subnet(subnet_id), count)
     capacity.check(state, backend, target, count)
-    result = _RUN(self)
+    net.check(state, backend, zone=target.zone, instance_type=target.instance_type, count=count)
+    with netlaunch.run_context(net):
+        result = _RUN(self)
     reservation: Any = result.result
     eni_tags = _request_tags(self, "network-interface")
     profile = self._get_param("IamInstanceProfile") or data.get("IamInstanceProfile")
@@ -164,7 +167,11 @@ def _spec_counts(self: Any, weight_to_add: float) -> Any:
 
 
 def _allocate(
-    state: FakeState, backend: Any, configs: list[dict[str, Any]], total: int
+    state: FakeState,
+    backend: Any,
+    configs: list[dict[str, Any]],
+    total: int,
+    fit: netlaunch.FleetFit,
 ) -> tuple[list[int], list[dict[str, Any]]]:
     """Fill overrides in order from free capacity; errors name the short ones."""
     counts: list[int] = []
@@ -181,20 +188,27 @@ def _allocate(
                 else override.get("AvailabilityZone", "")
             )
             itype = override.get("InstanceType") or data.get("InstanceType", "")
+            try:
+                room = fit.room(data, override, zone=zone, instance_type=itype)
+            except AwsError as err:  # an invalid override launches nothing; EC2 says why
+                counts.append(0)
+                errors.append(_fleet_error(lt_spec, override, err))
+                continue
             target = capacity.Target(zone, itype, capacity.reservation_target(data))
-            free = capacity.free(state, backend, target) - taken.get(target, 0)
+            free = min(capacity.free(state, backend, target) - taken.get(target, 0), room)
             if subnet:
                 free = min(free, backend.get_subnet(subnet).available_ip_address_count)
             n = max(0, min(free, total - sum(counts)))
             taken[target] = taken.get(target, 0) + n
+            fit.take(n)
             counts.append(n)
             if sum(counts) < total and n < total:
-                errors.append(_fleet_error(lt_spec, override, itype, zone))
+                errors.append(_fleet_error(lt_spec, override, insufficient_capacity(itype, zone)))
     return counts, errors
 
 
 def _fleet_error(
-    lt_spec: dict[str, Any], override: dict[str, Any], itype: str, zone: str
+    lt_spec: dict[str, Any], override: dict[str, Any], err: AwsError
 ) -> dict[str, Any]:
     return {
         "LaunchTemplateAndOverrides": {
@@ -202,19 +216,15 @@ def _fleet_error(
             "Overrides": override,
         },
         "Lifecycle": "on-demand",
-        "ErrorCode": "InsufficientInstanceCapacity",
-        "ErrorMessage": f"We currently do not have sufficient {itype} capacity in {zone}.",
+        "ErrorCode": err.error_code,
+        "ErrorMessage": err.message,
     }
 
 
 def _errors_only(self: Any, code: str, message: str) -> dict[str, Any]:
     """An instant fleet that launched nothing, one error per override."""
     errors = [
-        {
-            **_fleet_error(config.get("LaunchTemplateSpecification") or {}, o, "", ""),
-            "ErrorCode": code,
-            "ErrorMessage": message,
-        }
+        _fleet_error(config.get("LaunchTemplateSpecification") or {}, o, AwsError(code, message))
         for config in self._get_param("LaunchTemplateConfigs", [])
         for o in config.get("Overrides") or [{}]
     ]
@@ -253,7 +263,9 @@ def _launch_fleet(self: Any, state: FakeState, token: str | None) -> dict[str, A
     backend = self.ec2_backend
     total = int(self._get_param("TargetCapacitySpecification", {}).get("TotalTargetCapacity", 0))
     minimum = int(self._get_param("OnDemandOptions", {}).get("MinTargetCapacity") or 0)
-    counts, errors = _allocate(state, backend, self._get_param("LaunchTemplateConfigs", []), total)
+    fit = netlaunch.FleetFit(state, backend)
+    configs = self._get_param("LaunchTemplateConfigs", [])
+    counts, errors = _allocate(state, backend, configs, total, fit)
     if sum(counts) < max(minimum, 1):
         return {"FleetId": random_fleet_id(), "Instances": [], "Errors": errors}
     target = self._get_param("TargetCapacitySpecification", {})
@@ -262,7 +274,8 @@ def _launch_fleet(self: Any, state: FakeState, token: str | None) -> dict[str, A
         target["DefaultTargetCapacityType"] = "on-demand"
     _plan.counts = counts
     try:
-        launched: Any = _FLEET(self).result
+        with netlaunch.fleet_context(fit):
+            launched: Any = _FLEET(self).result
         result: dict[str, Any] = dict(launched)
     finally:
         _plan.counts = None

@@ -13,10 +13,14 @@ from atomic_gang_fakeaws import (
     dispatch,
     ec2_fidelity,
     ec2_launch,
+    efa,
     eks_access,
     eks_ssm,
     iam_conditions,
+    netlaunch,
     perf,
+    placement,
+    topology,
 )
 
 _lock = threading.Lock()
@@ -31,7 +35,8 @@ def install_patches() -> None:
     with _lock:
         if _done:
             return
-        modules = (dispatch, ec2_launch, ec2_fidelity, eks_ssm, eks_access, iam_conditions, perf)
+        modules = [dispatch, ec2_launch, ec2_fidelity, eks_ssm, eks_access, iam_conditions, perf]
+        modules += [placement, efa, netlaunch, topology]
         for module in modules:
             for owner, name, fn in module.PATCHES:
                 patch(owner, name, fn)

@@ -82,6 +82,8 @@ class ProvisionerMetrics:
     queue_depth: Gauge
     leader: Gauge
     check_transitions: Counter
+    spread: Gauge
+    reaped_groups: Counter
     check_active: Gauge
     aws_calls: Counter
     reapable: Gauge
@@ -101,9 +103,7 @@ class ProvisionerMetrics:
 
         return cls(
             registry=r,
-            acquisitions=counter(
-                "acquisitions", "Acquisition attempts by mode and result.", "mode", "result"
-            ),
+            acquisitions=counter("acquisitions", "Attempts by mode and result.", "mode", "result"),
             shortfalls=counter(
                 "shortfalls", "Failed attempts (nothing billed) by reason.", "reason"
             ),
@@ -124,6 +124,8 @@ class ProvisionerMetrics:
             check_transitions=counter(
                 "admission_check_transitions", "AdmissionCheckState writes by state.", "state"
             ),
+            spread=_gauge(r, "pool_spread", "Network nodes (bottom layer) a gang spans.", "pool"),
+            reaped_groups=counter("reaped_placement_groups", "Groups of deleted pools."),
             **_operator_view(r),
         )
 

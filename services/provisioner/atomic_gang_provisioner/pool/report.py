@@ -16,7 +16,7 @@ from atomic_gang_provisioner.api import conditions as c
 from atomic_gang_provisioner.cloud.errors import PERMANENT_REASONS, REJECTING_REASONS
 from atomic_gang_provisioner.pool.model import Knobs, has_resources, update
 
-SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout"})
+SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout", "TopologySpread"})
 MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 32000
 
 

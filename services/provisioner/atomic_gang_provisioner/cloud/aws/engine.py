@@ -1,8 +1,9 @@
 """``Ec2Provider``: the boto3 implementation of the CloudProvider Protocol.
 
-It wires the resolver (cluster, subnets, AMI, profile), the launch-template
-manager, the acquirer, the releaser and the inventory around one retrying
-caller. Clock, monotonic time and sleeper are injected for tests.
+It wires the resolver (cluster, subnets, AMI, profile, EFA checks), the
+launch-template manager, the placement groups, the acquirer, the releaser, the
+inventory and the topology reader around one retrying caller. Clock, monotonic
+time and sleeper are injected for tests.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from atomic_gang import GangSpec
 from atomic_gang_provisioner.cloud import naming
+from atomic_gang_provisioner.cloud.aws import efa
 from atomic_gang_provisioner.cloud.aws.access import AwsAuthReader
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer, failure
 from atomic_gang_provisioner.cloud.aws.calls import Caller
@@ -22,18 +25,25 @@ from atomic_gang_provisioner.cloud.aws.cluster import (
     fit_reservation,
 )
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
-from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, base_template_data
+from atomic_gang_provisioner.cloud.aws.launch import LaunchNetwork, LaunchPlan, base_template_data
+from atomic_gang_provisioner.cloud.aws.placement import UNKNOWN as UNKNOWN_GROUP
+from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.release import Releaser
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
+from atomic_gang_provisioner.cloud.aws.topology import TopologyReader
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
     Instance,
+    PermanentFailure,
+    PlacementGroup,
     ReleaseRequest,
     ReleaseResult,
+    RetryLater,
+    TopologyRead,
 )
 from atomic_gang_provisioner.cloud.userdata import user_data, user_data_b64
 
@@ -78,6 +88,8 @@ class Ec2Provider:
             aws_auth=aws_auth,
         )
         self._templates = Templates(clients=clients, caller=self._caller)
+        self._groups = PlacementGroups(clients=clients, caller=self._caller, cluster=config.cluster)
+        self._topology = TopologyReader(clients=clients, caller=self._caller, monotonic=monotonic)
         self._inv = Inventory(clients=clients, caller=self._caller, cluster=config.cluster)
         self._acquirer = Acquirer(
             clients=clients,
@@ -103,20 +115,41 @@ class Ec2Provider:
                 return adopted
             plan = self._plan(request)
             if request.spec.mode == "fleet":
-                return self._acquirer.fleet(plan, self._user_data_b64(plan))
-            return self._acquirer.zone_by_zone(plan)
+                result = self._acquirer.fleet(plan, self._user_data_b64(plan))
+            else:
+                result = self._acquirer.zone_by_zone(plan)
         except CloudError as err:
             return failure(err)
+        return self._own_group_gone(request.spec, result)
+
+    def _own_group_gone(self, spec: GangSpec, result: AcquireResult) -> AcquireResult:
+        """Our own group deleted under us (the reaper, between its create and this launch,
+        with a stale view of the pools): make it again next time, do not reject the Job."""
+        own = spec.placement is not None and not spec.placement_group_name
+        if own and isinstance(result, PermanentFailure) and result.code == UNKNOWN_GROUP:
+            self._groups.forget(spec.pool)
+            return RetryLater(code=result.code, message=result.message)
+        return result
+
+    def _efa(self, spec: GangSpec, security_group: str) -> int:
+        """EFA interfaces per instance, its prerequisites checked (raises if unmet)."""
+        if spec.efa is None:
+            return 0
+        count = efa.interface_count(spec, self._resolver.instance_type(spec.instance_type))
+        self._resolver.efa_security_group(security_group)
+        return count
 
     def _plan(self, request: AcquireRequest) -> LaunchPlan:
         spec, cluster = request.spec, self.config.cluster
         info = self._resolver.cluster()
         placements = self._resolver.placements(spec)
+        efa_interfaces = self._efa(spec, info.security_group_id)
         data = base_template_data(
             spec=spec,
             ami=self._resolver.ami(spec),
             profile=self._resolver.instance_profile(spec),
             security_group=info.security_group_id,
+            efa_interfaces=efa_interfaces,
         )
         # Before anything is created or launched: a node that cannot join only bills.
         self._resolver.authorize_node_role(spec.node_role_arn)
@@ -128,6 +161,7 @@ class Ec2Provider:
             placements = fit_reservation(spec, reservation, placements)
         if not placements:
             raise CloudError("NoPlacement", "no subnet in any requested or cluster AZ fits")
+        group = self._groups.for_launch(spec, reservation)
         template = self._templates.ensure(
             name=naming.launch_template_name(cluster=cluster, spec=spec),
             data=data,
@@ -143,6 +177,7 @@ class Ec2Provider:
             user_data=user_data(join=info.join, labels=labels, pool=spec.pool),
             tags=naming.group_tags(cluster=cluster, spec=spec, generation=request.generation),
             reservation=reservation,
+            network=LaunchNetwork(group, efa_interfaces, info.security_group_id),
         )
 
     def _user_data_b64(self, plan: LaunchPlan) -> str:
@@ -180,3 +215,20 @@ class Ec2Provider:
 
     def forget_pool(self, pool: str) -> None:
         self._templates.delete_for_pool(cluster=self.config.cluster, pool=pool)
+
+    def delete_placement_group(self, pool: str) -> bool:
+        """The pool's own group deleted (call once its instances are gone): True when it
+        is gone, False while EC2 still counts instances in it (ask again later)."""
+        return self._groups.delete(self._groups.name_for(pool))
+
+    def list_placement_groups(self) -> tuple[PlacementGroup, ...]:
+        """This cluster's managed placement groups, for the reaper."""
+        return self._groups.list_owned()
+
+    def reap_placement_group(self, name: str) -> bool:
+        """Delete a managed group by name (one whose pool is gone); as delete_placement_group."""
+        return self._groups.delete(name)
+
+    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+        """Network nodes of these instances: one limited, cached DescribeInstanceTopology."""
+        return self._topology.read(instance_ids)
