@@ -170,3 +170,12 @@ podAntiAffinity:
             {{- include "agp.selectorLabels" (dict "ctx" .ctx "component" .component) | nindent 12 }}
 {{- end -}}
 {{- end -}}
+
+{{/* An alert's runbook annotations: the docs anchor, and a URL when runbookBaseUrl is set.
+     Call with (dict "ctx" $ "alert" "AlertName"). */}}
+{{- define "agp.alert.runbook" -}}
+runbook: {{ printf "docs/operations.md#%s" (lower .alert) }}
+{{- with .ctx.Values.metrics.prometheusRule.runbookBaseUrl }}
+runbook_url: {{ printf "%s#%s" (trimSuffix "#" .) (lower $.alert) }}
+{{- end }}
+{{- end -}}

@@ -134,6 +134,12 @@ def reaped(r: Reaper, reason: str) -> float:
     return value or 0.0
 
 
+def reapable(r: Reaper, reason: str) -> float | None:
+    return r.ctx.metrics.registry.get_sample_value(
+        "atomic_gang_reapable_instances", {"reason": reason}
+    )
+
+
 def test_pending_enis_are_retried_on_the_next_sweeps_until_deleted() -> None:
     cloud = FakeCloud(
         listed=[orphan("i-1")],
@@ -146,7 +152,9 @@ def test_pending_enis_are_retried_on_the_next_sweeps_until_deleted() -> None:
     r = reaper(cloud)
     assert r.sweep() == {"orphaned": 1}  # terminated: counted although ENIs are pending
     assert r.pending_enis == {"eni-a", "eni-b"}
+    assert reapable(r, "orphaned") == 1
     assert r.sweep() == {}  # nothing listed any more, but the ENIs are not forgotten
+    assert reapable(r, "orphaned") == 0
     assert r.sweep() == {}
     assert r.pending_enis == frozenset()
     r.sweep()  # nothing left: no release call at all
@@ -167,6 +175,8 @@ def test_a_failed_release_counts_and_logs_nothing_and_is_retried(
     with caplog.at_level("WARNING", logger="atomic_gang_provisioner.reaper"):
         assert r.sweep() == {}
     assert reaped(r, "orphaned") == 0
+    assert reapable(r, "orphaned") == 2  # found, not yet gone: the gauge says so
+    assert reapable(r, "max-lifetime") == 0
     assert not [x for x in caplog.records if x.getMessage() == "reaped instance"]
     assert any("release failed" in x.getMessage() for x in caplog.records)
     assert r.pending_enis == {"eni-a"}

@@ -17,12 +17,19 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
+from typing import get_args
 
 from pydantic import ValidationError
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.leaks import PoolView, Reap, find_leaks, orphaned_groups
+from atomic_gang_provisioner.cloud.leaks import (
+    PoolView,
+    Reap,
+    ReapReason,
+    find_leaks,
+    orphaned_groups,
+)
 from atomic_gang_provisioner.cloud.types import ReleaseRequest
 from atomic_gang_provisioner.reconcilers.context import Context, NotLeaderError
 
@@ -105,6 +112,7 @@ class Reaper:
             self._recovered = True
         pools = self._pool_views()
         reaps = self._classify(pools)
+        self._found(reaps)
         self._sweep_groups(pools)
         if not reaps and not self._pending_enis:
             ctx.metrics.sweeps.inc()
@@ -160,6 +168,13 @@ class Reaper:
             # backstop for a controller that was down, so it does not race that timer.
             keep_warm_grace=KEEP_WARM_GRACE,
         )
+
+    def _found(self, reaps: tuple[Reap, ...]) -> None:
+        """What this sweep found to reap, by reason, set before the release: a release that
+        keeps failing keeps the gauge up (AtomicGangInstanceOverMaxLifetime)."""
+        counts = Counter(r.reason for r in reaps)
+        for reason in get_args(ReapReason):
+            self.ctx.metrics.reapable.labels(reason).set(counts.get(reason, 0))
 
     def _sweep_groups(self, pools: dict[str, PoolView]) -> None:
         """Managed placement groups whose pool is gone (listed after the pools: a group

@@ -66,14 +66,15 @@ def to_cloud_error(exc: Exception) -> CloudError | None:
 
 
 class Caller:
-    """Runs client methods with the retry policy; counts what it sent."""
+    """Runs client methods with the retry policy; reports every request it sent with its
+    outcome (``ok`` or the error's class: ``throttled``, ``capacity``, …) to ``on_call``."""
 
     def __init__(
         self,
         *,
         backoff: Backoff,
         sleeper: Sleeper,
-        on_call: Callable[[str], None] | None = None,
+        on_call: Callable[[str, str], None] | None = None,
     ) -> None:
         self.backoff = backoff
         self.sleeper = sleeper
@@ -82,19 +83,23 @@ class Caller:
     def call(self, client: Any, operation: str, **params: Any) -> dict[str, Any]:
         attempt = 0
         while True:
-            if self.on_call is not None:
-                self.on_call(operation)
             try:
                 result: dict[str, Any] = getattr(client, operation)(**params)
+                self._sent(operation, "ok")
                 return result
             except Exception as exc:
                 err = to_cloud_error(exc)
+                self._sent(operation, "unexpected" if err is None else err.kind)
                 if err is None:
                     raise
                 if not err.retryable or attempt + 1 >= self.backoff.max_attempts:
                     raise err from exc
             self.sleeper(self.backoff.delay(attempt))
             attempt += 1
+
+    def _sent(self, operation: str, outcome: str) -> None:
+        if self.on_call is not None:
+            self.on_call(operation, outcome)
 
     def pages(
         self, client: Any, operation: str, key: str, **params: Any

@@ -72,7 +72,7 @@ class Ec2Provider:
         sleeper: Sleeper = real_sleeper,
         wall: Callable[[], datetime] = _utcnow,
         monotonic: Callable[[], float] = time.monotonic,
-        on_call: Callable[[str], None] | None = None,
+        on_call: Callable[[str, str], None] | None = None,
         aws_auth: AwsAuthReader | None = None,
     ) -> None:
         self.config = config
