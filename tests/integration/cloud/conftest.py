@@ -95,7 +95,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def fake(clock: FakeClock) -> Iterator[FakeAws]:
-    with mock_aws(), installed(clock=clock.monotonic) as layer:
+    with mock_aws(), installed(clock=clock.monotonic, wall=clock.now) as layer:
         yield layer
 
 
