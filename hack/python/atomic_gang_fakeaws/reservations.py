@@ -92,8 +92,9 @@ class CapacityReservation:
     def from_spec(
         cls, spec: ReservationSpec, *, now: datetime, account: str
     ) -> CapacityReservation:
-        start = spec.start_date or now
-        end = spec.end_date
+        # EC2's dates are whole seconds: the state turns when the advertised date says.
+        start = (spec.start_date or now).replace(microsecond=0)
+        end = spec.end_date.replace(microsecond=0) if spec.end_date else None
         if end is None and spec.kind == "capacity-block":
             end = start + DEFAULT_BLOCK_LENGTH  # a block always ends
         return cls(

@@ -4,7 +4,7 @@ and credited, EC2's errors, and EC2's own end of a Capacity Block."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ from tests.integration.cloud.conftest import TYPE, FakeClock, live
 from tests.integration.cloud.test_fake_layer import AMI, code, run
 
 ZONE = "us-east-1a"
-BLOCK = {"InstanceMarketOptions": {"MarketType": "capacity-block"}}
+BLOCK: dict[str, Any] = {"InstanceMarketOptions": {"MarketType": "capacity-block"}}
 
 
 def target(rid: str) -> dict[str, Any]:
@@ -290,7 +290,7 @@ def test_ec2_terminates_what_still_runs_30_minutes_before_the_end(
     (record,) = fake.block_terminations()
     assert record["reservationId"] == "cr-b8"
     assert sorted(record["instanceIds"]) == sorted(ids)
-    assert record["due"] <= record["ranAt"]
+    assert datetime.fromisoformat(record["due"]) <= datetime.fromisoformat(record["ranAt"])
     ec2.describe_instances()  # once per block
     assert len(fake.block_terminations()) == 1
 

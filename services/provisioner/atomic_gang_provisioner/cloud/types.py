@@ -7,12 +7,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, Literal
 
 from atomic_gang import GangSpec, GoDuration, keys
 from atomic_gang.durations import DurationError
+from atomic_gang_provisioner.cloud.reservations import BlockPolicy, Reservation
 
 InstanceState = Literal["pending", "running", "shutting-down", "terminated", "stopping", "stopped"]
 # Live: still exists and may bill (cleanup, reaper, adoption must see it).
@@ -38,6 +39,8 @@ class Instance:
     tags: Tags = ()
     client_token: str = ""
     private_dns_name: str = ""
+    capacity_reservation_id: str = ""
+    lifecycle: str = ""  # InstanceLifecycle: "" (on-demand), "spot", "capacity-block"
 
     def tag(self, key: str) -> str | None:
         for k, v in self.tags:
@@ -103,6 +106,10 @@ class AcquireRequest:
 
     spec: GangSpec
     generation: int
+    # How a Capacity Block may be used (drain lead, time needed before the drain point).
+    block_policy: BlockPolicy = field(default_factory=BlockPolicy)
+    # Reservation ids other pools need: described in the same call as this one's.
+    also_reservations: tuple[str, ...] = ()
     # False only when the caller knows no launch at this generation can have happened
     # (it persisted the status that introduced the generation and has not launched since):
     # then the tag lookup before the launch is skipped. The ClientToken still applies.
@@ -131,6 +138,7 @@ class Launched:
     client_token: str
     fleet_id: str | None = None
     adopted: bool = False
+    reservation: Reservation | None = None  # the ODCR or Capacity Block launched into
 
     @property
     def instance_ids(self) -> tuple[str, ...]:

@@ -1,8 +1,8 @@
 """``Ec2Provider``: the boto3 implementation of the CloudProvider Protocol.
 
 It wires the resolver (cluster, subnets, AMI, profile), the launch-template
-manager, the acquirer, the releaser and the inventory around one retrying
-caller. Clock, monotonic time and sleeper are injected for tests.
+manager, the reservation book, the planner and acquirer, the releaser and the
+inventory around one retrying caller. Clock, monotonic time and sleeper are injected for tests.
 """
 
 from __future__ import annotations
@@ -12,30 +12,27 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws.access import AwsAuthReader
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer, failure
 from atomic_gang_provisioner.cloud.aws.calls import Caller
-from atomic_gang_provisioner.cloud.aws.cluster import (
-    Resolver,
-    describe_reservation,
-    fit_reservation,
-)
+from atomic_gang_provisioner.cloud.aws.cluster import Resolver
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
-from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, base_template_data
+from atomic_gang_provisioner.cloud.aws.planner import Planner
 from atomic_gang_provisioner.cloud.aws.release import Releaser
+from atomic_gang_provisioner.cloud.aws.reservations import ReservationBook
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.reservations import Reservation
 from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
     Instance,
+    Launched,
     ReleaseRequest,
     ReleaseResult,
 )
-from atomic_gang_provisioner.cloud.userdata import user_data, user_data_b64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,6 +40,8 @@ class EngineConfig:
     cluster: str
     backoff: Backoff = field(default_factory=Backoff)
     cache_ttl_seconds: float = 600.0
+    # DescribeCapacityReservations answers: short, since available counts move.
+    reservation_ttl_seconds: float = 10.0
     eni_wait_seconds: float = 60.0
     eni_poll_seconds: float = 2.0
     # iam.selfManageInstanceProfile: create the convention-named profile when missing.
@@ -86,6 +85,21 @@ class Ec2Provider:
             templates=self._templates,
             wall=wall,
         )
+        self._book = ReservationBook(
+            ec2=clients.ec2,
+            caller=self._caller,
+            monotonic=monotonic,
+            wall=wall,
+            ttl_seconds=config.reservation_ttl_seconds,
+        )
+        self._planner = Planner(
+            cluster=config.cluster,
+            resolver=self._resolver,
+            templates=self._templates,
+            acquirer=self._acquirer,
+            book=self._book,
+            wall=wall,
+        )
         self._releaser = Releaser(
             clients=clients,
             caller=self._caller,
@@ -99,56 +113,18 @@ class Ec2Provider:
     def acquire(self, request: AcquireRequest) -> AcquireResult:
         try:
             adopted = self._acquirer.adopt(request) if request.adopt else None
+            if isinstance(adopted, Launched):
+                return self._planner.with_reservation(adopted)
             if adopted is not None:
                 return adopted
-            plan = self._plan(request)
-            if request.spec.mode == "fleet":
-                return self._acquirer.fleet(plan, self._user_data_b64(plan))
-            return self._acquirer.sweep(plan)
+            return self._planner.acquire(request)
         except CloudError as err:
             return failure(err)
 
-    def _plan(self, request: AcquireRequest) -> LaunchPlan:
-        spec, cluster = request.spec, self.config.cluster
-        info = self._resolver.cluster()
-        placements = self._resolver.placements(spec)
-        data = base_template_data(
-            spec=spec,
-            ami=self._resolver.ami(spec),
-            profile=self._resolver.instance_profile(spec),
-            security_group=info.security_group_id,
-        )
-        # Before anything is created or launched: a node that cannot join only bills.
-        self._resolver.authorize_node_role(spec.node_role_arn)
-        reservation = None
-        if spec.capacity_reservation_id:
-            reservation = describe_reservation(
-                self._clients, self._caller, spec.capacity_reservation_id
-            )
-            placements = fit_reservation(spec, reservation, placements)
-        if not placements:
-            raise CloudError("NoPlacement", "no subnet in any requested or cluster AZ fits")
-        template = self._templates.ensure(
-            name=naming.launch_template_name(cluster=cluster, spec=spec),
-            data=data,
-            tags=naming.ownership_tags(cluster=cluster, pool=spec.pool),
-        )
-        labels = naming.node_labels(spec=spec, generation=request.generation)
-        return LaunchPlan(
-            spec=spec,
-            generation=request.generation,
-            template=template,
-            base_data=data,
-            placements=placements,
-            user_data=user_data(join=info.join, labels=labels, pool=spec.pool),
-            tags=naming.group_tags(cluster=cluster, spec=spec, generation=request.generation),
-            reservation=reservation,
-        )
-
-    def _user_data_b64(self, plan: LaunchPlan) -> str:
-        info = self._resolver.cluster()
-        labels = naming.node_labels(spec=plan.spec, generation=plan.generation)
-        return user_data_b64(join=info.join, labels=labels, pool=plan.spec.pool)
+    def reservations(
+        self, ids: Sequence[str], *, also: Sequence[str] = ()
+    ) -> dict[str, Reservation | None]:
+        return self._book.get(ids, also=also)
 
     def warm_up(self) -> None:
         """Resolve the cluster and its subnets before the first gang, so it pays no
