@@ -1,4 +1,4 @@
-# atomic-gang-provisioner: developer entry points. See README.md.
+# atomic-gang-provisioner: developer entry points. See README.md and docs/development.md.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -7,11 +7,15 @@ STAMP := $(VENV)/.installed
 
 CRD := charts/atomic-gang-provisioner/crds/gangnodepools.atomic-gang.k8s.aws.yaml
 
-.PHONY: crd helm-sync manifests generate helm-lint helm-test helm-package demo test test-fast lint unit integration e2e bins venv dev-up dev-down bench clean-venv build run
+.PHONY: crd helm-sync manifests generate helm-lint helm-test helm-package demo demo-cluster test test-fast lint unit integration e2e bins venv dev-up dev-down bench clean-venv build run images cluster-up cluster-down docker-build docker-push
 
 ## demo: run the whole product locally (control plane + Kueue + moto + provisioner)
 demo: venv bins
 	@$(BIN)/python -m atomic_gang_devstack.demo
+
+## demo-cluster: the same story, with both services as pods of our images on a real node
+demo-cluster: venv bins images
+	@$(BIN)/python -m atomic_gang_devstack.demo --in-cluster
 
 ## test: every check and every test tier (what CI runs)
 test: venv bins lint
@@ -44,7 +48,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 ## crd / helm-sync / manifests / generate: regenerate the GangNodePool CRD from the pydantic
-## models into the chart (the one generated artifact; manifests and generate are the spec's names)
+## models into the chart (the one generated artifact; manifests and generate are the kubebuilder names)
 crd helm-sync manifests generate: venv
 	$(BIN)/python -m atomic_gang_provisioner.api.crd > $(CRD)
 
@@ -59,7 +63,7 @@ build: venv
 ## (KUBECONFIG, else ~/.kube/config; AWS from the standard environment; ATOMIC_GANG_PROVISIONER_*)
 CONFIG ?=
 run: venv
-	@test -n "$(CONFIG)" || { echo "make run: set CONFIG=<settings.yaml> (the chart's value names, see README: Settings)" >&2; exit 2; }
+	@test -n "$(CONFIG)" || { echo "make run: set CONFIG=<settings.yaml> (the chart's value names, see docs/operations.md: Settings)" >&2; exit 2; }
 	KUBECONFIG="$${KUBECONFIG:-$$HOME/.kube/config}" $(BIN)/atomic-gang-provisioner --config "$(CONFIG)"
 
 ## helm-lint / helm-test / helm-package: the chart (pinned helm, built when missing)
@@ -84,6 +88,26 @@ dev-up: venv bins
 
 dev-down: venv
 	$(BIN)/python -m atomic_gang_devstack down
+
+## images: both images from Dockerfile.{controller,webhook} with buildah on a local base (cached)
+images: venv
+	$(BIN)/python -m atomic_gang_devstack.images
+
+## cluster-up / cluster-down: the stack plus a real kubelet node running cert-manager-issued
+## TLS and our chart (helm upgrade --install, our images); idempotent; down restores the host
+cluster-up: venv bins images
+	$(BIN)/python -m atomic_gang_devstack up --in-cluster
+
+cluster-down: venv
+	$(BIN)/python -m atomic_gang_devstack down
+
+## docker-build / docker-push IMG=<repo>:<tag>: both images for a registry (docker buildx or
+## buildah); the webhook's is <repo>-webhook:<tag>
+docker-build:
+	hack/docker-image.sh build "$(IMG)"
+
+docker-push:
+	hack/docker-image.sh push "$(IMG)"
 
 clean-venv:
 	rm -rf $(VENV)

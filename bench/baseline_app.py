@@ -1,7 +1,7 @@
 """Ceilings for bench/webhook.py: uvicorn apps that answer every POST with a canned
 "allowed" AdmissionReview and read nothing.
 
-``app``        the issue's baseline, "the ceiling of this stack": a FastAPI route on
+``app``        the baseline, "the ceiling of this stack": a FastAPI route on
                uvicorn, what any FastAPI endpoint pays before it does any work.
 ``bare_asgi``  reference only: the same answer as a bare ASGI callable, the ceiling of
                uvicorn + TLS alone. Our admission endpoint skips FastAPI's middleware

@@ -27,16 +27,10 @@ from atomic_gang_devstack.components import default_components
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from atomic_gang_provisioner.kube import Handlers, Informer
-from atomic_gang_provisioner.kube.resource import Resource
-from atomic_gang_provisioner.resources import NODES, WORKLOADS
 from tests.e2e.provisioner.conftest import job
 from tests.e2e.provisioner.harness import World
+from tests.support.resources import LOCAL_QUEUES, NAMESPACES, NODES, WORKLOADS
 from tests.support.wait import wait_for
-
-NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
-LOCAL_QUEUES = Resource(
-    "kueue.x-k8s.io", "v1beta2", "localqueues", namespaced=True, kind="LocalQueue"
-)
 
 
 class Stamps:

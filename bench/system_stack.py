@@ -24,12 +24,9 @@ from atomic_gang_devstack.components import default_components
 from atomic_gang_devstack.components.cloud import FakeAws, fakeaws_endpoint
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
-from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient, Resource
-from atomic_gang_provisioner.resources import NODES, WORKLOADS
+from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient
+from tests.support.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, NODES, WORKLOADS
 
-NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
-LOCAL_QUEUES = Resource("kueue.x-k8s.io", "v1beta2", "localqueues", namespaced=True)
-CLUSTER_QUEUES = Resource("kueue.x-k8s.io", "v1beta2", "clusterqueues", namespaced=False)
 BENCH_KEY = "bench"  # the bench's own access key id in the call log
 LEADER = "atomic-gang-provisioner-0"
 # The chart's lease timings: the dev stack's 4 s lease is too tight for a 2-core box

@@ -2,9 +2,9 @@
 
 Subjects (all HTTPS, keep-alive, one uvicorn process each, same flags):
   baseline  a minimal FastAPI app returning a canned "allowed" (bench/baseline_app.py);
-            the issue's ceiling of this stack, and the ratio targets are against it
+            the ceiling of this stack, and the ratio targets are against it
   bare_asgi the same canned answer as a bare ASGI app: uvicorn + TLS alone (reference)
-  valid     our webhook reviewing the spec's sample Job
+  valid     our webhook reviewing the sample Job (hack/demo)
   invalid   our webhook reviewing a Job with three violations
 Load: wrk (apt-get install wrk), 1 thread, --connections (default 16).
 Rounds interleave the subjects so machine noise hits all of them alike;

@@ -2,7 +2,9 @@
 # Build the pinned upstream control-plane binaries from the Go module proxy and
 # cache each one by version under $ATOMIC_GANG_CACHE/bin (default ~/.cache/atomic-gang).
 # Only what is missing is rebuilt. Usage: hack/build-bins.sh [component...]
-# Components: etcd kube kueue kwok helm cert-manager  (default: all)
+# Components: etcd kube kueue kwok helm cert-manager kubelet containerd kube-score
+# (default: all). kubelet and containerd are the real node's (with runc, the CNI
+# plugins and buildah from Debian's packages: hack/install-node-deps.sh).
 # Also links the Kueue and kwok module sources (chart, CRDs, kwok stages) to
 # $ATOMIC_GANG_CACHE/<name>-<version>-src. Concurrent runs are serialised by a lock.
 # The pins below are read by hack/python/atomic_gang_devstack/bins.py too.
@@ -15,6 +17,13 @@ KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 # The last release whose controller and cainjector are in the root module (chart e2e only).
 CERTMANAGER_VERSION=${CERTMANAGER_VERSION:-v1.11.5}
+# The real node's runtime (containerd's support matrix: 2.2+ for Kubernetes 1.36).
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.3.7}
+# A third-party checker of the rendered chart (fast tier).
+KUBESCORE_VERSION=${KUBESCORE_VERSION:-v1.20.0}
+# Bumped whenever a binary's build flags change, so a cached binary built the old
+# way is never reused: the binary's cache name carries it (see bins.py BUILD_KEYS).
+HELM_BUILD=${HELM_BUILD:-rel1}  # rel1: the release Makefile's version ldflags
 
 CACHE=${ATOMIC_GANG_CACHE:-$HOME/.cache/atomic-gang}
 BIN=$CACHE/bin
@@ -72,11 +81,16 @@ GO
   log "etcd done"
 }
 
-build_kube() {
+KUBE_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+build_kube() { kube_binaries "${KUBE_BINS[@]}"; }
+build_kubelet() { kube_binaries kubelet; }
+
+# kube_binaries NAME...: the named k8s.io/kubernetes/cmd/NAME binaries, one wrapper module
+kube_binaries() {
   local v=$K8S_VERSION ok=1 b
-  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do have "$b-$v" || ok=0; done
-  [[ $ok == 1 ]] && { log "kubernetes $v cached"; return; }
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $v (wrapper + staging replaces)"
+  for b in "$@"; do have "$b-$v" || ok=0; done
+  [[ $ok == 1 ]] && { log "$* $v cached"; return; }
+  log "building $* $v (wrapper + staging replaces)"
   local dir=$SRC/kubernetes-$v minor=${v#v1.}; minor=${minor%%.*}
   local staging_v="v0.${v#v1.}"
   local gomod
@@ -96,6 +110,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
   local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -105,13 +120,13 @@ GO
     ldf+=" -X $pkg.gitCommit=0000000000000000000000000000000000000000 -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
   done
   (cd "$dir" && go mod tidy -e >/dev/null)
-  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  for b in "$@"; do
     have "$b-$v" && continue
     log "  go build $b"
     (cd "$dir" && go build -trimpath -ldflags "$ldf" -o "$BIN/$b-$v.tmp" "k8s.io/kubernetes/cmd/$b")
     mv "$BIN/$b-$v.tmp" "$BIN/$b-$v"
   done
-  log "kubernetes done"
+  log "$* done"
 }
 
 build_simple() {  # name module pkg version ldflags
@@ -137,9 +152,55 @@ build_kwok() {
   build_simple kwok sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ""
   link_src kwok sigs.k8s.io/kwok "$KWOK_VERSION"  # for kustomize/stage/*
 }
+# helm with its release Makefile's ldflags: the version, and the Kubernetes version
+# of its client-go (major+1, minor) that `helm template` assumes without --kube-version
+# (unset, helm believes the cluster is v1.20 and kubeVersion: >=1.30 refuses to render).
 build_helm() {
-  build_simple helm helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm "$HELM_VERSION" \
-    "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  local v=$HELM_VERSION out=helm-$HELM_VERSION-$HELM_BUILD
+  have "$out" && { log "helm $v ($HELM_BUILD) cached"; return; }
+  local dir=$SRC/helm-$v
+  wrapper "$dir" "helm.sh/helm/v3@$v"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "helm.sh/helm/v3/cmd/helm"\n' > "$dir/tools.go"
+  (cd "$dir" && go mod tidy -e >/dev/null)
+  local cgo major minor pkg=helm.sh/helm/v3
+  cgo=$(cd "$dir" && go list -f '{{.Version}}' -m k8s.io/client-go)  # v0.37.0
+  cgo=${cgo#v}; major=$(( ${cgo%%.*} + 1 )); minor=${cgo#*.}; minor=${minor%%.*}
+  log "building helm $v (release ldflags, Kubernetes $major.$minor)"
+  local ldf="-s -w -X $pkg/internal/version.version=$v -X $pkg/internal/version.metadata="
+  ldf+=" -X $pkg/internal/version.gitTreeState=clean"
+  ldf+=" -X $pkg/pkg/lint/rules.k8sVersionMajor=$major -X $pkg/pkg/lint/rules.k8sVersionMinor=$minor"
+  ldf+=" -X $pkg/pkg/chartutil.k8sVersionMajor=$major -X $pkg/pkg/chartutil.k8sVersionMinor=$minor"
+  (cd "$dir" && go build -trimpath -ldflags "$ldf" -o "$BIN/$out.tmp" "$pkg/cmd/helm")
+  mv "$BIN/$out.tmp" "$BIN/$out"
+  log "helm done"
+}
+
+build_kube_score() {
+  build_simple kube-score github.com/zegl/kube-score github.com/zegl/kube-score/cmd/kube-score \
+    "$KUBESCORE_VERSION" "-X main.version=${KUBESCORE_VERSION#v} -X main.commit=release -X main.date=release"
+}
+
+# containerd 2.x, its runc shim and ctr, static (the tags of its static release).
+build_containerd() {
+  local v=$CONTAINERD_VERSION b ok=1 mod=github.com/containerd/containerd/v2
+  for b in containerd containerd-shim-runc-v2 ctr; do have "$b-$v" || ok=0; done
+  [[ $ok == 1 ]] && { log "containerd $v cached"; return; }
+  log "building containerd, containerd-shim-runc-v2, ctr $v (wrapper module)"
+  local dir=$SRC/containerd-$v
+  wrapper "$dir" "$mod@$v"
+  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "%s/cmd/containerd"\n\t_ "%s/cmd/containerd-shim-runc-v2"\n\t_ "%s/cmd/ctr"\n)\n' \
+    "$mod" "$mod" "$mod" > "$dir/tools.go"
+  (cd "$dir" && go mod tidy -e >/dev/null)
+  local tags="urfave_cli_no_docs osusergo netgo static_build no_btrfs no_devmapper no_zfs"
+  local ldf="-s -w -X $mod/version.Version=$v -X $mod/version.Revision=release -X $mod/version.Package=github.com/containerd/containerd"
+  for b in containerd containerd-shim-runc-v2 ctr; do
+    have "$b-$v" && continue
+    local t=$tags; [[ $b == containerd-shim-runc-v2 ]] && t+=" no_grpc"
+    log "  go build $b"
+    (cd "$dir" && go build -trimpath -tags "$t" -ldflags "$ldf" -o "$BIN/$b-$v.tmp" "$mod/cmd/$b")
+    mv "$BIN/$b-$v.tmp" "$BIN/$b-$v"
+  done
+  log "containerd done"
 }
 
 # cert-manager (chart e2e): controller + cainjector from one wrapper module; CRDs from the zip.
@@ -166,9 +227,10 @@ build_cert_manager() {
 }
 
 components=("$@")
-[[ ${#components[@]} == 0 ]] && components=(etcd kube kueue kwok helm cert-manager)
+ALL=(etcd kube kueue kwok helm cert-manager kubelet containerd kube-score)
+[[ ${#components[@]} == 0 ]] && components=("${ALL[@]}")
 for c in "${components[@]}"; do
-  declare -F "build_${c//-/_}" >/dev/null || { log "unknown component '$c' (etcd kube kueue kwok helm cert-manager)"; exit 2; }
+  declare -F "build_${c//-/_}" >/dev/null || { log "unknown component '$c' (${ALL[*]})"; exit 2; }
   t0=$(date +%s)
   "build_${c//-/_}"
   log "$c: $(( $(date +%s) - t0 ))s"

@@ -7,13 +7,20 @@ frozen :class:`GangSpec`, with the controller defaults resolved, or raises
 
 from atomic_gang.durations import GoDuration
 from atomic_gang.errors import GangValidationError, Reason, Violation
-from atomic_gang.job import validate_job, validate_job_update
+from atomic_gang.job import (
+    Findings,
+    review_job,
+    review_job_update,
+    validate_job,
+    validate_job_update,
+)
 from atomic_gang.parse import parse_gang
 from atomic_gang.settings import GangSettings, load_settings
 from atomic_gang.spec import AmiVariant, GangSpec, Mode
 
 __all__ = [
     "AmiVariant",
+    "Findings",
     "GangSettings",
     "GangSpec",
     "GangValidationError",
@@ -23,6 +30,8 @@ __all__ = [
     "Violation",
     "load_settings",
     "parse_gang",
+    "review_job",
+    "review_job_update",
     "validate_job",
     "validate_job_update",
 ]

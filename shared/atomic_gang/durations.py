@@ -1,8 +1,10 @@
 """Go ``time.Duration`` strings (``15m``, ``1h30m``, ``90s``) as a typed value.
 
-Parsing follows Go's ``time.ParseDuration`` and formatting Go's
-``Duration.String``, so a value round-trips between the chart, the annotations
-and the Go original byte for byte.
+Parsing follows Go's ``time.ParseDuration`` (ASCII digits only, like Go) and
+formatting Go's ``Duration.String``, so a value round-trips between the chart, the
+annotations and Go programs byte for byte. One deviation: input longer than
+:data:`MAX_LENGTH` characters is refused before parsing, so a tenant's string can
+neither cost unbounded work nor sit in the parse cache.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ _UNITS = {
     "h": 3_600_000_000_000,
 }
 _MAX = 2**63 - 1
-_TERM = re.compile(r"(\d*)(?:\.(\d*))?([a-z\u00b5\u03bc]+)")
+_TERM = re.compile(r"([0-9]*)(?:\.([0-9]*))?([a-z\u00b5\u03bc]+)")
+# "-2562047h47m16.854775807s" is 25 characters; 64 leaves room for any sane spelling.
+MAX_LENGTH = 64
 _SECOND = 1_000_000_000
 
 
@@ -35,8 +39,14 @@ class DurationError(ValueError):
     """A string that is not a Go duration."""
 
 
-@lru_cache(maxsize=1024)  # pure; annotation values repeat across Jobs
 def _parse_ns(text: str) -> int:
+    if len(text) > MAX_LENGTH:
+        raise DurationError(f"invalid duration: longer than {MAX_LENGTH} characters")
+    return _parse_short(text)
+
+
+@lru_cache(maxsize=1024)  # pure; keys are at most MAX_LENGTH characters
+def _parse_short(text: str) -> int:
     s = text
     sign = 1
     if s and s[0] in "+-":

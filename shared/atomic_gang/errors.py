@@ -1,13 +1,19 @@
-"""Violations with stable reason codes, and the error that carries them.
+"""Violations with stable reason codes, the collector that gathers them, and the error
+that carries them.
 
-A :class:`Violation` names the key, the offending value, the rule that was
-broken and a hint. :class:`GangValidationError` always carries *every*
-violation found, never just the first.
+A :class:`Violation` names the key, the offending value, the rule that was broken and
+a hint. Every broken rule is reported, up to :data:`MAX_VIOLATIONS` in full; the rest
+are counted, and echoed keys and values are clipped to :data:`MAX_ECHO` characters, so
+a hostile Job cannot turn a 3 MiB request into a 30 MB reply.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
+
+MAX_VIOLATIONS = 20
+MAX_ECHO = 128
 
 Reason = Literal[
     "NotAGang",
@@ -37,6 +43,14 @@ Reason = Literal[
     "InvalidCapacityReservationId",
     "ReservedSelectorKey",
     "ImmutableGangField",
+    "NotQueued",
+    "AmiNotAllowed",
+    "SubnetNotAllowed",
+    "CapacityReservationNotAllowed",
+    "MaxLifetimeExceedsLimit",
+    "ReservedToleration",
+    "TooManyKeys",
+    "PodsNotSpread",
 ]
 
 REASONS: tuple[Reason, ...] = Reason.__args__  # type: ignore[attr-defined]
@@ -62,13 +76,56 @@ class Violation(NamedTuple):
         return f"{key}: {message}{shown} [{reason}]{'; ' + hint if hint else ''}"
 
 
-class GangValidationError(ValueError):
-    """Raised with every violation of a Job's gang annotations."""
+def clip(text: str, limit: int = MAX_ECHO) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
-    def __init__(self, violations: list[Violation]) -> None:
+
+@dataclass
+class Collector:
+    """Gathers violations: the first ``limit`` in full, the rest only counted."""
+
+    limit: int = MAX_VIOLATIONS
+    violations: list[Violation] = field(default_factory=list)
+    omitted: int = 0
+
+    @property
+    def full(self) -> bool:
+        """True once further violations are only counted (skip costly hints then)."""
+        return len(self.violations) >= self.limit
+
+    @property
+    def total(self) -> int:
+        return len(self.violations) + self.omitted
+
+    def add(
+        self,
+        key: str,
+        reason: Reason,
+        message: str,
+        value: str | None = None,
+        hint: str = "",
+        field_path: str = "",
+    ) -> None:
+        if self.full:
+            self.omitted += 1
+            return
+        path = clip(field_path or f"metadata.annotations[{key}]", 2 * MAX_ECHO)
+        shown = None if value is None else clip(value)
+        # Messages and hints may quote lists (zones, allowlists): bounded as well.
+        said, hint = clip(message, 4 * MAX_ECHO), clip(hint, 4 * MAX_ECHO)
+        self.violations.append(Violation(clip(key), reason, said, shown, hint, path))
+
+
+class GangValidationError(ValueError):
+    """Raised with every violation of a Job's gang annotations (the first
+    MAX_VIOLATIONS of them; ``omitted`` counts the rest)."""
+
+    def __init__(self, violations: list[Violation], omitted: int = 0) -> None:
         if not violations:
             raise ValueError("GangValidationError needs at least one violation")
         self.violations: tuple[Violation, ...] = tuple(violations)
+        self.omitted = omitted
         super().__init__()
 
     def __str__(self) -> str:  # rendered on demand: the webhook renders each line once
@@ -80,6 +137,7 @@ class GangValidationError(ValueError):
 
     def summary(self) -> str:
         lines = "; ".join(v.render() for v in self.violations)
-        count = len(self.violations)
+        count = len(self.violations) + self.omitted
         noun = "violation" if count == 1 else "violations"
-        return f"{count} gang annotation {noun}: {lines}"
+        more = f"; and {self.omitted} more" if self.omitted else ""
+        return f"{count} gang annotation {noun}: {lines}{more}"

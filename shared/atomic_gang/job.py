@@ -1,58 +1,74 @@
-"""Job-level rules on top of the annotations: count parity, reserved selector
-keys, and immutability of the gang contract on UPDATE.
+"""Job-level rules on top of the annotations: the queue label, count parity, the pod
+template's reach for gang nodes, one pod per node, and on UPDATE the immutability of
+the gang contract.
 
-Input is a raw batch/v1 Job as JSON-decoded dicts. A structurally broken
-object raises :class:`MalformedJobError` (a bad request, not a bad Job).
+Input is a raw batch/v1 Job as JSON-decoded dicts. A structurally broken object
+raises :class:`MalformedJobError` (a bad request, not a bad Job).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from itertools import islice
+from typing import Any, NamedTuple
 
-from atomic_gang import keys, patterns
-from atomic_gang.errors import GangValidationError, Violation
+from atomic_gang import keys, patterns, placement, template
+from atomic_gang.errors import Collector, GangValidationError, Violation, clip
 from atomic_gang.keys import PREFIX
+from atomic_gang.objects import MalformedJobError, field_map, pod_spec
 from atomic_gang.parse import annotation_field, gang_rules, label_field, ours
-from atomic_gang.rules import Collector
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import GangSpec
 
 
-class MalformedJobError(ValueError):
-    """The object is not shaped like a Kubernetes Job."""
+class Findings(NamedTuple):
+    """A review's verdict: the first violations in full, how many more, and warnings."""
+
+    violations: tuple[Violation, ...]
+    omitted: int = 0
+    warnings: tuple[str, ...] = ()
 
 
-def _map(obj: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
-    value = obj.get(key)
-    if value is None:
-        return {}
-    if type(value) is not dict and not isinstance(value, Mapping):  # dict: fast path
-        raise MalformedJobError(f"{where}.{key} must be an object")
-    return value
+class _Maps(NamedTuple):
+    annotations: dict[str, str]  # ours only
+    labels: dict[str, str]  # ours only
+    queue: str  # the Kueue queue-name label, "" when absent
 
 
 def gang_map(meta: Mapping[str, Any], key: str, *, trim: bool) -> dict[str, str]:
     """The entries under our prefix of metadata.labels / metadata.annotations, values
     trimmed when ``trim``. Every entry is type-checked (strings to strings); only ours
-    are kept, since no rule reads another key (a Job can carry kilobytes of them)."""
-    value = _map(meta, key, "metadata")
+    are kept, since no rule reads another key (a Job can carry kilobytes of them). Past
+    MAX_GANG_KEYS of ours only the first MAX_GANG_KEYS + 1 are kept: enough for the
+    TooManyKeys verdict, and a 6,000-key storm costs a C-speed count, not a dict."""
+    value = field_map(meta, key, "metadata")
     try:  # the type check at C speed: join raises TypeError on any non-string
-        "".join(value)
+        names = "".join(value)
         "".join(value.values())
     except TypeError:
         raise MalformedJobError(f"metadata.{key} must map strings to strings") from None
+    if names.count(PREFIX) > keys.MAX_GANG_KEYS:  # an upper bound of our keys
+        first = islice((k for k in value if k.startswith(PREFIX)), keys.MAX_GANG_KEYS + 1)
+        value = {k: value[k] for k in first}
     if trim:
         return ours(value)
     return {k: v for k, v in value.items() if k.startswith(PREFIX)}
 
 
-def gang_maps(job: Mapping[str, Any], *, trim: bool) -> tuple[dict[str, str], dict[str, str]]:
-    """(annotations, labels) under our prefix; see gang_map."""
+def _maps(job: Mapping[str, Any], *, trim: bool) -> _Maps:
     if not isinstance(job, Mapping):
         raise MalformedJobError("the object must be a JSON object")
-    meta = _map(job, "metadata", "object")
-    return gang_map(meta, "annotations", trim=trim), gang_map(meta, "labels", trim=trim)
+    meta = field_map(job, "metadata", "object")
+    queue = str(field_map(meta, "labels", "metadata").get(keys.QUEUE_NAME_LABEL) or "").strip()
+    return _Maps(
+        gang_map(meta, "annotations", trim=trim), gang_map(meta, "labels", trim=trim), queue
+    )
+
+
+def gang_maps(job: Mapping[str, Any], *, trim: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """(annotations, labels) under our prefix; see gang_map."""
+    found = _maps(job, trim=trim)
+    return found.annotations, found.labels
 
 
 def _int_field(spec: Mapping[str, Any], name: str) -> int | None:
@@ -64,7 +80,10 @@ def _int_field(spec: Mapping[str, Any], name: str) -> int | None:
     return value
 
 
-def _parity(spec: Mapping[str, Any], count: int, out: Collector) -> None:
+def _parity(spec: Mapping[str, Any], raw_count: str, out: Collector) -> None:
+    if not patterns.COUNT.match(raw_count):
+        return  # the count rule reports it
+    count = int(raw_count)
     parallelism = _int_field(spec, "parallelism")
     completions = _int_field(spec, "completions")
     effective = 1 if parallelism is None else parallelism
@@ -86,19 +105,56 @@ def _parity(spec: Mapping[str, Any], count: int, out: Collector) -> None:
         )
 
 
-def _reserved_selectors(spec: Mapping[str, Any], out: Collector) -> None:
-    pod = _map(_map(spec, "template", "spec"), "spec", "spec.template")
-    selector = _map(pod, "nodeSelector", "spec.template.spec")
-    for key in keys.SELECTOR_KEYS:
-        if key in selector:
-            out.add(
-                key,
-                "ReservedSelectorKey",
-                "is set by the provisioner; the pod template must not select on it",
-                str(selector[key]),
-                "remove it from spec.template.spec.nodeSelector",
-                f"spec.template.spec.nodeSelector[{key}]",
-            )
+def _queued(found: _Maps, settings: GangSettings, out: Collector) -> None:
+    if found.queue or settings.manageJobsWithoutQueueName:
+        return
+    out.add(
+        keys.QUEUE_NAME_LABEL,
+        "NotQueued",
+        "a gang Job needs the Kueue queue label, or Kueue ignores it and its pods start "
+        "at once on ordinary nodes, with no gang",
+        None,
+        f"add the label {keys.QUEUE_NAME_LABEL}: <local-queue>, or set "
+        "manageJobsWithoutQueueName where Kueue manages every Job",
+        label_field(keys.QUEUE_NAME_LABEL),
+    )
+
+
+def _spreads(
+    job: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    pod: Mapping[str, Any],
+    s: GangSettings,
+    out: Collector,
+) -> str:
+    """The one-pod-per-node warning ("" when the Job spreads); a violation instead
+    when requireOnePodPerNode is set."""
+    if placement.one_pod_per_node(job, spec, pod):
+        return ""
+    n = _int_field(spec, "parallelism") or 1
+    warning = placement.WARNING.format(n=n)
+    if not s.requireOnePodPerNode:
+        return warning
+    out.add(
+        "spec.template.spec.affinity",
+        "PodsNotSpread",
+        "nothing keeps the gang's pods on distinct nodes (requireOnePodPerNode)",
+        None,
+        warning.removeprefix("atomic-gang: "),
+        "spec.template.spec.affinity",
+    )
+    return ""
+
+
+def review_job(job: Mapping[str, Any], settings: GangSettings) -> Findings | None:
+    """The CREATE verdict: None for a Job that is not ours (no gang keys, and a template
+    that does not reach for gang nodes), else every violation (none when valid) and
+    warnings. MalformedJobError for a broken object."""
+    found = _collect(job, settings)
+    if found is None:
+        return None
+    out, _resolved, warning = found
+    return Findings(tuple(out.violations), out.omitted, (warning,) if warning else ())
 
 
 def validate_job(job: Mapping[str, Any], settings: GangSettings) -> GangSpec | None:
@@ -113,63 +169,77 @@ def check_job(job: Mapping[str, Any], settings: GangSettings) -> bool:
     return _resolved(job, settings) is not None
 
 
-def job_violations(job: Mapping[str, Any], settings: GangSettings) -> list[Violation] | None:
-    """The webhook's verdict without an exception: None for a Job with no gang keys,
-    else every violation (empty when valid). MalformedJobError for a broken object."""
-    found = _collect(job, settings)
-    return None if found is None else found[1]
-
-
 def _resolved(job: Mapping[str, Any], settings: GangSettings) -> tuple[str, dict[str, Any]] | None:
     found = _collect(job, settings)
     if found is None:
         return None
-    resolved, violations = found
-    if violations or resolved is None:
-        raise GangValidationError(violations)
+    out, resolved, _warning = found
+    if out.violations or resolved is None:
+        raise GangValidationError(out.violations, out.omitted)
     return resolved
 
 
 def _collect(
     job: Mapping[str, Any], settings: GangSettings
-) -> tuple[tuple[str, dict[str, Any]] | None, list[Violation]] | None:
-    """None for no gang keys, else (resolved fields or None, every violation)."""
-    annotations, labels = gang_maps(job, trim=True)
-    if not annotations and not labels:
-        return None
+) -> tuple[Collector, tuple[str, dict[str, Any]] | None, str] | None:
+    """None when not ours, else (violations, resolved fields or None, warning)."""
+    found = _maps(job, trim=True)
+    spec = field_map(job, "spec", "object")
+    pod = pod_spec(spec)
     out = Collector()
-    resolved = gang_rules(annotations, labels, settings, out)
-    spec = _map(job, "spec", "object")
-    raw_count = annotations.get(keys.COUNT, "")
-    if resolved is not None:
-        _parity(spec, int(resolved[1]["count"]), out)
-    elif patterns.COUNT.match(raw_count):
-        # Report parity even when other rules failed: every violation at once.
-        _parity(spec, int(raw_count), out)
-    _reserved_selectors(spec, out)
-    return resolved, out.violations
+    if not found.annotations and not found.labels:
+        template.check_create(pod, out)
+        return (out, None, "") if out.violations else None
+    resolved = gang_rules(found.annotations, found.labels, settings, out)
+    _queued(found, settings, out)
+    # Parity even when other rules failed: every violation at once.
+    _parity(spec, found.annotations.get(keys.COUNT, ""), out)
+    template.check_create(pod, out)
+    return out, resolved, _spreads(job, spec, pod, settings, out)
+
+
+def review_job_update(
+    old: Mapping[str, Any], new: Mapping[str, Any], settings: GangSettings, *, user: str
+) -> Findings | None:
+    """The UPDATE verdict: None when neither version is ours. The gang keys are
+    immutable once Kueue sized the Job, the queue label and count parity must still
+    hold, and only Kueue (``settings.kueueUsername``) may add gang node claims."""
+    was, now = _maps(old, trim=False), _maps(new, trim=False)
+    old_spec, new_spec = field_map(old, "spec", "oldObject"), field_map(new, "spec", "object")
+    out = Collector()
+    by_kueue = user == settings.kueueUsername
+    template.check_update(pod_spec(old_spec), pod_spec(new_spec), by_kueue=by_kueue, out=out)
+    gang = bool(was.annotations or was.labels or now.annotations or now.labels)
+    if not gang:
+        return Findings(tuple(out.violations), out.omitted) if out.violations else None
+    _immutable(was, now, out)
+    if now.annotations or now.labels:
+        _queued(now, settings, out)
+        _parity(new_spec, now.annotations.get(keys.COUNT, "").strip(), out)
+    return Findings(tuple(out.violations), out.omitted)
 
 
 def validate_job_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Violation]:
     """The gang annotations and the pool label are immutable once Kueue sized the Job."""
-    old_ann, old_lab = gang_maps(old, trim=False)
-    new_ann, new_lab = gang_maps(new, trim=False)
-    out: list[Violation] = []
-    for key in sorted({*old_ann, *new_ann}):
-        if old_ann.get(key) != new_ann.get(key):
-            out.append(_immutable(key, old_ann.get(key), new_ann.get(key), annotation_field(key)))
-    for key in sorted({*old_lab, *new_lab}):
-        if old_lab.get(key) != new_lab.get(key):
-            out.append(_immutable(key, old_lab.get(key), new_lab.get(key), label_field(key)))
-    return out
+    out = Collector(limit=1 << 30)
+    _immutable(_maps(old, trim=False), _maps(new, trim=False), out)
+    return out.violations
 
 
-def _immutable(key: str, old: str | None, new: str | None, path: str) -> Violation:
-    return Violation(
-        key,
-        "ImmutableGangField",
-        f"cannot change after creation (was {old!r})",
-        new,
-        "Kueue has already sized the Workload; delete and recreate the Job instead",
-        path,
+def _immutable(was: _Maps, now: _Maps, out: Collector) -> None:
+    pairs = (
+        (was.annotations, now.annotations, annotation_field),
+        (was.labels, now.labels, label_field),
     )
+    for old, new, where in pairs:
+        for key in sorted({*old, *new}):
+            if old.get(key) != new.get(key):
+                shown = None if key not in old else clip(old[key])
+                out.add(
+                    key,
+                    "ImmutableGangField",
+                    f"cannot change after creation (was {shown!r})",
+                    new.get(key),
+                    "Kueue has already sized the Workload; delete and recreate the Job instead",
+                    where(key),
+                )

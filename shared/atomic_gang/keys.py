@@ -42,6 +42,9 @@ ANNOTATION_KEYS: Final = (
 ANNOTATION_KEY_SET: Final = frozenset(ANNOTATION_KEYS)
 LABEL_KEYS: Final = (POOL,)
 USER_KEYS: Final = (*LABEL_KEYS, *ANNOTATION_KEYS)
+# A Job defines at most 13 keys under our prefix; far more is a typo storm or an
+# attack, reported once (TooManyKeys) instead of once per key.
+MAX_GANG_KEYS: Final = 64
 
 # Written by the provisioner (node labels, EC2 tags, taint). Never user input.
 MANAGED: Final = PREFIX + "managed"
@@ -51,6 +54,7 @@ GENERATION: Final = PREFIX + "generation"
 KEEP_WARM_UNTIL: Final = PREFIX + "keep-warm-until"
 MAX_LIFETIME_TAG: Final = PREFIX + "max-lifetime"
 GANG_TAINT: Final = PREFIX + "gang"
+GANG_TAINT_EFFECT: Final = "NoSchedule"
 
 # Node-selector keys our podSetUpdates set; a Job template must not set them.
 SELECTOR_KEYS: Final = (POOL, GROUP)

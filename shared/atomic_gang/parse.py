@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from atomic_gang import keys, patterns
-from atomic_gang.errors import GangValidationError, Reason
-from atomic_gang.rules import Collector, check_scalars
+from atomic_gang.errors import Collector, GangValidationError
+from atomic_gang.rules import check_scalars
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import GangSpec
 
@@ -33,7 +33,9 @@ def ours(values: Mapping[str, str]) -> dict[str, str]:
     return {k: v.strip() for k, v in values.items() if k.startswith(keys.PREFIX)}
 
 
-def _suggest(key: str) -> str:
+def _suggest(key: str, out: Collector) -> str:
+    if out.full:  # the violation will only be counted: skip difflib
+        return ""
     suffix = key[len(keys.PREFIX) :]
     names = [k[len(keys.PREFIX) :] for k in keys.USER_KEYS]
     close = difflib.get_close_matches(suffix, names, n=1, cutoff=0.6)
@@ -62,7 +64,7 @@ def _check_key_names(ann: Mapping[str, str], labels: Mapping[str, str], out: Col
                 "UnknownKey",
                 f"unknown annotation under {keys.PREFIX}",
                 value,
-                _suggest(key),
+                _suggest(key, out),
                 annotation_field(key),
             )
     for key, value in labels.items():
@@ -83,7 +85,7 @@ def _check_key_names(ann: Mapping[str, str], labels: Mapping[str, str], out: Col
                 "UnknownKey",
                 f"unknown label under {keys.PREFIX}",
                 value,
-                _suggest(key),
+                _suggest(key, out),
                 label_field(key),
             )
 
@@ -150,7 +152,7 @@ def check_gang(
     out = Collector()
     resolved = gang_rules(ours(annotations), ours(labels), settings, out)
     if resolved is None:
-        raise GangValidationError(out.violations)
+        raise GangValidationError(out.violations, out.omitted)
     return resolved
 
 
@@ -160,7 +162,7 @@ def gang_rules(
     """Every rule, each broken one added to ``out`` (nothing is raised): the pool and
     the resolved GangSpec fields, or None when any rule failed. ``ann`` and ``lab``
     come from :func:`ours`: only our prefix's keys, values trimmed."""
-    before = len(out.violations)
+    before = out.total
     if not ann and not lab:
         out.add(
             keys.POOL,
@@ -172,16 +174,23 @@ def gang_rules(
             label_field(keys.POOL),
         )
         return None
+    if len(ann) + len(lab) > keys.MAX_GANG_KEYS:
+        out.add(
+            keys.PREFIX,
+            "TooManyKeys",
+            f"more than {keys.MAX_GANG_KEYS} keys under {keys.PREFIX}; a gang Job uses at "
+            f"most {len(keys.USER_KEYS)}",
+            None,
+            "remove the keys this project does not define",
+            "metadata",
+        )
+        return None
     _check_key_names(ann, lab, out)
     _check_complete(ann, lab, out)
     pool = _check_pool(lab, out)
     resolved = check_scalars(ann, settings, out)
-    if resolved is None and len(out.violations) == before:  # pragma: no cover - defensive
+    if resolved is None and out.total == before:  # pragma: no cover - defensive
         out.add(keys.COUNT, "IncompleteSet", "the gang annotations are incomplete", None)
-    if resolved is None or len(out.violations) != before:
+    if resolved is None or out.total != before:
         return None
     return pool, resolved
-
-
-def reasons_of(error: GangValidationError) -> set[Reason]:
-    return set(error.reasons)

@@ -8,31 +8,12 @@ resolved values (defaults applied) or None when anything failed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from atomic_gang import keys, patterns
-from atomic_gang.durations import DurationError, GoDuration
-from atomic_gang.errors import Reason, Violation
+from atomic_gang import allowlists, duration_rules, keys, patterns
+from atomic_gang.errors import Collector, Reason
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import AMI_VARIANTS, MODES, derive_ami_variant
-
-
-@dataclass
-class Collector:
-    violations: list[Violation] = field(default_factory=list)
-
-    def add(
-        self,
-        key: str,
-        reason: Reason,
-        message: str,
-        value: str | None = None,
-        hint: str = "",
-        field_path: str = "",
-    ) -> None:
-        path = field_path or f"metadata.annotations[{key}]"
-        self.violations.append(Violation(key, reason, message, value, hint, path))
 
 
 def _count(ann: Mapping[str, str], s: GangSettings, out: Collector) -> int | None:
@@ -74,7 +55,7 @@ def _instance_type(ann: Mapping[str, str], s: GangSettings, out: Collector) -> s
             "e.g. p4d.24xlarge",
         )
         return None
-    if not patterns.instance_type_allowed(raw, s.allowedInstanceTypes):
+    if not patterns.allowed(raw, s.allowedInstanceTypes):
         out.add(
             keys.INSTANCE_TYPE,
             "InstanceTypeNotAllowed",
@@ -157,7 +138,7 @@ def _zones(ann: Mapping[str, str], region: str | None, out: Collector) -> tuple[
     return tuple(zones)
 
 
-def _subnets(ann: Mapping[str, str], out: Collector) -> tuple[str, ...]:
+def _subnets(ann: Mapping[str, str], s: GangSettings, out: Collector) -> tuple[str, ...]:
     raw = ann.get(keys.SUBNETS)
     if raw is None:
         return ()
@@ -180,7 +161,7 @@ def _subnets(ann: Mapping[str, str], out: Collector) -> tuple[str, ...]:
             "subnets already pin the zones; remove one of the two",
         )
         return ()
-    return tuple(subnets)
+    return allowlists.subnets(raw, tuple(subnets), s, out)
 
 
 def _role(ann: Mapping[str, str], s: GangSettings, out: Collector) -> str | None:
@@ -217,49 +198,6 @@ def _role(ann: Mapping[str, str], s: GangSettings, out: Collector) -> str | None
     return raw
 
 
-def _duration(ann: Mapping[str, str], key: str, out: Collector) -> GoDuration | None:
-    raw = ann.get(key)
-    if raw is None:
-        return None
-    try:
-        return GoDuration.parse(raw)
-    except DurationError:
-        out.add(key, "InvalidDuration", "is not a Go duration", raw, "e.g. 15m, 1h30m, 90s")
-        return None
-
-
-def _keep_warm(ann: Mapping[str, str], s: GangSettings, out: Collector) -> GoDuration | None:
-    ttl = _duration(ann, keys.KEEP_WARM_TTL, out)
-    if ttl is None:
-        return None if keys.KEEP_WARM_TTL in ann else s.defaults.keepWarmTTL
-    if not 0 <= ttl.nanoseconds <= s.limits.maxKeepWarmTTL.nanoseconds:
-        out.add(
-            keys.KEEP_WARM_TTL,
-            "KeepWarmTTLOutOfRange",
-            f"must be between 0s and limits.maxKeepWarmTTL ({s.limits.maxKeepWarmTTL})",
-            ann[keys.KEEP_WARM_TTL],
-            "use 0s to release nodes as soon as the job ends",
-        )
-        return None
-    return ttl
-
-
-def _max_lifetime(ann: Mapping[str, str], s: GangSettings, out: Collector) -> GoDuration | None:
-    life = _duration(ann, keys.MAX_LIFETIME, out)
-    if life is None:
-        return None if keys.MAX_LIFETIME in ann else s.defaults.maxLifetime
-    if life.nanoseconds <= 0:
-        out.add(
-            keys.MAX_LIFETIME,
-            "InvalidMaxLifetime",
-            "must be greater than 0",
-            ann[keys.MAX_LIFETIME],
-            "e.g. 6h",
-        )
-        return None
-    return life
-
-
 def _pattern(
     ann: Mapping[str, str], key: str, regex: Any, reason: Reason, eg: str, out: Collector
 ) -> str | None:
@@ -277,19 +215,8 @@ def _empty_means_unset(ann: Mapping[str, str], key: str) -> Mapping[str, str]:
     return ann
 
 
-def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> dict[str, Any] | None:
-    """Check every annotation value; return GangSpec kwargs when all passed."""
-    before = len(out.violations)
-    count = _count(ann, s, out)
-    itype = _instance_type(ann, s, out)
-    mode = _choice(ann, keys.MODE, MODES, "InvalidMode", out) or s.defaults.mode
-    region = _region(ann, s, out)
-    zones = _zones(ann, region, out)
-    subnets = _subnets(ann, out)
-    role = _role(ann, s, out)
-    ttl = _keep_warm(ann, s, out)
-    life = _max_lifetime(ann, s, out)
-    variant = _choice(ann, keys.AMI_VARIANT, AMI_VARIANTS, "InvalidAmiVariant", out)
+def _ids(ann: Mapping[str, str], s: GangSettings, out: Collector) -> tuple[str | None, str | None]:
+    """The image and the capacity reservation: syntax, then the admin's allowlists."""
     ami = _pattern(ann, keys.AMI_ID, patterns.AMI_ID, "InvalidAmiId", "ami-0123456789abcdef0", out)
     cr = _pattern(
         _empty_means_unset(ann, keys.CAPACITY_RESERVATION_ID),  # "" is on-demand (spec)
@@ -299,7 +226,24 @@ def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> di
         "cr-0123456789abcdef0",
         out,
     )
-    if len(out.violations) != before or None in (count, itype, region, role, ttl, life):
+    return allowlists.ami(ami, s, out), allowlists.reservation(cr, s, out)
+
+
+def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> dict[str, Any] | None:
+    """Check every annotation value; return GangSpec kwargs when all passed."""
+    before = out.total
+    count = _count(ann, s, out)
+    itype = _instance_type(ann, s, out)
+    mode = _choice(ann, keys.MODE, MODES, "InvalidMode", out) or s.defaults.mode
+    region = _region(ann, s, out)
+    zones = _zones(ann, region, out)
+    subnets = _subnets(ann, s, out)
+    role = _role(ann, s, out)
+    ttl = duration_rules.keep_warm(ann, s, out)
+    life = duration_rules.max_lifetime(ann, s, out)
+    variant = _choice(ann, keys.AMI_VARIANT, AMI_VARIANTS, "InvalidAmiVariant", out)
+    ami, cr = _ids(ann, s, out)
+    if out.total != before or None in (count, itype, region, role, ttl, life):
         return None
     assert itype is not None
     return {

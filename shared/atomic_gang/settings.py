@@ -22,6 +22,7 @@ from atomic_gang import patterns
 from atomic_gang.durations import GoDuration
 
 DEFAULT_CONTROLLER_NAME = "atomic-gang.k8s.aws/ec2-atomic"
+DEFAULT_KUEUE_USERNAME = "system:serviceaccount:kueue-system:kueue-controller-manager"
 
 
 class SettingsError(ValueError):
@@ -44,6 +45,9 @@ class Limits(_Section):
     # CreateFleet's MinTargetCapacity tops out at 1000.
     maxGangSize: int = Field(default=64, ge=1, le=1000)
     maxKeepWarmTTL: GoDuration = Field(default=GoDuration.of(hours=24))
+    maxLifetime: GoDuration = Field(
+        default=GoDuration.of(hours=168), description="Cap on max-lifetime (and its default)."
+    )
 
 
 class LeaderElection(_Section):
@@ -87,6 +91,22 @@ class GangSettings(BaseSettings):
     limits: Limits = Field(default_factory=Limits)
     allowedInstanceTypes: tuple[str, ...] = ()
     allowedNodeRoleArns: tuple[str, ...] = ()
+    allowedAmiIds: tuple[str, ...] = Field(default=(), description="ami-id allowlist; [] = any.")
+    allowedSubnets: tuple[str, ...] = Field(default=(), description="subnets allowlist; [] = any.")
+    allowedCapacityReservationIds: tuple[str, ...] = Field(
+        default=(), description="capacity-reservation-id allowlist; [] = any."
+    )
+    manageJobsWithoutQueueName: bool = Field(
+        default=False, description="Kueue's setting: gang Jobs need no queue-name label."
+    )
+    requireOnePodPerNode: bool = Field(
+        default=False, description="Deny (not just warn) gangs whose pods may share a node."
+    )
+    kueueUsername: str = Field(
+        default=DEFAULT_KUEUE_USERNAME,
+        min_length=1,
+        description="Kueue's identity: the only user that may add gang node selectors to a Job.",
+    )
     reapIntervalSeconds: int = Field(default=120, ge=1)
     joinDeadlineSeconds: int = Field(default=600, ge=1)
     acquireAttemptsBeforeRetry: int = Field(default=20, ge=1)
@@ -135,6 +155,25 @@ def _lookup(obj: Any, dotted: str) -> Any:
     return obj
 
 
+_ID_ALLOWLISTS = (
+    ("allowedAmiIds", "ami"),
+    ("allowedSubnets", "subnet"),
+    ("allowedCapacityReservationIds", "cr"),
+)
+
+
+def _allowlist_problems(s: GangSettings) -> list[str]:
+    out: list[str] = []
+    for i, pat in enumerate(s.allowedInstanceTypes):
+        if not patterns.INSTANCE_TYPE_GLOB.match(pat) or "*" in pat[:-1]:
+            out.append(f"allowedInstanceTypes[{i}] {pat!r}: exact type or trailing-* glob")
+    for name, kind in _ID_ALLOWLISTS:
+        for i, pat in enumerate(getattr(s, name)):
+            if not patterns.id_glob_ok(kind, pat):
+                out.append(f"{name}[{i}] {pat!r}: exact {kind}-… id or trailing-* glob")
+    return out
+
+
 def _cross_field_problems(s: GangSettings) -> list[str]:
     out: list[str] = []
     if s.clusterName and not patterns.RFC1123_LABEL.match(s.clusterName.lower()):
@@ -154,13 +193,11 @@ def _cross_field_problems(s: GangSettings) -> list[str]:
             f" ({', '.join(s.allowedNodeRoleArns)}): add it to allowedNodeRoleArns,"
             " or set defaults.nodeRoleArn to one of those roles"
         )
-    for i, pat in enumerate(s.allowedInstanceTypes):
-        if not patterns.INSTANCE_TYPE_GLOB.match(pat) or "*" in pat[:-1]:
-            out.append(f"allowedInstanceTypes[{i}] {pat!r}: exact type or trailing-* glob")
+    out += _allowlist_problems(s)
     if not 0 <= s.defaults.keepWarmTTL.nanoseconds <= s.limits.maxKeepWarmTTL.nanoseconds:
         out.append("defaults.keepWarmTTL must be between 0 and limits.maxKeepWarmTTL")
-    if s.defaults.maxLifetime.nanoseconds <= 0:
-        out.append("defaults.maxLifetime must be > 0")
+    if not 0 < s.defaults.maxLifetime.nanoseconds <= s.limits.maxLifetime.nanoseconds:
+        out.append("defaults.maxLifetime must be > 0 and <= limits.maxLifetime")
     if s.acquireRetry.backoffBaseSeconds > s.acquireRetry.backoffMaxSeconds:
         out.append("acquireRetry.backoffBaseSeconds must be <= backoffMaxSeconds")
     return out

@@ -1,7 +1,8 @@
 """The e2e harness: one real local control plane per session, one namespace per test.
 
 Missing binaries are built (hack/build-bins.sh) right after collection, outside
-any per-test timeout; a build failure fails the session, it never skips. The
+any per-test timeout, and so are the real node's images when the in-cluster
+tier is collected; a build failure fails the session, it never skips. The
 stack is the same launcher ``make dev-up`` uses, in a temporary state dir, so
 it coexists with a running dev stack.
 """
@@ -17,9 +18,10 @@ from dataclasses import dataclass
 import pytest
 
 from atomic_gang_devstack import dev_objects
-from atomic_gang_devstack.bins import Bins
+from atomic_gang_devstack.bins import CONTROL_PLANE, NODE, Bins
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components import default_components
+from atomic_gang_devstack.images import Images
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from tests.e2e.kube import Kube, wait_for
@@ -39,9 +41,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     t0 = time.monotonic()
     capture = session.config.pluginmanager.getplugin("capturemanager")
+    in_cluster = any("tests/e2e/cluster/" in item.nodeid for item in session.items)
     with capture.global_and_fixture_disabled():  # show the build's progress live
-        Bins.load().ensure()  # raises BinaryMissingError: the session fails, nothing is skipped
-    _TIMINGS["binaries checked/built (s)"] = time.monotonic() - t0
+        # Raises BinaryMissingError or ImageBuildError: the session fails, nothing is skipped.
+        Bins.load().ensure(CONTROL_PLANE + (NODE if in_cluster else ()))
+        _TIMINGS["binaries checked/built (s)"] = time.monotonic() - t0
+        if in_cluster:  # the real node's images (a cold build takes minutes: not in a test)
+            t1 = time.monotonic()
+            Images().all()
+            _TIMINGS["images checked/built (s)"] = time.monotonic() - t1
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

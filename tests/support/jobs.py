@@ -31,7 +31,7 @@ def gang_job(
     spec: dict[str, Any] | None = None,
     name: str = "allreduce-pretrain",
 ) -> dict[str, Any]:
-    """The spec's sample Job; ``None`` values delete a key."""
+    """The sample gang Job (as in hack/demo); ``None`` values delete a key."""
     ann: dict[str, str] = {
         k.COUNT: str(count),
         k.INSTANCE_TYPE: "p4d.24xlarge",
@@ -75,3 +75,19 @@ def plain_job(name: str = "plain") -> dict[str, Any]:
     job["metadata"]["annotations"] = {}
     job["metadata"]["labels"] = {}
     return copy.deepcopy(job)
+
+
+def one_pod_per_node(job: dict[str, Any]) -> dict[str, Any]:
+    """``job`` with the required pod anti-affinity that keeps its pods on distinct nodes."""
+    name = job["metadata"]["name"]
+    job["spec"]["template"]["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"batch.kubernetes.io/job-name": name}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+    return job

@@ -18,11 +18,12 @@ from atomic_gang_provisioner.cloud.types import (
     ReleaseRequest,
     ReleaseResult,
 )
+from atomic_gang_provisioner.events import EventType
 from atomic_gang_provisioner.kube.client import KubeClient
 from atomic_gang_provisioner.kube.errors import KubeError
 from atomic_gang_provisioner.kube.store import IndexFunc, Store
 from atomic_gang_provisioner.kube.transport import Query, Transport
-from atomic_gang_provisioner.kube.types import EventType, KubeObject
+from atomic_gang_provisioner.kube.types import KubeObject
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.reconcilers.context import Context
 from tests.support.pools import KNOBS, T0

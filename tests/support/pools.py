@@ -14,7 +14,8 @@ from atomic_gang_provisioner.api import (
 )
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.types import Instance
-from atomic_gang_provisioner.pool.model import Knobs, NodeView, Observed
+from atomic_gang_provisioner.pool import report
+from atomic_gang_provisioner.pool.model import Knobs, NodeView, Observed, with_status
 
 T0 = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 KNOBS = Knobs(
@@ -61,6 +62,11 @@ def pool(
         spec=GangNodePoolSpec(shape=SHAPE, keepWarmTTL=keep_warm, claim=claim),
         status=GangNodePoolStatus().model_copy(update=status),
     )
+
+
+def reported(p: GangNodePool) -> GangNodePool:
+    """``p`` with the conditions the pool reconciler writes along with its status."""
+    return with_status(p, report.refresh(p, p.status, knobs=KNOBS, now=T0))
 
 
 def launched(**status: Any) -> GangNodePool:

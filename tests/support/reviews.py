@@ -10,7 +10,12 @@ JOB_KIND = {"group": "batch", "version": "v1", "kind": "Job"}
 
 
 def review(
-    obj: Any, *, operation: str = "CREATE", old: Any = None, uid: str | None = None
+    obj: Any,
+    *,
+    operation: str = "CREATE",
+    old: Any = None,
+    uid: str | None = None,
+    user: str = "tester",
 ) -> dict[str, Any]:
     request: dict[str, Any] = {
         "uid": uid or str(uuid.uuid4()),
@@ -20,7 +25,7 @@ def review(
         "namespace": "default",
         "name": obj.get("metadata", {}).get("name", "") if isinstance(obj, dict) else "",
         "object": obj,
-        "userInfo": {"username": "tester"},
+        "userInfo": {"username": user, "groups": ["system:authenticated"]},
         "dryRun": False,
     }
     if old is not None:

@@ -69,15 +69,28 @@ class WebhookProcess:
     secret: SecretDir
     proc: subprocess.Popen[bytes]
     log: Path
+    port: int
+
+    def tls_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context()
+        self.ca.configure_trust(ctx)
+        return ctx
+
+    def rss_bytes(self) -> int:
+        """The server process's resident set size, from /proc."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS")
 
     def client(self, **kw: object) -> httpx.Client:
-        ssl_ctx = ssl.create_default_context()
-        self.ca.configure_trust(ssl_ctx)
-        return httpx.Client(base_url=self.url, verify=ssl_ctx, **kw)  # type: ignore[arg-type]
+        return httpx.Client(base_url=self.url, verify=self.tls_context(), **kw)  # type: ignore[arg-type]
 
 
 @contextmanager
-def run_webhook(tmp: Path, *, settings_yaml: str = SETTINGS_YAML) -> Iterator[WebhookProcess]:
+def run_webhook(
+    tmp: Path, *, settings_yaml: str = SETTINGS_YAML, env: dict[str, str] | None = None
+) -> Iterator[WebhookProcess]:
     ca = trustme.CA()
     secret = SecretDir(tmp / "secret")
     secret.root.mkdir()
@@ -93,13 +106,14 @@ def run_webhook(tmp: Path, *, settings_yaml: str = SETTINGS_YAML) -> Iterator[We
         "ATOMIC_GANG_WEBHOOK_KEY_FILE": str(secret.key),
         "ATOMIC_GANG_WEBHOOK_CERT_CHECK_INTERVAL": "0.2",
         "ATOMIC_GANG_CONFIG": str(config),
+        **(env or {}),
     }
     log = tmp / "webhook.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "atomic_gang_webhook"], env=env, stdout=out, stderr=out
         )
-    wh = WebhookProcess(f"https://127.0.0.1:{port}", ca, secret, proc, log)
+    wh = WebhookProcess(f"https://127.0.0.1:{port}", ca, secret, proc, log, port)
     try:
         with wh.client() as c:
             wait_for(lambda: c.get("/readyz").status_code == 200, timeout=20, what="readyz")

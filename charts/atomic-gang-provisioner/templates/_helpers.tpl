@@ -106,6 +106,12 @@ app.kubernetes.io/component: {{ .component }}
   "limits" $v.limits
   "allowedInstanceTypes" $v.allowedInstanceTypes
   "allowedNodeRoleArns" $v.allowedNodeRoleArns
+  "allowedAmiIds" $v.allowedAmiIds
+  "allowedSubnets" $v.allowedSubnets
+  "allowedCapacityReservationIds" $v.allowedCapacityReservationIds
+  "manageJobsWithoutQueueName" $v.manageJobsWithoutQueueName
+  "requireOnePodPerNode" $v.requireOnePodPerNode
+  "kueueUsername" $v.kueueUsername
   "reapIntervalSeconds" $v.reapIntervalSeconds
   "joinDeadlineSeconds" $v.joinDeadlineSeconds
   "acquireAttemptsBeforeRetry" $v.acquireAttemptsBeforeRetry

@@ -13,9 +13,11 @@ import logging
 import sys
 from pathlib import Path
 
-from atomic_gang_devstack.bins import REPO_ROOT, BinaryMissingError, Bins
+from atomic_gang_devstack.bins import CONTROL_PLANE, NODE, REPO_ROOT, BinaryMissingError, Bins
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components import default_components
+from atomic_gang_devstack.components.incluster import NAMESPACE, RELEASE
+from atomic_gang_devstack.components.node import NODE_NAME, node_images, node_net
 from atomic_gang_devstack.components.simulated import nodesim_url
 from atomic_gang_devstack.kubectl import KubectlError
 from atomic_gang_devstack.stack import Stack
@@ -71,6 +73,17 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_AWS_ENV,
         help=f"write the simulated EC2's AWS_* variables here (default {DEFAULT_AWS_ENV})",
     )
+    up.add_argument(
+        "--real-node",
+        action="store_true",
+        help="add one real kubelet + containerd node (needs root; restores the host on down)",
+    )
+    up.add_argument(
+        "--in-cluster",
+        action="store_true",
+        help="implies --real-node: our images, cert-manager and `helm upgrade --install` of the"
+        " chart run both services as pods (instead of local processes)",
+    )
     up.add_argument("--no-webhook", action="store_true", help="skip our validating webhook")
     up.add_argument("--no-queues", action="store_true", help="skip the Kueue objects")
     up.add_argument(
@@ -85,21 +98,25 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _up(args: argparse.Namespace) -> int:
+    in_cluster = args.in_cluster
     options = StackOptions(
         state_dir=args.state_dir.resolve(),
         kubeconfig_out=args.kubeconfig.resolve(),
-        webhook=not args.no_webhook,
-        queues=not args.no_queues,
-        check_stand_in=args.provisioners == 0,  # else the provisioner marks the check Active
+        # In-cluster, the chart brings the webhook, the controller and the Kueue objects.
+        webhook=not (args.no_webhook or in_cluster),
+        queues=not (args.no_queues or in_cluster),
+        check_stand_in=args.provisioners == 0 and not in_cluster,
         fake_nodes=args.fake_nodes,
         cloud=True,
-        provisioners=args.provisioners,
+        provisioners=0 if in_cluster else args.provisioners,
+        real_node=args.real_node or in_cluster,
+        in_cluster=in_cluster,
         nodesim=not args.no_nodesim,
         boot_delay=args.boot_delay,
         capacity_file=args.capacity.resolve(),
         aws_env_out=args.aws_env.resolve(),
     )
-    Bins.load().ensure()
+    Bins.load().ensure(CONTROL_PLANE + (NODE if options.real_node else ()))
     stack = Stack(options, default_components(options))
     try:
         ctx = stack.up(keep_on_failure=args.keep_on_failure)
@@ -120,6 +137,13 @@ def _report(ctx: Context) -> None:
         print(f"aws env:    source {ctx.options.aws_env_out}  (the simulated EC2, for aws/boto3)")
     if ctx.options.nodesim:
         print(f"nodesim:    {nodesim_url(ctx)}  (python -m atomic_gang_nodesim ctl --url … state)")
+    if ctx.options.real_node:
+        net = node_net(ctx)
+        print(f"real node:  {NODE_NAME} at {net.node_ip} (pods {net.subnet} on {net.bridge})")
+    if ctx.options.in_cluster:
+        images = ", ".join(b.ref for k, b in node_images(ctx).items() if k != "pause")
+        print(f"in-cluster: helm release {RELEASE} in {NAMESPACE} ({images})")
+        print("            cert-manager controller + cainjector as host processes")
     print(
         f"try:        {ctx.bins.path('kubectl')} --kubeconfig {kc} get clusterqueues,localqueues -A"
     )

@@ -11,13 +11,16 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BUILD_SCRIPT = REPO_ROOT / "hack" / "build-bins.sh"
 
+NODE_DEPS_SCRIPT = REPO_ROOT / "hack" / "install-node-deps.sh"
+
 _PIN = re.compile(r"^([A-Z0-9]+)_VERSION=\$\{\1_VERSION:-(v[0-9][^}]*)\}", re.MULTILINE)
+_BUILD_KEY = re.compile(r"^([A-Z0-9]+)_BUILD=\$\{\1_BUILD:-([a-z0-9]+)\}", re.MULTILINE)
 
 # Binary name -> (pin name, build-bins.sh component).
 BINARIES: dict[str, tuple[str, str]] = {
@@ -32,7 +35,18 @@ BINARIES: dict[str, tuple[str, str]] = {
     # Only the chart e2e tests run these (the webhook's certMode=certManager, for real).
     "cert-manager-controller": ("CERTMANAGER", "cert-manager"),
     "cert-manager-cainjector": ("CERTMANAGER", "cert-manager"),
+    # The real node (hack/install-node-deps.sh adds runc, CNI plugins, buildah).
+    "kubelet": ("K8S", "kubelet"),
+    "containerd": ("CONTAINERD", "containerd"),
+    "containerd-shim-runc-v2": ("CONTAINERD", "containerd"),
+    "ctr": ("CONTAINERD", "containerd"),
+    "kube-score": ("KUBESCORE", "kube-score"),
 }
+# What most of the stack needs; the real node's binaries are asked for by name.
+CONTROL_PLANE: tuple[str, ...] = tuple(
+    n for n, (_, c) in BINARIES.items() if c not in ("kubelet", "containerd", "kube-score")
+)
+NODE: tuple[str, ...] = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr")
 
 
 class BinaryMissingError(RuntimeError):
@@ -42,6 +56,11 @@ class BinaryMissingError(RuntimeError):
 def parse_pins(script_text: str) -> dict[str, str]:
     """``{"ETCD": "v3.6.16", ...}`` from the build script's default pins."""
     return {m.group(1): m.group(2) for m in _PIN.finditer(script_text)}
+
+
+def parse_build_keys(script_text: str) -> dict[str, str]:
+    """``{"HELM": "rel1"}``: build-flag revisions that are part of a binary's cache name."""
+    return {m.group(1): m.group(2) for m in _BUILD_KEY.finditer(script_text)}
 
 
 def cache_dir() -> Path:
@@ -54,19 +73,25 @@ class Bins:
 
     root: Path
     pins: dict[str, str]
+    build_keys: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls) -> Bins:
-        pins = parse_pins(BUILD_SCRIPT.read_text(encoding="utf-8"))
+        text = BUILD_SCRIPT.read_text(encoding="utf-8")
+        pins, keys = parse_pins(text), parse_build_keys(text)
         for env_pin in list(pins):  # the script honours the same env overrides
             pins[env_pin] = os.environ.get(f"{env_pin}_VERSION", pins[env_pin])
-        return cls(root=cache_dir(), pins=pins)
+        for env_key in list(keys):
+            keys[env_key] = os.environ.get(f"{env_key}_BUILD", keys[env_key])
+        return cls(root=cache_dir(), pins=pins, build_keys=keys)
 
     def version(self, name: str) -> str:
         return self.pins[BINARIES[name][0]]
 
     def path(self, name: str) -> Path:
-        return self.root / "bin" / f"{name}-{self.version(name)}"
+        key = self.build_keys.get(name.upper().replace("-", ""))
+        suffix = f"-{key}" if key else ""
+        return self.root / "bin" / f"{name}-{self.version(name)}{suffix}"
 
     def source(self, module: str) -> Path:
         """Module source tree (``kueue`` or ``kwok``) linked by the build script."""
@@ -75,8 +100,10 @@ class Bins:
     def missing(self, names: tuple[str, ...] = tuple(BINARIES)) -> list[str]:
         return [n for n in names if not os.access(self.path(n), os.X_OK)]
 
-    def ensure(self, names: tuple[str, ...] = tuple(BINARIES)) -> None:
+    def ensure(self, names: tuple[str, ...] = CONTROL_PLANE) -> None:
         """Build whatever is missing (a cold build takes tens of minutes)."""
+        if set(names) & set(NODE):
+            install_node_deps()
         components = sorted({BINARIES[n][1] for n in self.missing(names)})
         for module in ("kueue", "kwok"):  # the source links are needed too
             if module in names and not self.source(module).is_dir():
@@ -91,3 +118,10 @@ class Bins:
                 f"hack/build-bins.sh {' '.join(components)} exited {done.returncode};"
                 f" still missing: {', '.join(still) or 'none'}"
             )
+
+
+def install_node_deps() -> None:
+    """runc, CNI plugins, buildah, debootstrap from Debian's packages, when missing."""
+    done = subprocess.run([str(NODE_DEPS_SCRIPT)], check=False)
+    if done.returncode != 0:
+        raise BinaryMissingError(f"{NODE_DEPS_SCRIPT} exited {done.returncode}")

@@ -1,7 +1,7 @@
 """The objects the dev stack creates: our Kueue queues and our webhook registration.
 
 Pure builders returning plain dicts; the components apply them. Names here are
-the ones the README and the tests use.
+the ones the docs and the tests use.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ DEV_SETTINGS: Obj = {
         "nodeRoleArn": "arn:aws:iam::123456789012:role/eks-gang-node-role",
     },
     "allowedInstanceTypes": ["p4d.24xlarge", "p5.*", "g6.*", "trn1.*", "m5.*", "c5.*"],
+    # Tenants may not pick their own image: these two, or the SSM default.
+    "allowedAmiIds": ["ami-0123456789abcdef0", "ami-0de*"],
 }
 
 

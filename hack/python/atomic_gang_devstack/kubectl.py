@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,3 +62,27 @@ class Kubectl:
 
     def exists(self, *args: str) -> bool:
         return self.run("get", *args, "--ignore-not-found", "-o", "name", check=False).stdout != ""
+
+    def wait_established(self, crd_names: Iterable[str], *, timeout: float = 60.0) -> None:
+        """Poll until every CRD in ``crd_names`` (bare names) reports Established.
+
+        ``kubectl wait --for=condition=Established`` fails at once, instead of
+        waiting, when it reads a CRD whose status has no conditions yet: the
+        window between create and the apiserver's first status write.
+        """
+        deadline = time.monotonic() + timeout
+        pending = set(crd_names)
+        while pending:
+            pending -= {c["metadata"]["name"] for c in self.get("crd")["items"] if _established(c)}
+            if pending and time.monotonic() > deadline:
+                missing = tuple(sorted(pending))
+                raise KubectlError(("wait-established", *missing), 1, "not Established in time")
+            if pending:
+                time.sleep(0.2)
+
+
+def _established(crd: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Established" and c.get("status") == "True"
+        for c in (crd.get("status") or {}).get("conditions") or []
+    )

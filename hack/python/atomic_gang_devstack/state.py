@@ -50,6 +50,14 @@ class StackOptions(BaseModel):
         default_factory=dict, description="Settings overrides for the provisioner replicas."
     )
     namespace: str = Field(default="default", description="Namespace of the dev LocalQueue.")
+    real_node: bool = Field(
+        default=False,
+        description="Add one real kubelet + containerd node (root; see docs) beside the kwok ones.",
+    )
+    in_cluster: bool = Field(
+        default=False,
+        description="cert-manager and our chart (helm upgrade --install) on the real node.",
+    )
     detach: bool = Field(
         default=True,
         description="Processes outlive the launcher (dev-up); False ties them to it (tests).",
@@ -65,6 +73,7 @@ class StackState(BaseModel):
     started: list[str] = Field(default_factory=list)
     ready: bool = False
     ready_seconds: float | None = None
+    node_slot: int | None = None  # the real node's host slot (node/host.py), while claimed
 
     def save(self) -> None:
         path = self.options.state_dir / STATE_FILE

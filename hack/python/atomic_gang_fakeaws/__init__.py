@@ -1,7 +1,7 @@
 """atomic_gang_fakeaws: moto made to behave like EC2 where the engine depends on it.
 
 Test and demo infrastructure, never imported by the services. Patches moto's
-dispatch and a few backends (see README, "Simulated EC2") and exposes a control
+dispatch and a few backends (see docs/development.md, "Simulated EC2") and exposes a control
 API. In-process: ``with mock_aws(), installed() as fake: ...``. Separate
 process: ``python -m atomic_gang_fakeaws serve --port N`` plus
 :class:`ControlClient`.

@@ -1,8 +1,9 @@
 """``atomic-gang validate``: check every Job in multi-document YAML files.
 
-Prints one line per violation, ``<file>:<kind>/<name>: <key>: <message>``.
-Jobs, CronJobs (their ``jobTemplate``) and ``kind: List`` items are checked;
-other kinds are skipped. Exit 0 = all valid, 1 = some invalid, 2 = unreadable.
+Prints one line per violation, ``<file>:<kind>/<name>: <key>: <message>``, and the
+webhook's warnings on stderr. Jobs, CronJobs (their ``jobTemplate``) and
+``kind: List`` items are checked; other kinds are skipped. Exit 0 = all valid,
+1 = some invalid, 2 = unreadable.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any, TextIO
 
 import yaml
 
-from atomic_gang import GangSettings, GangValidationError, validate_job
-from atomic_gang.job import MalformedJobError
+from atomic_gang import GangSettings, review_job
+from atomic_gang.objects import MalformedJobError
 
 
 class UnreadableError(Exception):
@@ -61,32 +62,41 @@ def _jobs(doc: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
             yield from _jobs(item)
 
 
-def check_file(path: str, settings: GangSettings) -> list[Finding]:
+def check_file(path: str, settings: GangSettings) -> tuple[list[Finding], list[Finding]]:
+    """(violations, warnings) of every Job in the file."""
     findings: list[Finding] = []
+    warnings: list[Finding] = []
     for doc in _documents(path):
         for ref, job in _jobs(doc):
             where = f"{path}:{ref}"
             try:
-                validate_job(job, settings)
-            except GangValidationError as err:
-                findings.extend(
-                    Finding(where, v.key, v.render().removeprefix(f"{v.key}: "))
-                    for v in err.violations
-                )
+                found = review_job(job, settings)
             except MalformedJobError as err:
                 findings.append(Finding(where, "(object)", f"{err} [MalformedJob]"))
-    return findings
+                continue
+            if found is None:
+                continue
+            findings.extend(
+                Finding(where, v.key, v.render().removeprefix(f"{v.key}: "))
+                for v in found.violations
+            )
+            if found.omitted:
+                findings.append(Finding(where, "(object)", f"and {found.omitted} more"))
+            warnings.extend(Finding(where, "warning", w) for w in found.warnings)
+    return findings, warnings
 
 
 def run(paths: list[str], settings: GangSettings, out: TextIO, err: TextIO) -> int:
     status = 0
     for path in paths:
         try:
-            findings = check_file(path, settings)
+            findings, warnings = check_file(path, settings)
         except UnreadableError as exc:
             err.write(f"{exc}\n")
             status = 2
             continue
+        for warning in warnings:
+            err.write(warning.line() + "\n")
         for finding in findings:
             out.write(finding.line() + "\n")
         if findings and status == 0:

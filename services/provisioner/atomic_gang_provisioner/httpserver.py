@@ -1,12 +1,16 @@
-"""/metrics, /healthz and /readyz on one small threaded HTTP server."""
+"""/metrics, /healthz and /readyz on one small threaded HTTP server (the probes answer
+as the webhook's do: ``atomic_gang.startup``)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from atomic_gang import startup
 
 
 def serve(
@@ -17,12 +21,14 @@ def serve(
             if self.path == "/metrics":
                 self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
             elif self.path == "/healthz":
-                self._send(200, b"ok", "text/plain")
+                self._json(*startup.liveness())
             elif self.path == "/readyz":
-                ok = ready()
-                self._send(200 if ok else 503, b"ok" if ok else b"not ready", "text/plain")
+                self._json(*startup.readiness(ready()))
             else:
-                self._send(404, b"not found", "text/plain")
+                self._json(404, {"detail": "Not Found"})
+
+        def _json(self, code: int, body: object) -> None:
+            self._send(code, json.dumps(body).encode(), "application/json")
 
         def _send(self, code: int, body: bytes, ctype: str) -> None:
             self.send_response(code)

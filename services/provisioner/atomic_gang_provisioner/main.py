@@ -10,52 +10,40 @@ import argparse
 import logging
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable
 
-from pydantic import ValidationError
-
-from atomic_gang import logs
-from atomic_gang.settings import GangSettings, SettingsError, check_env_names, load_settings
+from atomic_gang import logs, startup
+from atomic_gang.settings import GangSettings, SettingsError
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.httpserver import serve
 from atomic_gang_provisioner.kube import KubeClient, KubeConfigError, NotFoundError
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
+from atomic_gang_provisioner.reconcilers.context import CloudHealth, Faults
 from atomic_gang_provisioner.resources import CONFIG_MAPS
 
 log = logging.getLogger("atomic_gang_provisioner")
-
-
-def _args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="atomic-gang-provisioner",
-        description="Kueue AdmissionCheck controller that acquires EC2 gangs N-or-0. "
-        "Process options come from ATOMIC_GANG_PROVISIONER_* env vars (KUBECONFIG, NAMESPACE, "
-        "HTTP_PORT, LOG_LEVEL, ...); controller knobs from the settings file. AWS credentials "
-        "and endpoint come from the standard AWS environment (AWS_ENDPOINT_URL for moto).",
-    )
-    p.add_argument(
-        "--config",
-        default=os.environ.get("ATOMIC_GANG_CONFIG", ""),
-        help="settings YAML (chart value names); default $ATOMIC_GANG_CONFIG",
-    )
-    p.add_argument("--identity", default=None, help="leader-election identity (default: host)")
-    return p.parse_args(argv)
+PROG = "atomic-gang-provisioner"
+PREFIX = "ATOMIC_GANG_PROVISIONER_"
+WARM_UP_RETRY_SECONDS = 5.0
+WARM_UP_RETRY_MAX_SECONDS = 60.0
+CRASH_AFTER_LAUNCH = "ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH"  # e2e only: see Faults
 
 
 def load(argv: list[str] | None) -> tuple[argparse.Namespace, ServerSettings, GangSettings]:
-    args = _args(argv)
-    try:
-        check_env_names("ATOMIC_GANG_PROVISIONER_", ServerSettings.model_fields)
-        server = ServerSettings()
-    except ValidationError as exc:
-        raise SettingsError(f"invalid ATOMIC_GANG_PROVISIONER_* settings: {exc}") from exc
-    settings = load_settings(args.config or None)
-    settings.require("clusterName", "defaults.region")
-    return args, server, settings
+    p = startup.parser(
+        PROG,
+        "Kueue AdmissionCheck controller that acquires EC2 gangs N-or-0. Process options "
+        f"come from {PREFIX}* env vars (KUBECONFIG, NAMESPACE, HTTP_PORT, LOG_LEVEL, ...); "
+        "controller knobs from the settings file. AWS credentials and endpoint come from the "
+        "standard AWS environment (AWS_ENDPOINT_URL for moto).",
+    )
+    p.add_argument("--identity", default=None, help="leader-election identity (default: host)")
+    args = p.parse_args(argv)
+    server = startup.server_settings(ServerSettings, prefix=PREFIX)
+    return args, server, startup.gang_settings(args.config, "clusterName", "defaults.region")
 
 
 def _kube_client(server: ServerSettings) -> KubeClient:
@@ -83,16 +71,69 @@ def aws_auth_reader(client: KubeClient) -> Callable[[], str | None]:
     return read
 
 
+def _check_cluster(check: Callable[[], None], health: CloudHealth) -> bool:
+    """Resolve the cluster once (the reaper's probe: the verdict shows on the AdmissionCheck)."""
+    check()
+    if not health.failing("cluster"):
+        return True
+    log.error(
+        "cannot resolve the cluster in EC2/EKS; not Ready until it works"
+        " (check AWS_ENDPOINT_URL, the region and the credentials)",
+        extra={"error": health.error},
+    )
+    return False
+
+
+def _check_until_ok(check: Callable[[], None], health: CloudHealth, done: threading.Event) -> None:
+    """Every replica retries (the leader's reaper does too), so a standby turns Ready again."""
+    delay = WARM_UP_RETRY_SECONDS
+    while not done.wait(delay) and not _check_cluster(check, health):
+        delay = min(delay * 2, WARM_UP_RETRY_MAX_SECONDS)
+
+
 def main(argv: list[str] | None = None) -> None:
-    try:
+    with startup.exit_on_settings_error(PROG):
         args, server, settings = load(argv)
         client = _kube_client(server)
-    except SettingsError as exc:
-        sys.stderr.write(f"atomic-gang-provisioner: {exc}\n")
-        sys.exit(2)
     logs.configure(server.log_level)
     metrics = ProvisionerMetrics.create()
-    cloud = Ec2Provider(
+    manager = Manager(
+        settings=settings,
+        server=server,
+        client=client,
+        cloud=_cloud(settings, server, client),
+        metrics=metrics,
+        faults=Faults(crash_after_launch=os.environ.get(CRASH_AFTER_LAUNCH) == "1"),
+    )
+    health = manager.ctx.cloud_health
+    http = serve(
+        host=server.http_host,
+        port=server.http_port,
+        registry=metrics.registry,
+        # Not Ready while this replica cannot resolve its cluster in EC2/EKS (a wrong
+        # endpoint, region or credentials), so `helm install --wait` fails visibly.
+        ready=lambda: manager.synced() and not health.failing("cluster"),
+    )
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    # Resolve the cluster now; a cloud error shows on the AdmissionCheck (CloudUnavailable)
+    # and keeps this replica not Ready; the reaper (leader) and this replica re-probe.
+    check = manager.reaper.check_cluster
+    if not _check_cluster(check, health):
+        threading.Thread(
+            target=_check_until_ok, args=(check, health, done), name="cluster-check", daemon=True
+        ).start()
+    manager.start(identity=args.identity)
+    log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})
+    done.wait()
+    log.info("shutting down")
+    manager.stop()
+    http.shutdown()
+
+
+def _cloud(settings: GangSettings, server: ServerSettings, client: KubeClient) -> Ec2Provider:
+    return Ec2Provider(
         clients=make_clients(region=settings.defaults.region),
         config=EngineConfig(
             cluster=settings.clusterName,
@@ -101,22 +142,3 @@ def main(argv: list[str] | None = None) -> None:
         ),
         aws_auth=aws_auth_reader(client),
     )
-    manager = Manager(settings=settings, server=server, client=client, cloud=cloud, metrics=metrics)
-    http = serve(
-        host=server.http_host,
-        port=server.http_port,
-        registry=metrics.registry,
-        ready=manager.synced,
-    )
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    # Resolve the cluster now; a cloud error shows on the AdmissionCheck (CloudUnavailable)
-    # and the reaper re-probes until it clears.
-    manager.reaper.check_cluster()
-    manager.start(identity=args.identity)
-    log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})
-    done.wait()
-    log.info("shutting down")
-    manager.stop()
-    http.shutdown()

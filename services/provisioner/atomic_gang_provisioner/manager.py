@@ -33,13 +33,15 @@ from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.pool.model import Knobs
 from atomic_gang_provisioner.reconcilers.admissioncheck import AdmissionCheckReconciler
-from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.reconcilers.context import Context, Faults
 from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from atomic_gang_provisioner.reconcilers.workload import (
+    CHECK_INDEX,
     CLAIM_INDEX,
     JOB_UID_INDEX,
     WorkloadReconciler,
+    check_index,
     claim_index,
     job_uid_index,
 )
@@ -54,8 +56,33 @@ from atomic_gang_provisioner.resources import (
 from atomic_gang_provisioner.runtime import Controller, ControllerHooks
 
 log = logging.getLogger("atomic_gang_provisioner")
+COMPONENT = "atomic-gang-provisioner"
 OWNER_INDEX = "owner"
 Obj = dict[str, Any]
+
+
+def informers(client: KubeClient, *, resync_seconds: float) -> dict[str, Informer]:
+    """The caches, with the indexes the reconcilers and the event handlers look up."""
+    resync = resync_seconds  # the objects whose changes other objects do not announce
+    return {
+        "pools": Informer(
+            client, POOLS, indexers={CLAIM_INDEX: claim_index}, resync_seconds=resync
+        ),
+        "workloads": Informer(
+            client,
+            WORKLOADS,
+            indexers={OWNER_INDEX: by_owner_uid(kind="Job"), CHECK_INDEX: check_index},
+            resync_seconds=resync,
+        ),
+        "nodes": Informer(
+            client, NODES, indexers={INSTANCE_INDEX: instance_index, "pool": by_label(keys.POOL)}
+        ),
+        "jobs": Informer(
+            client, JOBS, label_selector=keys.POOL, indexers={JOB_UID_INDEX: job_uid_index}
+        ),
+        "checks": Informer(client, ADMISSION_CHECKS, resync_seconds=resync),
+        "flavors": Informer(client, RESOURCE_FLAVORS),
+    }
 
 
 def knobs(settings: GangSettings) -> Knobs:
@@ -78,35 +105,22 @@ class Manager:
         client: KubeClient,
         cloud: CloudProvider,
         metrics: ProvisionerMetrics,
+        faults: Faults | None = None,
     ) -> None:
         self.settings, self.server, self.client, self.metrics = settings, server, client, metrics
-        resync = server.resync_seconds
-        self.informers = {
-            "pools": Informer(
-                client, POOLS, indexers={CLAIM_INDEX: claim_index}, resync_seconds=resync
-            ),
-            "workloads": Informer(
-                client,
-                WORKLOADS,
-                indexers={OWNER_INDEX: by_owner_uid(kind="Job")},
-                resync_seconds=resync,
-            ),
-            "nodes": Informer(
-                client,
-                NODES,
-                indexers={INSTANCE_INDEX: instance_index, "pool": by_label(keys.POOL)},
-            ),
-            "jobs": Informer(
-                client, JOBS, label_selector=keys.POOL, indexers={JOB_UID_INDEX: job_uid_index}
-            ),
-            "checks": Informer(client, ADMISSION_CHECKS, resync_seconds=resync),
-            "flavors": Informer(client, RESOURCE_FLAVORS),
-        }
-        i = self.informers
-        self.recorder = EventRecorder(client, component="atomic-gang-provisioner")
+        self.informers = informers(client, resync_seconds=server.resync_seconds)
+        self.recorder = EventRecorder(client, component=COMPONENT)
         self.leading = threading.Event()
-        self.ctx = Context(
-            client=client,
+        self.ctx = self._context(cloud, faults or Faults())
+        self.controllers = self._controllers()
+        self.reaper = self._reaper(cloud)
+        self.elector: LeaderElector | None = None
+        self._wire()
+
+    def _context(self, cloud: CloudProvider, faults: Faults) -> Context:
+        i = self.informers
+        return Context(
+            client=self.client,
             pools=i["pools"],
             workloads=i["workloads"],
             nodes=i["nodes"],
@@ -114,21 +128,21 @@ class Manager:
             checks=i["checks"],
             flavors=i["flavors"],
             cloud=cloud,
-            settings=settings,
-            knobs=knobs(settings),
+            settings=self.settings,
+            knobs=knobs(self.settings),
             events=self.recorder,
-            metrics=metrics,
+            metrics=self.metrics,
             leading=self._is_leading,
+            faults=faults,
         )
-        self.controllers = self._controllers()
-        warm_up = getattr(cloud, "warm_up", None)
-        self.reaper = Reaper(
+
+    def _reaper(self, cloud: CloudProvider) -> Reaper:
+        warm_up = getattr(cloud, "warm_up", None)  # resolves the cluster (Ec2Provider)
+        return Reaper(
             self.ctx,
-            interval=float(settings.reapIntervalSeconds),
+            interval=float(self.settings.reapIntervalSeconds),
             probe=warm_up if callable(warm_up) else None,
         )
-        self.elector: LeaderElector | None = None
-        self._wire()
 
     def _is_leading(self) -> bool:
         if self.elector is None:
@@ -169,42 +183,43 @@ class Manager:
         }
 
     def _wire(self) -> None:
-        i, c = self.informers, self.controllers
+        """Informer events become reconcile keys; handlers only enqueue."""
+        i = self.informers
+        self.ctx.cloud_health.on_change = self._recheck_checks
+        i["pools"].add_handlers(_both(self.on_pool))
+        i["workloads"].add_handlers(Handlers.for_all(self.on_workload))
+        i["nodes"].add_handlers(_both(self.on_node))
+        i["jobs"].add_handlers(Handlers.for_all(self.on_job))
+        i["checks"].add_handlers(Handlers.for_all(self.on_check))
 
-        def recheck_all() -> None:
-            for check in i["checks"].list():
-                c["admissioncheck"].enqueue(object_key(check))
+    def _recheck_checks(self) -> None:
+        for check in self.informers["checks"].list():
+            self.controllers["admissioncheck"].enqueue(object_key(check))
 
-        self.ctx.cloud_health.on_change = recheck_all
+    def on_pool(self, obj: Obj) -> None:
+        self.controllers["pool"].enqueue(object_key(obj))
+        claim = (obj.get("spec") or {}).get("claim")
+        if claim:
+            self.controllers["workload"].enqueue(f"{claim['namespace']}/{claim['name']}")
 
-        def on_pool(obj: Obj) -> None:
-            c["pool"].enqueue(object_key(obj))
-            claim = (obj.get("spec") or {}).get("claim")
-            if claim:
-                c["workload"].enqueue(f"{claim['namespace']}/{claim['name']}")
+    def on_workload(self, obj: Obj) -> None:
+        self.controllers["workload"].enqueue(object_key(obj))
 
-        def on_node(obj: Obj) -> None:
-            pool = ((obj.get("metadata") or {}).get("labels") or {}).get(keys.POOL)
-            if pool:
-                c["pool"].enqueue(str(pool))
+    def on_node(self, obj: Obj) -> None:
+        pool = ((obj.get("metadata") or {}).get("labels") or {}).get(keys.POOL)
+        if pool:
+            self.controllers["pool"].enqueue(str(pool))
 
-        def on_job(obj: Obj) -> None:
-            uid = (obj.get("metadata") or {}).get("uid", "")
-            for wl in i["workloads"].by_index(OWNER_INDEX, str(uid)):
-                c["workload"].enqueue(object_key(wl))
+    def on_job(self, obj: Obj) -> None:
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        for wl in self.informers["workloads"].by_index(OWNER_INDEX, str(uid)):
+            self.controllers["workload"].enqueue(object_key(wl))
 
-        def on_check(obj: Obj) -> None:
-            c["admissioncheck"].enqueue(object_key(obj))
-            for wl in i["workloads"].list():
-                c["workload"].enqueue(object_key(wl))
-
-        i["pools"].add_handlers(_both(on_pool))
-        i["workloads"].add_handlers(
-            Handlers.for_all(lambda o: c["workload"].enqueue(object_key(o)))
-        )
-        i["nodes"].add_handlers(_both(on_node))
-        i["jobs"].add_handlers(Handlers.for_all(on_job))
-        i["checks"].add_handlers(Handlers.for_all(on_check))
+    def on_check(self, obj: Obj) -> None:
+        """Only the Workloads that carry this check can decide differently (as Kueue does)."""
+        self.controllers["admissioncheck"].enqueue(object_key(obj))
+        for wl in self.informers["workloads"].by_index(CHECK_INDEX, object_key(obj)):
+            self.controllers["workload"].enqueue(object_key(wl))
 
     def synced(self) -> bool:
         return all(inf.has_synced() for inf in self.informers.values())

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+PREFIX = "atomic_gang_"
 _SLOW = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 3600)
 
 
@@ -28,59 +29,41 @@ class ProvisionerMetrics:
 
     @classmethod
     def create(cls) -> ProvisionerMetrics:
+        """One registry, every metric named and described once (a table: read down)."""
         r = CollectorRegistry()
-        p = "atomic_gang_"
+
+        def counter(name: str, doc: str, *labels: str) -> Counter:
+            return Counter(PREFIX + name, doc, labels, registry=r)
+
+        def slow(name: str, doc: str) -> Histogram:
+            return Histogram(PREFIX + name, doc, buckets=_SLOW, registry=r)
+
+        def gauge(name: str, doc: str, *labels: str) -> Gauge:
+            return Gauge(PREFIX + name, doc, labels, registry=r)
+
         return cls(
             registry=r,
-            acquisitions=Counter(
-                p + "acquisitions",
-                "Acquisition attempts by mode and result.",
-                ["mode", "result"],
-                registry=r,
+            acquisitions=counter(
+                "acquisitions", "Acquisition attempts by mode and result.", "mode", "result"
             ),
-            shortfalls=Counter(
-                p + "shortfalls",
-                "Failed attempts (nothing billed) by reason.",
-                ["reason"],
-                registry=r,
+            shortfalls=counter(
+                "shortfalls", "Failed attempts (nothing billed) by reason.", "reason"
             ),
-            time_to_satisfied=Histogram(
-                p + "time_to_satisfied_seconds",
-                "From the first attempt to N Ready nodes.",
-                buckets=_SLOW,
-                registry=r,
+            time_to_satisfied=slow(
+                "time_to_satisfied_seconds", "From the first attempt to N Ready nodes."
             ),
-            join_duration=Histogram(
-                p + "join_duration_seconds",
-                "From launch to N Ready nodes.",
-                buckets=_SLOW,
-                registry=r,
-            ),
-            keep_warm_reuses=Counter(
-                p + "keep_warm_reuses", "Claims served by a warm set.", registry=r
-            ),
-            reaped=Counter(
-                p + "reaped_instances",
-                "Instances terminated by the reaper.",
-                ["reason"],
-                registry=r,
-            ),
-            sweeps=Counter(p + "reaper_sweeps", "Completed reaper sweeps.", registry=r),
-            released=Counter(p + "released_instances", "Instances released by pools.", registry=r),
-            reconcile_errors=Counter(
-                p + "reconcile_errors", "Reconciles that raised.", ["controller"], registry=r
-            ),
+            join_duration=slow("join_duration_seconds", "From launch to N Ready nodes."),
+            keep_warm_reuses=counter("keep_warm_reuses", "Claims served by a warm set."),
+            reaped=counter("reaped_instances", "Instances terminated by the reaper.", "reason"),
+            sweeps=counter("reaper_sweeps", "Completed reaper sweeps."),
+            released=counter("released_instances", "Instances released by pools."),
+            reconcile_errors=counter("reconcile_errors", "Reconciles that raised.", "controller"),
             reconcile_duration=Histogram(
-                p + "reconcile_duration_seconds", "Reconcile time.", ["controller"], registry=r
+                PREFIX + "reconcile_duration_seconds", "Reconcile time.", ["controller"], registry=r
             ),
-            queue_depth=Gauge(
-                p + "queue_depth", "Keys waiting in a work queue.", ["controller"], registry=r
-            ),
-            leader=Gauge(p + "leader", "1 while this replica holds the leader lease.", registry=r),
-            check_transitions=Counter(
-                p + "admission_check_transitions",
-                "AdmissionCheckState writes by state.",
-                ["state"],
-                registry=r,
+            queue_depth=gauge("queue_depth", "Keys waiting in a work queue.", "controller"),
+            leader=gauge("leader", "1 while this replica holds the leader lease."),
+            check_transitions=counter(
+                "admission_check_transitions", "AdmissionCheckState writes by state.", "state"
             ),
         )

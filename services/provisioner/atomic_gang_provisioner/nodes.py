@@ -8,6 +8,7 @@ from typing import Any
 
 from atomic_gang import keys
 from atomic_gang_provisioner.pool.model import NodeView
+from atomic_gang_provisioner.timestamps import parse_rfc3339
 
 
 def instance_id(provider_id: str) -> str:
@@ -28,7 +29,7 @@ def _ready(node: Mapping[str, Any]) -> tuple[bool, datetime | None]:
     for cond in (node.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready":
             since = cond.get("lastTransitionTime")
-            when = datetime.fromisoformat(since.replace("Z", "+00:00")) if since else None
+            when = parse_rfc3339(since) if since else None
             return cond.get("status") == "True", when
     return False, None
 

@@ -1,9 +1,11 @@
 """The admission endpoint as a bare ASGI app: the one hot path of the service.
 
-It reads the body with a hard size cap straight from ``receive``, hands it to the
-pure ``review`` module, counts the verdict, and answers with pre-encoded JSON.
-Skipping the framework's Request/Response objects and dependency injection
-saves a third of the per-request cost. Bad input is a 4xx, never a 5xx.
+It reads the body with a hard size cap straight from ``receive``, hands
+it to the pure ``review`` module, counts the verdict, and answers with pre-encoded
+JSON. Skipping the framework's Request/Response objects and dependency injection
+saves a third of the per-request cost. Bad input is a 4xx, never a 5xx; after a 413
+the connection is closed rather than the rest of the body read. Log lines
+are rate-limited and their fields clipped.
 """
 
 from __future__ import annotations
@@ -15,21 +17,23 @@ from typing import Any
 
 import orjson
 
+from atomic_gang.errors import clip
+from atomic_gang_webhook import review
 from atomic_gang_webhook.review import (
     Decision,
     ReviewRequest,
     WebhookError,
     build_response,
-    decide,
     parse_review,
 )
-from atomic_gang_webhook.state import AppState
+from atomic_gang_webhook.state import AppState, LogBudget
 
 log = logging.getLogger("atomic_gang_webhook.review")
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 PATH = "/validate/batch/v1/job"
+CLOSE_AFTER = frozenset({413})  # the rest of the body is never read
 
 
 def _declared_length(scope: Message) -> int | None:
@@ -40,6 +44,7 @@ def _declared_length(scope: Message) -> int | None:
 
 
 async def read_capped(scope: Message, receive: Receive, limit: int) -> bytes:
+    # The body's deadline is the protocol's (guards.py): it answers 408 and closes.
     declared = _declared_length(scope)
     if declared is not None and declared > limit:
         raise WebhookError(413, "TooLarge", f"body exceeds {limit} bytes")
@@ -60,16 +65,10 @@ async def read_capped(scope: Message, receive: Receive, limit: int) -> bytes:
 
 async def respond(send: Send, status: int, payload: object) -> None:
     body = orjson.dumps(payload)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if status in CLOSE_AFTER:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -83,16 +82,20 @@ class AdmissionEndpoint:
         try:
             body = await read_capped(scope, receive, state.max_body_bytes)
             req = parse_review(body)
-            decision = decide(req, state.settings)
+            decision = review.decide(req, state.settings)
         except WebhookError as err:
             m.observe(time.perf_counter() - started)
             m.review("", "malformed", err.reason)
-            log.info("malformed review", extra={"status": err.status, "reason": err.reason})
+            self._log_malformed(err)
             await respond(send, err.status, err.body())
             return
         self._count(req, decision)
         await respond(send, 200, build_response(req, decision))
         m.observe(time.perf_counter() - started)
+
+    def _log_malformed(self, err: WebhookError) -> None:
+        fields = {"status": err.status, "reason": err.reason}
+        _log_within(self.state.malformed_budget, "malformed review", lambda: fields)
 
     def _count(self, req: ReviewRequest, decision: Decision) -> None:
         m = self.state.metrics.tally
@@ -101,16 +104,23 @@ class AdmissionEndpoint:
             return
         for v in decision.violations:
             m.violation(v.reason)
-        skipped = self.state.log_budget.take(time.monotonic())
-        if skipped is not None:
-            log.info(
-                "denied",
-                extra={
-                    "uid": req.uid,
-                    "operation": req.operation,
-                    "namespace": req.namespace,
-                    "job": req.name,
-                    "reasons": [v.reason for v in decision.violations],
-                    "suppressed_since_last": skipped,
-                },
-            )
+        _log_within(
+            self.state.log_budget,
+            "denied",
+            lambda: {
+                "uid": req.uid,
+                "operation": req.operation,
+                "namespace": clip(req.namespace, 63),
+                "job": clip(req.name, 253),
+                "reasons": [v.reason for v in decision.violations],
+                "more_violations": decision.omitted,
+            },
+        )
+
+
+def _log_within(budget: LogBudget, message: str, fields: Callable[[], dict[str, Any]]) -> None:
+    """Log ``message`` if ``budget`` allows a line now, saying how many it held back;
+    ``fields`` is only built for a line that is written."""
+    skipped = budget.take(time.monotonic())
+    if skipped is not None:
+        log.info(message, extra={**fields(), "suppressed_since_last": skipped})

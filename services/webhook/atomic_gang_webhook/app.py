@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.routing import Route
 
+from atomic_gang import startup
 from atomic_gang_webhook.admission import PATH, AdmissionEndpoint, Message, Receive, Send
 from atomic_gang_webhook.state import AppState, LogBudget
 
@@ -34,12 +35,12 @@ probes = APIRouter()
 
 @probes.get("/healthz")
 async def healthz() -> Response:
-    return _json(200, {"status": "ok"})
+    return _json(*startup.liveness())
 
 
 @probes.get("/readyz")
 async def readyz(state: State) -> Response:
-    return _json(200 if state.ready else 503, {"ready": state.ready})
+    return _json(*startup.readiness(state.ready))
 
 
 @probes.get("/metrics")

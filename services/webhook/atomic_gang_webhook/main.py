@@ -6,62 +6,56 @@ exits with status 2 and a message naming the field.
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
-import sys
 
 import uvicorn
-from pydantic import ValidationError
 
-from atomic_gang import logs
-from atomic_gang.settings import GangSettings, SettingsError, check_env_names, load_settings
+from atomic_gang import logs, startup
+from atomic_gang.settings import GangSettings, SettingsError
 from atomic_gang_webhook.app import AppState, create_app
 from atomic_gang_webhook.config import ServerSettings
+from atomic_gang_webhook.gate import ConnectionGate, protocol_class
+from atomic_gang_webhook.state import BudgetFilter, LogBudget
 from atomic_gang_webhook.tls import ReloadingCertificate, not_after
-from atomic_gang_webhook.transport import CoalescingHttpToolsProtocol
 
 log = logging.getLogger("atomic_gang_webhook")
-
-
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="atomic-gang-webhook",
-        description="Validating admission webhook for atomic-gang Jobs (HTTPS only). "
-        "Server options come from ATOMIC_GANG_WEBHOOK_* env vars "
-        "(HOST, PORT, CERT_FILE, KEY_FILE, LOG_LEVEL); gang rules from the settings file.",
-    )
-    parser.add_argument(
-        "--config",
-        default=os.environ.get("ATOMIC_GANG_CONFIG", ""),
-        help="settings YAML (chart value names); default $ATOMIC_GANG_CONFIG",
-    )
-    parser.add_argument("--port", type=int, help="override ATOMIC_GANG_WEBHOOK_PORT")
-    return parser.parse_args(argv)
+PROG = "atomic-gang-webhook"
+PREFIX = "ATOMIC_GANG_WEBHOOK_"
 
 
 def load(argv: list[str] | None) -> tuple[ServerSettings, GangSettings]:
-    args = _parse_args(argv)
-    try:
-        check_env_names("ATOMIC_GANG_WEBHOOK_", ServerSettings.model_fields)
-        server = ServerSettings()
-        if args.port:
-            server = server.model_copy(update={"port": args.port})
-        settings = load_settings(args.config or None)
-        settings.require("defaults.region")
-    except ValidationError as exc:
-        raise SettingsError(f"invalid ATOMIC_GANG_WEBHOOK_* settings: {exc}") from exc
-    return server, settings
+    p = startup.parser(
+        PROG,
+        "Validating admission webhook for atomic-gang Jobs (HTTPS only). Server options come "
+        f"from {PREFIX}* env vars (HOST, PORT, CERT_FILE, KEY_FILE, LOG_LEVEL, "
+        "MAX_CONNECTIONS, *_TIMEOUT, ...; see docs/operations.md); gang rules from the "
+        "settings file.",
+    )
+    p.add_argument("--port", type=int, help=f"override {PREFIX}PORT")
+    args = p.parse_args(argv)
+    flags = {"port": args.port} if args.port else {}
+    server = startup.server_settings(ServerSettings, prefix=PREFIX, **flags)
+    return server, startup.gang_settings(args.config, "defaults.region")
 
 
 def main(argv: list[str] | None = None) -> None:
-    try:
+    with startup.exit_on_settings_error(PROG):
         server, settings = load(argv)
-    except SettingsError as exc:
-        sys.stderr.write(f"atomic-gang-webhook: {exc}\n")
-        sys.exit(2)
-    logs.configure(server.log_level)
-    state = AppState(settings=settings, max_body_bytes=server.max_body_bytes)
+        logs.configure(server.log_level)
+        logging.getLogger("uvicorn.error").addFilter(BudgetFilter(LogBudget()))
+        state = AppState(settings=settings, max_body_bytes=server.max_body_bytes)
+        cert = _certificate(server, state)
+    gate = ConnectionGate(
+        server.limits(),
+        cert.server_context(),  # the hot-reloading context
+        on_close=lambda reason: state.metrics.connections_closed.labels(reason).inc(),
+    )
+    state.metrics.open_connections.set_function(lambda: gate.open)
+    log.info("serving", extra={"host": server.host, "port": server.port, "scheme": "https"})
+    uvicorn.Server(_uvicorn_config(server, state, gate)).run()
+
+
+def _certificate(server: ServerSettings, state: AppState) -> ReloadingCertificate:
     try:
         cert = ReloadingCertificate(
             server.cert_file,
@@ -70,30 +64,32 @@ def main(argv: list[str] | None = None) -> None:
             on_reload=lambda path: _on_reload(state, path),
         )
     except (OSError, ValueError) as exc:
-        sys.stderr.write(f"atomic-gang-webhook: cannot load TLS pair: {exc}\n")
-        sys.exit(2)
+        raise SettingsError(f"cannot load TLS pair: {exc}") from exc
     _on_reload(state, server.cert_file, count=False)
-    config = uvicorn.Config(
+    return cert
+
+
+def _uvicorn_config(
+    server: ServerSettings, state: AppState, gate: ConnectionGate
+) -> uvicorn.Config:
+    # TLS is the gate's (gate.py): uvicorn listens on TCP and never sees the SSLContext.
+    return uvicorn.Config(
         create_app(state),
         host=server.host,
         port=server.port,
-        ssl_certfile=server.cert_file,
-        ssl_keyfile=server.key_file,
         log_config=None,
         access_log=False,
         # The API server calls us directly: X-Forwarded-* would only be a spoofing
         # surface, and parsing them costs every review. No "server: uvicorn" banner.
         proxy_headers=False,
         server_header=False,
-        http=CoalescingHttpToolsProtocol,  # one TLS record and send() per response
+        # The gate, then httptools over a write-coalescing transport with guards
+        # (one TLS record and send() per response; header caps and deadlines).
+        http=protocol_class(gate),
         ws="none",
-        timeout_keep_alive=30,
+        timeout_keep_alive=int(server.idle_timeout),
         timeout_graceful_shutdown=10,
     )
-    config.load()
-    config.ssl = cert.server_context()  # swap in the hot-reloading context
-    log.info("serving", extra={"host": server.host, "port": server.port})
-    uvicorn.Server(config).run()
 
 
 def _on_reload(state: AppState, cert_file: str, *, count: bool = True) -> None:

@@ -3,7 +3,10 @@
 The three families on the admission path (reviews, violations, latency) are plain
 ints in :class:`ReviewTally`, turned into samples only when /metrics is scraped.
 prometheus_client's metric objects take a lock and validate on every ``inc`` and
-``observe``; a denial made six such calls, about a tenth of its Python cost.
+``observe``. Measured side by side on 2026-12-01 (docs/benchmarks.md) against stock
+collectors with their label children cached: 0.45 against 1.7 µs of counting for a
+valid review and 0.8 against 3.6 µs for a denial; 4-8 µs (~6 %) of the in-process
+endpoint; 0-24 µs of server CPU per request, in its favour in 5 of 6 comparisons.
 """
 
 from __future__ import annotations
@@ -17,10 +20,14 @@ from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricF
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from atomic_gang_webhook.guards import CLOSE_REASONS
+
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 REVIEWS = "atomic_gang_webhook_reviews"
 VIOLATIONS = "atomic_gang_webhook_violations"
 LATENCY = "atomic_gang_webhook_review_duration_seconds"
+# Label values come from closed sets only: a tenant's string never becomes a series.
+OPERATIONS = frozenset({"CREATE", "UPDATE", ""})
 
 
 @dataclass(eq=False)  # the registry keys collectors by identity
@@ -45,7 +52,7 @@ class ReviewTally(Collector):
         self.labels = tuple(floatToGoString(b) for b in bounds)  # type: ignore[no-untyped-call]
 
     def review(self, operation: str, verdict: str, reason: str) -> None:
-        key = (operation, verdict, reason)
+        key = (operation if operation in OPERATIONS else "other", verdict, reason)
         self.reviews[key] = self.reviews.get(key, 0) + 1
 
     def violation(self, reason: str) -> None:
@@ -99,12 +106,22 @@ class WebhookMetrics:
     tally: ReviewTally
     cert_reloads: Counter
     cert_expiry: Gauge
+    connections_closed: Counter
+    open_connections: Gauge
 
     @classmethod
     def create(cls) -> WebhookMetrics:
         reg = CollectorRegistry()
         tally = ReviewTally()
         reg.register(tally)
+        closed = Counter(
+            "atomic_gang_webhook_connections_closed",
+            "Connections the webhook closed or refused to protect itself, by guard.",
+            ["reason"],
+            registry=reg,
+        )
+        for reason in CLOSE_REASONS:
+            closed.labels(reason)
         return cls(
             registry=reg,
             tally=tally,
@@ -116,6 +133,12 @@ class WebhookMetrics:
             cert_expiry=Gauge(
                 "atomic_gang_webhook_certificate_expiry_timestamp_seconds",
                 "notAfter of the serving certificate in use.",
+                registry=reg,
+            ),
+            connections_closed=closed,
+            open_connections=Gauge(
+                "atomic_gang_webhook_open_connections",
+                "Connections open now, TLS handshakes included (limit: max_connections).",
                 registry=reg,
             ),
         )

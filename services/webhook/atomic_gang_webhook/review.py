@@ -12,11 +12,19 @@ from typing import Any, Literal, NamedTuple
 
 import orjson
 
-from atomic_gang import GangSettings, Violation
-from atomic_gang.job import MalformedJobError, job_violations, validate_job_update
+from atomic_gang import Findings, GangSettings, Violation, keys, review_job, review_job_update
+from atomic_gang.errors import clip
+from atomic_gang.objects import MalformedJobError
 
 API_VERSION = "admission.k8s.io/v1"
 Verdict = Literal["allowed", "denied"]
+OPERATIONS = ("CREATE", "UPDATE")  # what the registration sends; anything else is malformed
+MAX_UID = 128  # the API server sends a 36-character UUID
+# Mentions of our prefix a real review carries: the keys (13), the admitted template's
+# selector and toleration, their copies in last-applied-configuration and managedFields,
+# twice on UPDATE: about 100. Far more is a key storm, refused before any parsing.
+MAX_PREFIX_MENTIONS = 1024
+_PREFIX = keys.PREFIX.encode()
 
 
 class WebhookError(Exception):
@@ -39,12 +47,15 @@ class ReviewRequest(NamedTuple):  # NamedTuple: immutable, and the cheapest to b
     name: str
     obj: Mapping[str, Any] | None
     old: Mapping[str, Any] | None
+    user: str = ""
 
 
 class Decision(NamedTuple):
     verdict: Verdict
     reason: str
     violations: tuple[Violation, ...] = ()
+    omitted: int = 0  # violations found beyond the ones listed
+    warnings: tuple[str, ...] = ()
 
 
 def _bad(message: str, reason: str = "BadRequest") -> WebhookError:
@@ -66,8 +77,10 @@ def _is_job_kind(kind: Any) -> bool:
     )
 
 
-def parse_review(body: bytes) -> ReviewRequest:
-    """Decode and check the envelope; raise WebhookError(400) on anything off."""
+def _request(body: bytes) -> Mapping[str, Any]:
+    """The ``request`` of a well-formed AdmissionReview envelope."""
+    if body.count(_PREFIX) > MAX_PREFIX_MENTIONS:
+        raise _bad(f"more than {MAX_PREFIX_MENTIONS} mentions of {keys.PREFIX}", "TooManyKeys")
     try:
         doc = orjson.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
@@ -76,52 +89,63 @@ def parse_review(body: bytes) -> ReviewRequest:
     review = _object(doc, "the body")
     if review.get("apiVersion") != API_VERSION or review.get("kind") != "AdmissionReview":
         raise _bad(f"expected kind AdmissionReview, apiVersion {API_VERSION}", "NotAReview")
-    req = _object(review.get("request"), "request")
+    return _object(review.get("request"), "request")
+
+
+def parse_review(body: bytes) -> ReviewRequest:
+    """Decode and check the envelope; raise WebhookError(400) on anything off."""
+    req = _request(body)
     uid = req.get("uid")
     if not isinstance(uid, str) or not uid:
         raise _bad("request.uid is missing", "MissingUID")
+    if len(uid) > MAX_UID:
+        raise _bad(f"request.uid is longer than {MAX_UID} characters", "MissingUID")
     if not _is_job_kind(req.get("kind")):
         raise _bad("request.kind must be batch/v1 Job", "NotAJob")
     operation = req.get("operation")
     if not isinstance(operation, str):
         raise _bad("request.operation is missing")
-    obj = req.get("object")
-    old = req.get("oldObject")
-    if operation in ("CREATE", "UPDATE"):
-        obj = _object(obj, "request.object")
-        if obj.get("kind", "Job") != "Job" or obj.get("apiVersion", "batch/v1") != "batch/v1":
-            raise _bad("request.object is not a batch/v1 Job", "NotAJob")
-    if operation == "UPDATE":
-        old = _object(old, "request.oldObject")
-    ns, name = req.get("namespace", ""), req.get("name", "")
+    if operation not in OPERATIONS:
+        raise _bad("request.operation must be CREATE or UPDATE", "UnsupportedOperation")
+    obj = _object(req.get("object"), "request.object")
+    if obj.get("kind", "Job") != "Job" or obj.get("apiVersion", "batch/v1") != "batch/v1":
+        raise _bad("request.object is not a batch/v1 Job", "NotAJob")
+    old = _object(req.get("oldObject"), "request.oldObject") if operation == "UPDATE" else None
+    info = req.get("userInfo")
     return ReviewRequest(
         uid=uid,
         operation=operation,
-        namespace=ns if isinstance(ns, str) else "",
-        name=name if isinstance(name, str) else "",
-        obj=obj if isinstance(obj, dict) else None,
-        old=old if isinstance(old, dict) else None,
+        namespace=_text(req.get("namespace")),
+        name=_text(req.get("name")),
+        obj=obj,
+        old=old,
+        user=_text(info.get("username")) if isinstance(info, dict) else "",
     )
 
 
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def decide(req: ReviewRequest, settings: GangSettings) -> Decision:
-    """CREATE: validate any Job that carries our keys. UPDATE: keys are immutable."""
+    """CREATE: validate any Job that carries our keys or reaches for gang nodes.
+    UPDATE: gang keys are immutable, and only Kueue may add gang node claims."""
     try:
-        if req.operation == "CREATE" and req.obj is not None:
-            found = job_violations(req.obj, settings)
-            if found is None:
-                return Decision("allowed", "NotAGang")
-            if found:
-                return Decision("denied", found[0].reason, tuple(found))
-            return Decision("allowed", "Valid")
-        if req.operation == "UPDATE" and req.obj is not None and req.old is not None:
-            changed = validate_job_update(req.old, req.obj)
-            if changed:
-                return Decision("denied", changed[0].reason, tuple(changed))
-            return Decision("allowed", "Unchanged")
+        if req.old is None:
+            return _verdict(review_job(req.obj or {}, settings), "Valid")
+        found = review_job_update(req.old, req.obj or {}, settings, user=req.user)
+        return _verdict(found, "Unchanged")
     except MalformedJobError as err:
         raise _bad(str(err), "MalformedJob") from err
-    return Decision("allowed", "NotReviewed")
+
+
+def _verdict(found: Findings | None, ok: str) -> Decision:
+    if found is None:
+        return Decision("allowed", "NotAGang")
+    if found.violations:
+        v = found.violations
+        return Decision("denied", v[0].reason, v, found.omitted, found.warnings)
+    return Decision("allowed", ok, warnings=found.warnings)
 
 
 def _display_name(req: ReviewRequest) -> str:
@@ -130,26 +154,36 @@ def _display_name(req: ReviewRequest) -> str:
         meta = req.obj.get("metadata")
         if isinstance(meta, dict):
             name = str(meta.get("name") or meta.get("generateName") or "")
-    return f"{req.namespace}/{name}" if req.namespace else name
+    shown = f"{req.namespace}/{name}" if req.namespace else name
+    return clip(shown, 2 * 253)
 
 
-def denial_status(req: ReviewRequest, violations: tuple[Violation, ...]) -> dict[str, Any]:
+def denial_status(
+    req: ReviewRequest, violations: tuple[Violation, ...], omitted: int = 0
+) -> dict[str, Any]:
     """A denial's Status: every violation numbered in the message (what kubectl prints)
-    and again as a cause with its field. One pass: this is the denial's hot path."""
+    and again as a cause with its field; past the first ones only a count. One pass:
+    this is the denial's hot path."""
     parts: list[str] = []
     causes: list[dict[str, str]] = []
     for i, v in enumerate(violations, 1):
         line = v.render()
         parts.append(f"({i}) {line}")
         causes.append({"reason": v.reason, "message": line, "field": v.field})
-    n = len(violations)
+    n = len(violations) + omitted
     head = f"Job {_display_name(req)} has {n} invalid gang setting{'s' if n != 1 else ''}"
+    more = f"; and {omitted} more" if omitted else ""
     return {
         "status": "Failure",
         "code": 422,
         "reason": "Invalid",
-        "message": f"{head}: {'; '.join(parts)}",
-        "details": {"group": "batch", "kind": "jobs", "name": req.name, "causes": causes},
+        "message": f"{head}: {'; '.join(parts)}{more}",
+        "details": {
+            "group": "batch",
+            "kind": "jobs",
+            "name": clip(req.name, 253),
+            "causes": causes,
+        },
     }
 
 
@@ -157,5 +191,7 @@ def build_response(req: ReviewRequest, decision: Decision) -> dict[str, Any]:
     """The AdmissionReview reply for ``decision``."""
     response: dict[str, Any] = {"uid": req.uid, "allowed": decision.verdict == "allowed"}
     if decision.verdict == "denied":
-        response["status"] = denial_status(req, decision.violations)
+        response["status"] = denial_status(req, decision.violations, decision.omitted)
+    if decision.warnings:
+        response["warnings"] = list(decision.warnings)
     return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}

@@ -1,7 +1,9 @@
-"""The webhook's process-wide state: settings, metrics, limits, the log budget."""
+"""The webhook's process-wide state: settings, metrics, limits, the log budgets."""
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, field
 
 from atomic_gang import GangSettings
@@ -32,10 +34,28 @@ class LogBudget:
         return skipped
 
 
+class BudgetFilter(logging.Filter):
+    """Rate-limits a logger's records with a LogBudget: uvicorn logs a warning for
+    every unparseable request, which a hostile client can send by the thousand."""
+
+    def __init__(self, budget: LogBudget) -> None:
+        super().__init__()
+        self.budget = budget
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        skipped = self.budget.take(time.monotonic())
+        if skipped is None:
+            return False
+        if skipped:
+            record.suppressed_since_last = skipped
+        return True
+
+
 @dataclass
 class AppState:
     settings: GangSettings
     metrics: WebhookMetrics = field(default_factory=WebhookMetrics.create)
     max_body_bytes: int = MAX_BODY_BYTES
     ready: bool = True
-    log_budget: LogBudget = field(default_factory=LogBudget)
+    log_budget: LogBudget = field(default_factory=LogBudget)  # denial lines
+    malformed_budget: LogBudget = field(default_factory=LogBudget)  # "malformed review" lines

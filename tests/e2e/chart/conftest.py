@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import pytest
 import yaml
 
 from atomic_gang_devstack import procs
+from atomic_gang_devstack.components.incluster import cert_manager_crds
 from atomic_gang_devstack.components.kwok import fake_node
 from tests.e2e.chart.release import JOBS_NS, NODE_LABEL, NS, RELEASE, Release, chart_values
 from tests.e2e.chart.support import SecretVolume, WebhookProcess
@@ -29,18 +29,6 @@ from tests.integration.chart.render import CHART, KUBE_VERSION, Obj
 from tests.support.webhook_proc import free_port
 
 NODES = ("kwok-chart-0", "kwok-chart-1")
-
-
-def cert_manager_crds(src: Path) -> list[Obj]:
-    """The CRDs of the module zip, minus their Helm-templated labels."""
-    docs: list[Obj] = []
-    for path in sorted((src / "deploy" / "crds").glob("crd-*.yaml")):
-        text = re.sub(r"\{\{.*?\}\}", "", path.read_text(encoding="utf-8"))
-        for doc in yaml.safe_load_all(text):
-            if doc:
-                doc["metadata"].pop("labels", None)
-                docs.append(doc)
-    return docs
 
 
 @dataclass(frozen=True)
@@ -58,8 +46,7 @@ def cert_manager(local_stack: LocalStack) -> Iterator[CertManager]:
     crds = cert_manager_crds(ctx.bins.root / f"cert-manager-{version}-src")
     assert {c["spec"]["names"]["kind"] for c in crds} >= {"Issuer", "Certificate"}
     kube.run("apply", "--server-side", "-f", "-", stdin="\n---\n".join(map(json.dumps, crds)))
-    names = [f"crd/{c['metadata']['name']}" for c in crds]
-    kube.run("wait", "--for=condition=Established", "--timeout=60s", *names)
+    ctx.kubectl.wait_established(c["metadata"]["name"] for c in crds)
     kubeconfig = str(ctx.admin_kubeconfig())
     common = [f"--kubeconfig={kubeconfig}", "--leader-elect=false", "--v=2"]
     metrics = f"--metrics-listen-address=127.0.0.1:{ctx.picker.pick()}"
@@ -186,7 +173,7 @@ def service_monitor_crd(local_stack: LocalStack) -> str:
     path = crd / "monitoring.coreos.com_servicemonitors.yaml"
     local_stack.kube.run("apply", "--server-side", "-f", str(path))
     name = "servicemonitors.monitoring.coreos.com"
-    local_stack.kube.run("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+    local_stack.ctx.kubectl.wait_established([name])
     return name
 
 

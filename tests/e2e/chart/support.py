@@ -9,6 +9,7 @@ change) and :class:`WebhookProcess` serves from that directory.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import os
 import signal
@@ -207,3 +208,24 @@ def run_provisioner(
             proc.wait()
             raise
     assert code == 0, f"the provisioner exited {code}; see {log}"
+
+
+def renew_certificate(kube: Kube, name: str, namespace: str) -> None:
+    """What ``cmctl renew`` does: mark the Certificate Issuing (reason ManuallyTriggered)."""
+    cert = kube.get("certificate", name, "-n", namespace)
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    conditions = [c for c in cert["status"].get("conditions", []) if c["type"] != "Issuing"]
+    conditions.append(
+        {
+            "type": "Issuing",
+            "status": "True",
+            "reason": "ManuallyTriggered",
+            "message": "renewal requested by an e2e test",
+            "lastTransitionTime": now,
+        }
+    )
+    patch = json.dumps({"status": {"conditions": conditions}})
+    kube.run(
+        "patch", "certificate", name, "-n", namespace,
+        "--subresource=status", "--type=merge", "-p", patch,
+    )  # fmt: skip

@@ -1,4 +1,4 @@
-"""Acceptance 2: every object the chart renders is accepted by a server-side dry-run.
+"""Every object the chart renders is accepted by a server-side dry-run.
 
 The real kube-apiserver validates each object against its schema (built-in
 kinds, our GangNodePool CRD, Kueue's CRDs and webhooks, cert-manager's and the

@@ -1,4 +1,4 @@
-"""Acceptance 3 and 4: ``helm install``, use, renew, ``upgrade`` and ``uninstall`` for real.
+"""``helm install``, use, renew, ``upgrade`` and ``uninstall`` for real.
 
 The module's release (see release.py) is checked (objects, pods on kwok
 nodes, RBAC by SubjectAccessReview and by running the real controller as the
@@ -10,7 +10,6 @@ tests run in file order and the last two change it for good.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from tests.e2e.chart.release import (
 from tests.e2e.chart.support import (
     WebhookProcess,
     access_reviews,
+    renew_certificate,
     run_provisioner,
     secret_data,
     serial_of,
@@ -171,14 +171,14 @@ def test_cert_manager_issued_the_secret_and_injected_the_ca(
 def test_cert_manager_1_11_cainjector_drops_match_conditions(
     release: Release, serving: WebhookProcess
 ) -> None:
-    """Records the README's caveat: when cert-manager is bumped, this fails; update the README."""
+    """Records the caveat in docs/operations.md: a cert-manager bump fails this; update both."""
     (rendered,) = [
         o
         for o in release.helm.manifest(RELEASE, NS)
         if o["kind"] == "ValidatingWebhookConfiguration"
     ]
     assert [c["name"] for c in rendered["webhooks"][0]["matchConditions"]] == [
-        "carries-atomic-gang-keys"
+        "atomic-gang-keys-or-gang-node-claims"
     ]
     assert _ca_bundle(release.kube)  # the cainjector has written the registration
 
@@ -202,34 +202,6 @@ def test_bad_job_is_rejected_through_the_chart_webhook(
     assert release.kube.apply(good).returncode == 0
 
 
-def _renew(kube: Kube) -> None:
-    """What ``cmctl renew`` does: mark the Certificate Issuing (reason ManuallyTriggered)."""
-    cert = kube.get("certificate", TLS_SECRET, "-n", NS)
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    conditions = [c for c in cert["status"].get("conditions", []) if c["type"] != "Issuing"]
-    conditions.append(
-        {
-            "type": "Issuing",
-            "status": "True",
-            "reason": "ManuallyTriggered",
-            "message": "renewal requested by the chart e2e test",
-            "lastTransitionTime": now,
-        }
-    )
-    patch = json.dumps({"status": {"conditions": conditions}})
-    kube.run(
-        "patch",
-        "certificate",
-        TLS_SECRET,
-        "-n",
-        NS,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        patch,
-    )
-
-
 def test_certificate_renewal_is_picked_up_without_a_restart(
     release: Release, serving: WebhookProcess
 ) -> None:
@@ -238,7 +210,7 @@ def test_certificate_renewal_is_picked_up_without_a_restart(
     pid, before = webhook.proc.pid, serial_of(webhook.volume.current["tls.crt"])
     assert webhook.served_serial() == before
 
-    _renew(kube)
+    renew_certificate(kube, TLS_SECRET, NS)
 
     def renewed() -> int | None:
         data = secret_data(kube, NS, TLS_SECRET)

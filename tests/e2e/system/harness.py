@@ -40,14 +40,14 @@ SAMPLE_JOB = REPO_ROOT / "hack" / "demo" / "allreduce-pretrain.yaml"
 REPLICAS = ("atomic-gang-provisioner-0", "atomic-gang-provisioner-1")
 LEASE = "atomic-gang-provisioner"
 CLUSTER = str(dev_objects.DEV_SETTINGS["clusterName"])
-WARM_REUSE_BUDGET_SECONDS = 2.0  # issue 6 scenario 4: create to Admitted on a warm set
+WARM_REUSE_BUDGET_SECONDS = 2.0  # create to Admitted on a warm set
 BILLING_STATES = ("pending", "running", "stopping", "stopped")
 
 
 def sample_job(
     name: str, namespace: str, *, pool: str, count: int = 4, runs_for: str = "3s", **ann: str
 ) -> dict[str, Any]:
-    """The spec's sample Job (``hack/demo``), renamed, with annotations overridden
+    """The sample Job (``hack/demo``), renamed, with annotations overridden
     (``keep_warm_ttl="5s"``) and pods that run ``runs_for`` on kwok."""
     job: dict[str, Any] = yaml.safe_load(SAMPLE_JOB.read_text())
     meta = job["metadata"]
@@ -57,6 +57,11 @@ def sample_job(
     meta["annotations"].update({keys.PREFIX + k.replace("_", "-"): v for k, v in ann.items()})
     job["spec"].update(parallelism=count, completions=count)
     template = job["spec"]["template"]
+    # The demo's one-pod-per-node anti-affinity selects the Job's own pods, by name.
+    (term,) = template["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    term["labelSelector"]["matchLabels"]["batch.kubernetes.io/job-name"] = name
     template["spec"]["terminationGracePeriodSeconds"] = 0
     template["metadata"]["annotations"] = {
         "pod-complete.stage.kwok.x-k8s.io/delay": runs_for,

@@ -1,4 +1,4 @@
-"""Issue 6 scenario 9: a bad gang Job is rejected by our webhook before Kueue sees it."""
+"""A bad gang Job is rejected by our webhook before Kueue sees it."""
 
 from __future__ import annotations
 

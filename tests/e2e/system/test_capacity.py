@@ -1,4 +1,4 @@
-"""Issue 6 scenario 2: a capacity shortfall costs nothing, says why, and resolves."""
+"""A capacity shortfall costs nothing, says why, and resolves."""
 
 from __future__ import annotations
 

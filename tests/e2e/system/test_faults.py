@@ -1,4 +1,4 @@
-"""Issue 6 scenarios 5 and 6: a dropped join (the watchdog), and a node of a running
+"""A dropped join (the watchdog), and a node of a running
 gang lost (health): both end in a fresh full gang. No pod starts on a partial gang, and
 the pods left on a broken gang stop within the health grace plus a bounded margin.
 """

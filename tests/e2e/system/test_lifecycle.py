@@ -1,4 +1,4 @@
-"""Issue 6 scenarios 1, 3, 4 on the complete stack: the spec's sample Job end to end,
+"""On the complete stack: the sample Job end to end,
 fleet mode across AZs, warm reuse."""
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def test_the_sample_job_end_to_end(system: System, namespace: str) -> None:
         admitted_only_on_full_gang(system, namespace, job="allreduce-pretrain", pool=pool),
     ):
         _sample_job_end_to_end(system, namespace, pool)
-    # Issue 6 scenario 1: the pool goes KeepWarm, then Releasing, then Idle (or away).
+    # The pool goes KeepWarm, then Releasing, then Idle (or away).
     assert in_order(
         phases.phases, ("Satisfied",), ("KeepWarm",), ("Releasing",), ("Idle", "<deleted>")
     ), phases.phases

@@ -1,4 +1,4 @@
-"""Issue 6 scenarios 7 and 8: the controller killed during acquisition (EC2's ClientToken
+"""The controller killed during acquisition (EC2's ClientToken
 hands the set back, never a second one), and the leader killed (the standby finishes)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The chart's NOTES.txt, rendered offline, and the spec's verification commands it must carry.
+"""The chart's NOTES.txt, rendered offline, and the verifying commands it must carry.
 
 ``helm template`` never renders NOTES.txt, and ``helm install --dry-run``
 still asks a cluster for its version. So a copy of the chart gains one extra
@@ -21,7 +21,7 @@ import yaml
 from tests.integration.chart.render import CHART, KUBE_VERSION, NAMESPACE, RELEASE
 
 SPEC_CHECK_NAME = "atomic-gang-check"
-# The spec's "Verifying" block, minus its sample output (``# NAME ...`` lines).
+# The three verifying steps NOTES.txt must print, in order (docs/operations.md, "Verifying").
 SPEC_VERIFY = (
     "# 1. The AdmissionCheck should report Active=True (controller is present + healthy).",
     "kubectl get admissioncheck",
@@ -40,7 +40,7 @@ text: {{{{ tpl (.Files.Get "{_SOURCE}") . | toJson }}}}
 
 
 def spec_verify_lines(check_name: str) -> list[str]:
-    """The spec's lines, naming this release's AdmissionCheck."""
+    """Those lines, naming this release's AdmissionCheck."""
     return [line.replace(SPEC_CHECK_NAME, check_name) for line in SPEC_VERIFY]
 
 

@@ -25,7 +25,7 @@ RELEASE = "agp"
 NAMESPACE = "atomic-gang-system"
 Obj = dict[str, Any]
 
-# The least a user must set (the spec's install command).
+# The least a user must set (the install command of docs/operations.md).
 REQUIRED: Obj = {
     "clusterName": "my-eks-cluster",
     "defaults": {

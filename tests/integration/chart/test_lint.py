@@ -57,3 +57,25 @@ def test_package_carries_crd_and_schema(helm: Path, tmp_path: Path) -> None:
     assert prefix + "values.schema.json" in names
     assert prefix + "templates/NOTES.txt" in names
     assert not [n for n in names if n.startswith(prefix + "ci/")]
+
+
+def test_template_without_kube_version_knows_a_real_kube_version(helm: Path) -> None:
+    """helm is built with its release ldflags (hack/build-bins.sh): without them `helm
+    template` assumes Kubernetes v1.20 and the chart's kubeVersion >=1.30 refuses."""
+    done = subprocess.run(
+        [str(helm), "template", "agp", str(CHART), "-f", str(CI_VALUES)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "kind: Deployment" in done.stdout
+    version = subprocess.run(
+        [str(helm), "version", "--template", "{{.Version}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    assert version.stdout.startswith("v3."), version.stdout

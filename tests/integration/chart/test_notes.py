@@ -1,4 +1,5 @@
-"""NOTES.txt: the spec's verification commands, and the warnings a risky install must print."""
+"""NOTES.txt: the verifying commands of docs/operations.md, and the warnings a risky install
+must print."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ CASES: dict[str, dict[str, Any]] = {
     "dev-url": {"webhook": {"devUrl": "https://127.0.0.1:18443"}},
     "ignore": {"webhook": {"failurePolicy": "Ignore"}},
     "no-webhook": {"webhook": {"enabled": False}},
+    "ami-allowlist": {"allowedAmiIds": ["ami-0123456789abcdef0"]},
+    "no-policy": {"gangNodePolicy": {"enabled": False}},
     "irsa": {
         "auth": {"mode": "irsa"},
         "serviceAccount": {"roleArn": "arn:aws:iam::123456789012:role/ctl"},
@@ -76,8 +79,26 @@ def test_the_order_check_sees_a_missing_or_moved_line() -> None:
         pytest.param(
             "default",
             "aws eks create-pod-identity-association --cluster-name my-eks-cluster",
-            "WARNING",
+            "WARNING: the validating webhook",
             id="pod-identity-association",
+        ),
+        pytest.param(
+            "default",
+            "WARNING: allowedAmiIds is empty, so ami-id is open",
+            "gangNodePolicy is disabled",
+            id="ami-open-warning",
+        ),
+        pytest.param(
+            "ami-allowlist",
+            "ValidatingAdmissionPolicy agp-gang-nodes (Deny)",
+            "WARNING",
+            id="ami-allowlist-quiet",
+        ),
+        pytest.param(
+            "no-policy",
+            "WARNING: gangNodePolicy is disabled",
+            "ValidatingAdmissionPolicy agp-gang-nodes",
+            id="no-policy-warning",
         ),
         pytest.param(
             "dev-url",

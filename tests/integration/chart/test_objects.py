@@ -10,6 +10,8 @@ CLUSTER_SCOPED = {
     "ClusterRole",
     "ClusterRoleBinding",
     "ValidatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
     "AdmissionCheck",
     "ResourceFlavor",
     "ClusterQueue",
@@ -40,6 +42,7 @@ def test_default_install_creates_every_piece(default: Rendered) -> None:
     once = ["AdmissionCheck", "ClusterQueue", "ClusterRole", "ClusterRoleBinding", "ConfigMap"]
     once += ["LocalQueue", "ResourceFlavor", "ServiceAccount", "ServiceAccount"]
     once += ["ValidatingWebhookConfiguration"]
+    once += ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
     twice += ["Role", "RoleBinding"]  # the Lease's, and kube-system/aws-auth's
 
     assert default.kinds == sorted(once + twice * 2)
@@ -67,6 +70,7 @@ def test_controller_deployment(default: Rendered) -> None:
 
     assert deploy["spec"]["replicas"] == 2
     assert pod["serviceAccountName"] == "atomic-gang-controller"
+    assert pod["enableServiceLinks"] is False  # no <SVC>_SERVICE_HOST among strict settings
     assert env["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     assert env["ATOMIC_GANG_PROVISIONER_NAMESPACE"] == {
         "fieldRef": {"fieldPath": "metadata.namespace"}
@@ -91,6 +95,8 @@ def test_webhook_deployment_and_service(default: Rendered) -> None:
 
     assert deploy["spec"]["replicas"] == 2
     assert pod["automountServiceAccountToken"] is False
+    # Found on the real node: release atomic-gang's Service links are ATOMIC_GANG_WEBHOOK_*.
+    assert pod["enableServiceLinks"] is False
     assert c["image"] == "atomic-gang-provisioner-webhook:0.1.0"
     assert env["ATOMIC_GANG_WEBHOOK_PORT"] == "9443"
     assert (env["ATOMIC_GANG_WEBHOOK_CERT_FILE"], env["ATOMIC_GANG_WEBHOOK_KEY_FILE"]) == (

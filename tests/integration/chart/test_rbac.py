@@ -1,7 +1,7 @@
 """Least-privilege RBAC: exactly what the provisioner calls, leases in one namespace only.
 
 The rules below are stated once more here on purpose (a chart change must be
-deliberate), and the README's two RBAC tables are read and held to them.
+deliberate), and the three RBAC tables of docs/operations.md are read and held to them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from tests.integration.chart.render import NAMESPACE, RELEASE, Rendered
 
 Rules = dict[tuple[str, str], set[str]]
 
-# (apiGroup, resource) -> verbs; the README's RBAC tables must say the same.
+# (apiGroup, resource) -> verbs; the RBAC tables of docs/operations.md must say the same.
 CLUSTER_RULES = {
     ("kueue.x-k8s.io", "workloads"): {"get", "list", "watch"},
     ("kueue.x-k8s.io", "workloads/status"): {"get", "patch"},
@@ -87,9 +87,13 @@ def test_bindings_name_only_the_controller_account(default: Rendered) -> None:
     assert webhook_sa["automountServiceAccountToken"] is False
 
 
-def readme_rbac_tables(readme: str) -> list[Rules]:
-    """The tables of the README's ``### RBAC`` section, in order (``core`` is the "" group)."""
-    section = readme.split("\n### RBAC\n", 1)[1].split("\n#", 1)[0]
+OPERATIONS = REPO_ROOT / "docs" / "operations.md"
+
+
+def documented_rbac_tables(doc: str) -> list[Rules]:
+    """The tables of the ``## RBAC`` section of docs/operations.md, in order (``core`` is
+    the "" group)."""
+    section = doc.split("\n## RBAC\n", 1)[1].split("\n#", 1)[0]
     tables: list[Rules] = []
     previous_was_row = False
     for line in section.splitlines():
@@ -100,7 +104,7 @@ def readme_rbac_tables(readme: str) -> list[Rules]:
         if not is_row or line.startswith(("| API group", "|---")):
             continue
         m = _ROW.fullmatch(line)
-        assert m, f"README RBAC row not understood: {line!r}"
+        assert m, f"docs/operations.md RBAC row not understood: {line!r}"
         group = "" if m.group(1) == "core" else m.group(1).strip("`")
         verbs = {v.strip() for v in m.group(3).split(",")}
         assert (group, m.group(2)) not in tables[-1], line
@@ -108,18 +112,18 @@ def readme_rbac_tables(readme: str) -> list[Rules]:
     return tables
 
 
-def test_readme_rbac_tables_are_the_charts_rules() -> None:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+def test_documented_rbac_tables_are_the_charts_rules() -> None:
+    doc = OPERATIONS.read_text(encoding="utf-8")
 
-    assert readme_rbac_tables(readme) == [CLUSTER_RULES, LEASE_RULES, AWS_AUTH_RULES]
+    assert documented_rbac_tables(doc) == [CLUSTER_RULES, LEASE_RULES, AWS_AUTH_RULES]
 
 
-def test_readme_rbac_reader_sees_a_drifted_row() -> None:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+def test_rbac_table_reader_sees_a_drifted_row() -> None:
+    doc = OPERATIONS.read_text(encoding="utf-8")
     row = "| `batch` | `jobs` | get, list, watch |"
-    assert row in readme
+    assert row in doc
 
-    drifted = readme_rbac_tables(readme.replace(row, "| `batch` | `jobs` | get, list |"))
+    drifted = documented_rbac_tables(doc.replace(row, "| `batch` | `jobs` | get, list |"))
 
     assert drifted[0][("batch", "jobs")] == {"get", "list"}
     assert drifted != [CLUSTER_RULES, LEASE_RULES, AWS_AUTH_RULES]

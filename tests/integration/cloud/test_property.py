@@ -31,11 +31,11 @@ from atomic_gang_provisioner.cloud import (
     AcquireRequest,
     Launched,
     ReleaseRequest,
-    classify_for_reaping,
+    find_leaks,
     naming,
 )
 from atomic_gang_provisioner.cloud.aws import AwsClients, Ec2Provider, EngineConfig, make_clients
-from atomic_gang_provisioner.cloud.reaper import PoolView
+from atomic_gang_provisioner.cloud.leaks import PoolView
 from atomic_gang_provisioner.cloud.retry import Backoff
 from tests.integration.cloud.conftest import CLUSTER, REGION, TYPE, FakeClock, backend, tags_of
 
@@ -253,7 +253,7 @@ class GangMachine(RuleBasedStateMachine):
                 for name, p in self.pools.items()
             }
             owned = self.engine.list_owned()
-            reap = classify_for_reaping(
+            reap = find_leaks(
                 owned,
                 now=self.clock.now(),
                 pools=views,

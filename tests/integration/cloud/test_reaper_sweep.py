@@ -14,7 +14,7 @@ from atomic_gang_provisioner.cloud import (
     AcquireRequest,
     Launched,
     PoolView,
-    classify_for_reaping,
+    find_leaks,
     naming,
 )
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, inventory
@@ -83,7 +83,7 @@ def test_sweep_terminates_orphans_and_expired_keep_warm_only(
         "kept": PoolView(instance_ids=frozenset(kept.instance_ids)),
         "warm": PoolView(instance_ids=frozenset(warm.instance_ids)),
     }
-    verdicts = classify_for_reaping(
+    verdicts = find_leaks(
         provider.list_owned(),
         now=clock.now(),
         pools=pools,
@@ -124,7 +124,7 @@ def test_a_stray_of_any_generation_is_reaped_but_a_set_being_adopted_is_kept(
     }
 
     def verdicts() -> dict[str, str]:
-        found = classify_for_reaping(
+        found = find_leaks(
             provider.list_owned(),
             now=clock.now(),
             pools=pools,

@@ -28,7 +28,7 @@ from atomic_gang_devstack.components.control_plane import ApiServer, Etcd
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from atomic_gang_provisioner.kube import KubeClient, NotFoundError
-from atomic_gang_provisioner.kube import resource as r
+from tests.support import resources as r
 from tests.support.wait import wait_for
 
 NEEDED = ("etcd", "kube-apiserver", "kueue")  # kueue: its source tree holds the Workload CRD

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from atomic_gang_provisioner.kube import EventRecorder, KubeClient, reference
-from atomic_gang_provisioner.kube import resource as r
 from atomic_gang_provisioner.kube.types import KubeObject
+from tests.support import resources as r
 
 pytestmark = pytest.mark.kube
 COMPONENT = "atomic-gang-provisioner"
@@ -30,7 +30,7 @@ def events_about(client: KubeClient, ns: str, name: str) -> list[KubeObject]:
 def test_repeats_are_aggregated_into_one_event(
     client: KubeClient, recorder: EventRecorder, namespace: str
 ) -> None:
-    cm = client.create(r.CONFIGMAPS, {"metadata": {"name": "job-x", "namespace": namespace}})
+    cm = client.create(r.CONFIG_MAPS, {"metadata": {"name": "job-x", "namespace": namespace}})
     for _ in range(4):
         recorder.event(cm, type="Warning", reason="Shortfall", message="0/4 p4d.24xlarge in 1a")
     recorder.event(cm, type="Normal", reason="Acquiring", message="attempt 2/20")
@@ -68,7 +68,7 @@ def test_cluster_scoped_objects_get_events_in_default(
 def test_an_expired_event_is_created_again(
     client: KubeClient, recorder: EventRecorder, namespace: str
 ) -> None:
-    cm = client.create(r.CONFIGMAPS, {"metadata": {"name": "ttl", "namespace": namespace}})
+    cm = client.create(r.CONFIG_MAPS, {"metadata": {"name": "ttl", "namespace": namespace}})
     recorder.event(cm, type="Normal", reason="Satisfied", message="4/4 Ready")
     assert recorder.flush()
     (first,) = events_about(client, namespace, "ttl")
@@ -86,7 +86,7 @@ def test_long_messages_are_truncated_and_failures_do_not_raise(
     fixed = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
     rec = EventRecorder(client, component=COMPONENT, now=lambda: fixed)
     try:
-        cm = client.create(r.CONFIGMAPS, {"metadata": {"name": "long", "namespace": namespace}})
+        cm = client.create(r.CONFIG_MAPS, {"metadata": {"name": "long", "namespace": namespace}})
         rec.event(cm, type="Normal", reason="Long", message="x" * 5000)
         ghost = {"apiVersion": "v1", "kind": "ConfigMap", "name": "g", "namespace": "no-such-ns"}
         rec.event(ghost, type="Normal", reason="Lost", message="namespace is gone")  # 404: logged

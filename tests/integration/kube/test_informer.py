@@ -15,14 +15,14 @@ from atomic_gang_provisioner.kube import (
     Informer,
     KubeClient,
     WatchStream,
-    by_field,
     by_label,
     by_owner_uid,
     object_key,
 )
-from atomic_gang_provisioner.kube import resource as r
 from atomic_gang_provisioner.kube.types import KubeObject
 from tests.integration.kube.conftest import FIGURES, ControlPlane
+from tests.support import resources as r
+from tests.support.indexers import by_field
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.kube
@@ -108,7 +108,12 @@ def test_node_events_reach_handlers_in_milliseconds(
     rtt: list[float] = []
     for i in range(40):
         t0 = time.monotonic()
-        client.patch_status(r.NODES, "lat-1", ready_patch("True" if i % 2 == 0 else "False"))
+        client.patch(
+            r.NODES,
+            "lat-1",
+            ready_patch("True" if i % 2 == 0 else "False"),
+            subresource="status",
+        )
         rtt.append((time.monotonic() - t0) * 1000)
         seen = until(lambda t0=t0: rec.first("update", "lat-1", after=t0), "update seen")
         lat.append((seen - t0) * 1000)
@@ -153,11 +158,11 @@ def test_indexers_follow_changes(
 
     owners = started(
         informers,
-        Informer(client, r.CONFIGMAPS, namespace=namespace, indexers={"owner": by_owner_uid()}),
+        Informer(client, r.CONFIG_MAPS, namespace=namespace, indexers={"owner": by_owner_uid()}),
     )
     ref = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "job-uid-1"}
     client.create(
-        r.CONFIGMAPS,
+        r.CONFIG_MAPS,
         {"metadata": {"name": "owned", "namespace": namespace, "ownerReferences": [ref]}},
     )
     until(lambda: owners.by_index("owner", "job-uid-1"), "owner index")
@@ -170,12 +175,12 @@ def test_resumes_when_the_server_ends_each_watch(
     rec = Recorder()
     inf = started(
         informers,
-        Informer(client, r.CONFIGMAPS, namespace=namespace, watch_timeout_seconds=1),
+        Informer(client, r.CONFIG_MAPS, namespace=namespace, watch_timeout_seconds=1),
         rec,
     )
     for i in range(4):
         before = inf.stats.watches
-        client.create(r.CONFIGMAPS, {"metadata": {"name": f"c{i}", "namespace": namespace}})
+        client.create(r.CONFIG_MAPS, {"metadata": {"name": f"c{i}", "namespace": namespace}})
         until(lambda before=before: inf.stats.watches > before, "a new watch stream")
     until(lambda: len(inf.list()) == 4, "all four objects")
     assert inf.stats.lists == 1, "streams ending is no reason to relist"
@@ -207,7 +212,8 @@ def test_relists_after_410_and_reports_what_changed_meanwhile(
     gated.gate.set()
     until(lambda: inf.stats.gone >= 1, "410 Gone seen")
     until(lambda: inf.stats.lists >= 2, "relisted")
-    until(lambda: sorted(inf.store.keys()) == [f"{namespace}/{n}" for n in ("edit", "keep", "new")])
+    names = [f"{namespace}/{n}" for n in ("edit", "keep", "new")]
+    until(lambda: sorted(object_key(o) for o in inf.list()) == names)
     assert rec.kinds(f"{namespace}/drop") == ["add", "delete"]
     assert rec.kinds(f"{namespace}/edit") == ["add", "update"]
     assert rec.kinds(f"{namespace}/new") == ["add"]
@@ -223,7 +229,7 @@ def test_bookmarks_advance_the_resource_version(
     other = f"{namespace}-other"
     client.create(r.NAMESPACES, {"metadata": {"name": other}})
     inf = started(
-        informers, Informer(client, r.CONFIGMAPS, namespace=namespace, watch_timeout_seconds=3)
+        informers, Informer(client, r.CONFIG_MAPS, namespace=namespace, watch_timeout_seconds=3)
     )
     start_rv = int(inf.resource_version)
     stop = threading.Event()
@@ -232,7 +238,7 @@ def test_bookmarks_advance_the_resource_version(
         i = 0
         while not stop.wait(0.1):
             i += 1
-            client.create(r.CONFIGMAPS, {"metadata": {"name": f"x{i}", "namespace": other}})
+            client.create(r.CONFIG_MAPS, {"metadata": {"name": f"x{i}", "namespace": other}})
 
     t = threading.Thread(target=churn, daemon=True)
     t.start()
@@ -249,18 +255,18 @@ def test_bookmarks_advance_the_resource_version(
 def test_resync_replays_updates(
     client: KubeClient, informers: list[Informer], namespace: str
 ) -> None:
-    client.create(r.CONFIGMAPS, {"metadata": {"name": "r", "namespace": namespace}})
+    client.create(r.CONFIG_MAPS, {"metadata": {"name": "r", "namespace": namespace}})
     rec = Recorder()
     inf = started(
-        informers, Informer(client, r.CONFIGMAPS, namespace=namespace, resync_seconds=0.1), rec
+        informers, Informer(client, r.CONFIG_MAPS, namespace=namespace, resync_seconds=0.1), rec
     )
     until(lambda: rec.kinds(f"{namespace}/r").count("update") >= 2, "two resyncs")
     assert inf.stats.resyncs >= 2
 
 
 def test_late_handlers_failing_handlers_and_prompt_stop(client: KubeClient, namespace: str) -> None:
-    client.create(r.CONFIGMAPS, {"metadata": {"name": "early", "namespace": namespace}})
-    inf = Informer(client, r.CONFIGMAPS, namespace=namespace)
+    client.create(r.CONFIG_MAPS, {"metadata": {"name": "early", "namespace": namespace}})
+    inf = Informer(client, r.CONFIG_MAPS, namespace=namespace)
 
     def boom(obj: KubeObject) -> None:
         raise RuntimeError("handler bug")
@@ -273,7 +279,7 @@ def test_late_handlers_failing_handlers_and_prompt_stop(client: KubeClient, name
         late = Recorder()
         inf.add_handlers(late.handlers)
         assert late.kinds(f"{namespace}/early") == ["add"], "replayed to a late handler"
-        client.create(r.CONFIGMAPS, {"metadata": {"name": "later", "namespace": namespace}})
+        client.create(r.CONFIG_MAPS, {"metadata": {"name": "later", "namespace": namespace}})
         until(
             lambda: late.kinds(f"{namespace}/later") == ["add"], "still alive after a bad handler"
         )

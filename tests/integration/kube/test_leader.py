@@ -24,10 +24,10 @@ from atomic_gang_provisioner.kube import (
     LeaderElector,
     TransportError,
 )
-from atomic_gang_provisioner.kube import resource as r
 from atomic_gang_provisioner.kube.types import KubeObject
 from tests.integration.kube.conftest import FIGURES, ControlPlane
 from tests.integration.kube.timings import DURATION, RENEW, RETRY
+from tests.support import resources as r
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.kube

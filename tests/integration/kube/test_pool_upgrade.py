@@ -77,7 +77,13 @@ def test_an_older_replica_reconciles_a_newer_status_and_keeps_its_fields(
     client: KubeClient, pools: Informer, stored_by_a_newer_replica: str
 ) -> None:
     name = stored_by_a_newer_replica
-    wait_for(lambda: pools.get(name) is not None, timeout=15, interval=0.02, what="cached")
+    # The cache must hold the newer replica's status write, not only the create before it.
+    wait_for(
+        lambda: ((pools.get(name) or {}).get("status") or {}).get("warmPoolTier") == "gold",
+        timeout=15,
+        interval=0.02,
+        what="cached",
+    )
     ctx = context(
         settings=settings(),
         transport=RecordingTransport(),

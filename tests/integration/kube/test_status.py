@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from atomic_gang_provisioner.kube import ConflictError, KubeClient, Resource
-from atomic_gang_provisioner.kube import resource as r
+from tests.support import resources as r
 
 pytestmark = pytest.mark.kube
 
@@ -100,14 +100,22 @@ def test_ssa_with_a_stale_resource_version_is_a_conflict(
 def test_own_crd_status_merge_patch_and_replace(client: KubeClient, widget_crd: Resource) -> None:
     w = client.create(widget_crd, {"metadata": {"name": "w-status"}, "spec": {"size": 3}})
     rv0 = w["metadata"]["resourceVersion"]
-    w1 = client.patch_status(
-        widget_crd, "w-status", {"status": {"phase": "Acquiring"}}, resource_version=rv0
+    w1 = client.patch(
+        widget_crd,
+        "w-status",
+        {"status": {"phase": "Acquiring"}},
+        resource_version=rv0,
+        subresource="status",
     )
     assert w1["status"] == {"phase": "Acquiring"}
     assert w1["spec"] == {"size": 3}, "status writes never touch spec"
     with pytest.raises(ConflictError):
-        client.patch_status(
-            widget_crd, "w-status", {"status": {"phase": "Idle"}}, resource_version=rv0
+        client.patch(
+            widget_crd,
+            "w-status",
+            {"status": {"phase": "Idle"}},
+            resource_version=rv0,
+            subresource="status",
         )
 
     w1["status"]["phase"] = "Satisfied"

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient, by_label
-from atomic_gang_provisioner.kube import resource as r
 from atomic_gang_provisioner.runtime import Controller, Result
 from tests.integration.kube.conftest import FIGURES
+from tests.support import resources as r
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.kube
@@ -75,7 +75,7 @@ def test_node_ready_reaches_the_pool_reconcile_in_milliseconds(
     for i in range(30):
         t0 = time.monotonic()
         cond = {"type": "Ready", "status": "True" if i % 2 == 0 else "False", "reason": "r"}
-        client.patch_status(r.NODES, "w-1", {"status": {"conditions": [cond]}})
+        client.patch(r.NODES, "w-1", {"status": {"conditions": [cond]}}, subresource="status")
         woke = wait_for(partial(wiring.woken_since, t0), timeout=15, interval=0.002)
         lat.append((woke - t0) * 1000)
     p50 = statistics.median(lat)

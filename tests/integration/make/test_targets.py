@@ -1,6 +1,6 @@
-"""The spec's "Build & develop" targets: ``make build`` (the wheel, checked), ``make run``
-(the controller with a settings file against the current kubeconfig's cluster) and
-``make manifests`` / ``make generate`` (the CRD from the models)."""
+"""The make targets of docs/development.md: ``make build`` (the wheel, checked),
+``make run`` (the controller with a settings file against the current kubeconfig's
+cluster) and ``make manifests`` / ``make generate`` (the CRD from the models)."""
 
 from __future__ import annotations
 

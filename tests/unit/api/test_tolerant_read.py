@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.nodes import instance_index
-from atomic_gang_provisioner.pool.model import set_condition, update
+from atomic_gang_provisioner.pool.model import update
+from atomic_gang_provisioner.pool.report import set_condition
 from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context

@@ -11,7 +11,7 @@ import yaml
 
 from atomic_gang import keys as k
 from atomic_gang_cli.main import main
-from tests.support.jobs import gang_job, plain_job
+from tests.support.jobs import gang_job, one_pod_per_node, plain_job
 
 SETTINGS = """\
 clusterName: my-eks-cluster
@@ -43,8 +43,38 @@ def config(tmp_path: Path) -> str:
 
 
 def test_all_valid_exits_0(tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _write(tmp_path, "ok.yaml", gang_job(), plain_job(), {"kind": "ConfigMap"})
+    job = one_pod_per_node(gang_job())
+    path = _write(tmp_path, "ok.yaml", job, plain_job(), {"kind": "ConfigMap"})
     assert _run(capsys, "validate", "--config", config, str(path)) == (0, "", "")
+
+
+def test_webhook_warnings_go_to_stderr(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, "packed.yaml", gang_job(name="packed"))
+    code, out, err = _run(capsys, "validate", "--config", config, str(path))
+    assert (code, out) == (0, "")
+    assert err.startswith(f"{path}:Job/packed: warning: atomic-gang: the 4 gang pods may share")
+
+
+def test_unqueued_gang_and_squatting_plain_job_are_invalid(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unqueued = one_pod_per_node(gang_job(name="unqueued", labels={k.QUEUE_NAME_LABEL: None}))
+    squatter = plain_job("squatter")
+    squatter["spec"]["template"]["spec"]["nodeSelector"] = {k.POOL: "pretrain-p4d"}
+    path = _write(tmp_path, "jobs.yaml", unqueued, squatter)
+    code, out, _ = _run(capsys, "validate", "--config", config, str(path))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{path}:Job/unqueued: {k.QUEUE_NAME_LABEL}: a gang Job needs the Kueue queue label, "
+        "or Kueue ignores it and its pods start at once on ordinary nodes, with no gang "
+        f"[NotQueued]; add the label {k.QUEUE_NAME_LABEL}: <local-queue>, or set "
+        "manageJobsWithoutQueueName where Kueue manages every Job",
+        f"{path}:Job/squatter: {k.POOL}: selects gang nodes; only Kueue sets it, from the "
+        "provisioner's podSetUpdates (got 'pretrain-p4d') [ReservedSelectorKey]; remove it "
+        "from the pod template: Kueue adds it once the gang's own nodes are Ready",
+    ]
 
 
 def test_one_line_per_violation(

@@ -1,4 +1,4 @@
-"""``capacity-reservation-id: ""`` means on-demand (the spec: "Empty ⇒ on-demand"), and
+"""``capacity-reservation-id: ""`` means on-demand, exactly as when it is absent, and
 the webhook, the CLI and the controller agree, because templated manifests render
 an unset reservation as an empty string."""
 
@@ -13,7 +13,8 @@ from fastapi.testclient import TestClient
 from atomic_gang import GangValidationError, validate_job
 from atomic_gang import keys as k
 from atomic_gang_cli.main import main as cli
-from atomic_gang_provisioner.workload.decide import Inputs, decide
+from atomic_gang_provisioner.workload import decision
+from atomic_gang_provisioner.workload.plan import Inputs
 from atomic_gang_provisioner.workload.view import view
 from atomic_gang_webhook.app import AppState, create_app
 from tests.support.jobs import gang_job, settings
@@ -57,15 +58,15 @@ def test_the_cli_accepts_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_the_controller_creates_an_on_demand_pool() -> None:
-    plan = decide(
+    plan = decision.decide(
         Inputs(
             wl=view(workload()),
             our_checks=frozenset({CHECK}),
             job=gang_job(annotations={k.CAPACITY_RESERVATION_ID: ""}),
             pool=None,
             settings=settings(),
-            knobs=KNOBS,
             now=T0,
+            failed_retry_seconds=int(KNOBS.backoff_max),
         )
     )
     assert plan.create_pool is not None, plan.checks

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from atomic_gang import GangSpec, GangValidationError, Violation, parse_gang
 from atomic_gang import keys as k
 from atomic_gang.errors import REASONS
-from atomic_gang.job import MalformedJobError, check_job, job_violations, validate_job
+from atomic_gang.job import check_job, review_job, validate_job
+from atomic_gang.objects import MalformedJobError
 from tests.support.jobs import gang_job
 from tests.support.jobs import settings as gang_settings
 
@@ -111,7 +112,7 @@ def test_whole_job_yields_a_verdict_or_our_error(
         assert malformed != "empty message"
     # The webhook's exception-free path gives the same verdict, violation for violation.
     try:
-        found = job_violations(job, S)
+        findings = review_job(job, S)
     except MalformedJobError:
         assert malformed
         return
@@ -120,6 +121,7 @@ def test_whole_job_yields_a_verdict_or_our_error(
         spec_or_error = validate_job(job, S)
     except GangValidationError as err:
         spec_or_error = list(err.violations)
+    found = None if findings is None else list(findings.violations)
     if found is None:
         assert spec_or_error is None
     elif found:

@@ -140,3 +140,25 @@ def test_ensure_uses_the_cache_dir_from_the_environment(
 
     assert loaded.root == b.root
     assert _calls(tmp_path) == ["etcd"]
+
+
+def test_a_build_key_is_part_of_the_cache_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """helm's build flags changed (release ldflags): a helm cached the old way is not reused."""
+    text = bins.BUILD_SCRIPT.read_text(encoding="utf-8")
+    assert bins.parse_build_keys(text)["HELM"] == "rel1"
+    monkeypatch.setenv("ATOMIC_GANG_CACHE", str(tmp_path))
+    b = bins.Bins.load()
+    assert b.path("helm").name == f"helm-{b.pins['HELM']}-rel1"
+    assert b.path("kwok").name == f"kwok-{b.pins['KWOK']}"  # no key, no suffix
+    monkeypatch.setenv("HELM_BUILD", "rel2")
+    assert bins.Bins.load().path("helm").name.endswith("-rel2")
+
+
+def test_the_real_node_binaries_are_pinned_and_asked_for_by_name() -> None:
+    pins = bins.parse_pins(bins.BUILD_SCRIPT.read_text(encoding="utf-8"))
+    assert pins["CONTAINERD"].startswith("v2.")
+    assert set(bins.NODE) <= set(bins.BINARIES)
+    assert not set(bins.NODE) & set(bins.CONTROL_PLANE)
+    assert bins.BINARIES["kubelet"] == ("K8S", "kubelet")  # the same wrapper module as the rest

@@ -1,4 +1,4 @@
-"""The flags the control-plane components start with, as issue 3 asks for them."""
+"""The flags the control-plane components start with, each one the stack relies on."""
 
 from __future__ import annotations
 

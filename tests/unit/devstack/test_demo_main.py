@@ -44,7 +44,7 @@ class StubBins:
     def load() -> StubBins:
         return StubBins()
 
-    def ensure(self) -> None:
+    def ensure(self, names: tuple[str, ...] = ()) -> None:
         pass
 
 

@@ -46,7 +46,12 @@ def test_default_stack_order(tmp_path: Path) -> None:
         ["etcd", "atomic-gang-webhook"],
         ["kube-apiserver"],
         ["kube-controller-manager", "kube-scheduler", "kwok", "kueue"],
-        ["atomic-gang-webhook-registration", "kueue-queues", "fake-nodes"],
+        [
+            "atomic-gang-webhook-registration",
+            "atomic-gang-node-policy",
+            "kueue-queues",
+            "fake-nodes",
+        ],
     ]
 
 
@@ -54,6 +59,7 @@ def test_optional_components_can_be_left_out(tmp_path: Path) -> None:
     opts = StackOptions(state_dir=tmp_path, webhook=False, queues=False)
     names = [c.name for c in default_components(opts)]
     assert "atomic-gang-webhook" not in names
+    assert "atomic-gang-node-policy" not in names
     assert "kueue-queues" not in names
     assert "fake-nodes" not in names
 

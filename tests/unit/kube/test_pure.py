@@ -19,10 +19,10 @@ from atomic_gang_provisioner.kube import (
     TooManyRequestsError,
     reference,
 )
-from atomic_gang_provisioner.kube import resource as r
 from atomic_gang_provisioner.kube.errors import error_from_response, error_from_status
 from atomic_gang_provisioner.kube.lease import lease_body, micro_time, record_of
 from atomic_gang_provisioner.kube.types import object_key
+from tests.support import resources as r
 
 
 @pytest.mark.parametrize(

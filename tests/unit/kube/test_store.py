@@ -7,8 +7,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from atomic_gang_provisioner.kube import by_field, by_label, by_owner_uid
-from atomic_gang_provisioner.kube.store import Store, by_namespace
+from atomic_gang_provisioner.kube import by_label, by_owner_uid
+from atomic_gang_provisioner.kube.store import Store
+from tests.support.indexers import by_field, by_namespace
 
 NAMES = st.sampled_from(["a", "b", "c", "d", "e"])
 POOLS = st.one_of(st.none(), st.sampled_from(["p1", "p2"]))
@@ -28,6 +29,18 @@ def obj(name: str, pool: str | None, owners: list[str], rv: int) -> dict[str, An
         },
         "spec": {"providerID": f"aws:///{name}"} if pool else {},
     }
+
+
+class InspectableStore(Store):
+    """The store, with a look at its keys and at the values each index holds."""
+
+    def keys(self) -> list[str]:
+        with self._lock:
+            return list(self._items)
+
+    def index_values(self, index: str) -> list[str]:
+        with self._lock:
+            return sorted(self._indices[index])
 
 
 INDEXERS = {
@@ -50,7 +63,7 @@ OPS = st.lists(
 
 @given(ops=OPS)
 def test_indices_match_a_scan(ops: list[tuple[Any, ...]]) -> None:
-    store = Store(INDEXERS)
+    store = InspectableStore(INDEXERS)
     model: dict[str, dict[str, Any]] = {}
     for rv, (op, target, pool, owners) in enumerate(ops):
         if op == "upsert":

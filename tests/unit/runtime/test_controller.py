@@ -11,10 +11,10 @@ from atomic_gang_provisioner.runtime import (
     Controller,
     ControllerHooks,
     ExponentialBackoff,
-    ManualClock,
     Result,
     WorkQueue,
 )
+from tests.support.clock import ManualClock
 from tests.support.wait import wait_for
 
 WAIT = 10.0  # generous deadline for events that normally take microseconds

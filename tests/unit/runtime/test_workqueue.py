@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from atomic_gang_provisioner.runtime import ExponentialBackoff, ManualClock, WorkQueue
+from atomic_gang_provisioner.runtime import ExponentialBackoff, WorkQueue
+from tests.support.clock import ManualClock
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from atomic_gang_provisioner.runtime import ManualClock, WorkQueue
+from atomic_gang_provisioner.runtime import WorkQueue
+from tests.support.clock import ManualClock
 
 # Coverage's tracer (CPython 3.11 has no sys.monitoring) makes a Hypothesis run about
 # three times slower, and the example tests cover the same lines (all but ~11 of 5,300).

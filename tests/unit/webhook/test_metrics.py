@@ -66,3 +66,11 @@ def test_a_second_collector_with_our_names_is_refused() -> None:
     m = WebhookMetrics.create()
     with pytest.raises(ValueError, match="Duplicated timeseries"):
         Histogram(LATENCY, "dup", registry=m.registry)
+
+
+def test_operation_labels_come_from_a_closed_set() -> None:
+    tally = ReviewTally()
+    tally.review("CREATE", "allowed", "Valid")
+    tally.review("x" * 10_000, "malformed", "UnsupportedOperation")
+    tally.review("DELETE", "malformed", "UnsupportedOperation")
+    assert {op for op, _, _ in tally.reviews} == {"CREATE", "other"}

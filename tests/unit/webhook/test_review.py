@@ -15,7 +15,7 @@ from atomic_gang_webhook.review import (
     decide,
     parse_review,
 )
-from tests.support.jobs import gang_job, plain_job, settings
+from tests.support.jobs import gang_job, one_pod_per_node, plain_job, settings
 from tests.support.reviews import body, review
 
 S = settings()
@@ -51,6 +51,14 @@ def _env(**request: Any) -> bytes:
         pytest.param(_env(object={"kind": "CronJob"}), "NotAJob", id="object-kind"),
         pytest.param(_env(operation="UPDATE"), "BadRequest", id="update-without-old"),
         pytest.param(_env(operation=None), "BadRequest", id="no-operation"),
+        pytest.param(_env(operation="DELETE"), "UnsupportedOperation", id="delete"),
+        pytest.param(_env(operation="create"), "UnsupportedOperation", id="lower-case"),
+        pytest.param(_env(uid="u" * 129), "MissingUID", id="uid-too-long"),
+        pytest.param(
+            json.dumps({"storm": ["atomic-gang.k8s.aws/"] * 1025}).encode(),
+            "TooManyKeys",
+            id="prefix-storm-refused-unparsed",
+        ),
     ],
 )
 def test_malformed_envelopes_are_400(raw: bytes, reason: str) -> None:
@@ -91,7 +99,6 @@ def test_malformed_job_fields_are_400() -> None:
             "ImmutableGangField",
             id="update-changed",
         ),
-        pytest.param(gang_job(), "DELETE", None, "allowed", "NotReviewed", id="delete"),
     ],
 )
 def test_decisions(obj: Any, operation: str, old: Any, verdict: str, reason: str) -> None:
@@ -156,3 +163,14 @@ def test_unrelated_metadata_does_not_change_the_verdict() -> None:
     job["metadata"]["labels"]["app"] = " spaced "
     decision = decide(parse_review(body(job)), S)
     assert (decision.verdict, decision.reason) == ("allowed", "Valid")
+
+
+def test_require_one_pod_per_node_turns_the_warning_into_a_denial() -> None:
+    strict = settings(requireOnePodPerNode=True)
+    packed = decide(parse_review(body(gang_job())), strict)
+    assert (packed.verdict, packed.reason, packed.warnings) == ("denied", "PodsNotSpread", ())
+    spread = decide(parse_review(body(one_pod_per_node(gang_job()))), strict)
+    assert (spread.verdict, spread.warnings) == ("allowed", ())
+    warned = decide(parse_review(body(gang_job())), S)
+    assert warned.verdict == "allowed"
+    assert "kubernetes.io/hostname" in warned.warnings[0]

@@ -6,10 +6,11 @@ from typing import Any
 
 from atomic_gang import keys
 from atomic_gang_provisioner.api import Claim
-from atomic_gang_provisioner.workload.decide import Inputs, WorkloadPlan, decide
+from atomic_gang_provisioner.workload import decision
+from atomic_gang_provisioner.workload.plan import Inputs, WorkloadPlan
 from atomic_gang_provisioner.workload.view import view
 from tests.support.jobs import gang_job, settings
-from tests.support.pools import KNOBS, T0, launched, pool
+from tests.support.pools import KNOBS, T0, launched, pool, reported
 
 CHECK = "atomic-gang-check"
 S = settings()
@@ -63,11 +64,11 @@ def run(wl: dict[str, Any] | None = None, **kw: Any) -> WorkloadPlan:
         "job": gang_job(),
         "pool": None,
         "settings": S,
-        "knobs": KNOBS,
         "now": T0,
+        "failed_retry_seconds": int(KNOBS.backoff_max),
     }
     base.update(kw)
-    return decide(Inputs(**base))
+    return decision.decide(Inputs(**base))
 
 
 CLAIM_A = Claim(namespace="default", name="job-a-1", uid="uid-a", claimedAt=T0)
@@ -75,13 +76,15 @@ CLAIM_A = Claim(namespace="default", name="job-a-1", uid="uid-a", claimedAt=T0)
 
 def _claimed_pool(**status: Any) -> Any:
     p = launched(**status)
-    return p.model_copy(
-        update={
-            "spec": p.spec.model_copy(update={"claim": CLAIM_A}),
-            "status": p.status.model_copy(
-                update={"claimKey": CLAIM_A.key, "observedGeneration": 1, **status}
-            ),
-        }
+    return reported(
+        p.model_copy(
+            update={
+                "spec": p.spec.model_copy(update={"claim": CLAIM_A}),
+                "status": p.status.model_copy(
+                    update={"claimKey": CLAIM_A.key, "observedGeneration": 1, **status}
+                ),
+            }
+        )
     )
 
 
@@ -261,7 +264,7 @@ def test_claim_of_a_vanished_workload_is_taken_over() -> None:
 
 
 def test_shape_conflict_is_rejected() -> None:
-    p = pool(claim=None, phase="KeepWarm", instanceIds=["i-1"])
+    p = reported(pool(claim=None, phase="KeepWarm", instanceIds=["i-1"]))
     job = gang_job(count=8)
     plan = run(pool=p, job=job)
     (update,) = plan.checks
@@ -270,7 +273,7 @@ def test_shape_conflict_is_rejected() -> None:
 
 
 def test_free_pool_with_same_shape_is_claimed_with_this_jobs_ttl() -> None:
-    p = pool(claim=None, phase="KeepWarm", instanceIds=["i-1"])
+    p = reported(pool(claim=None, phase="KeepWarm", instanceIds=["i-1"]))
     plan = run(pool=p, job=gang_job(annotations={keys.KEEP_WARM_TTL: "1h"}))
     assert plan.spec_change is not None
     assert plan.spec_change.keep_warm_ttl == "1h0m0s"
@@ -281,7 +284,7 @@ def test_free_pool_with_same_shape_is_claimed_with_this_jobs_ttl() -> None:
 
 
 def test_empty_idle_pool_takes_the_new_shape() -> None:
-    p = pool(claim=None, phase="Idle")
+    p = reported(pool(claim=None, phase="Idle"))
     plan = run(pool=p, job=gang_job(count=8))
     assert plan.spec_change is not None
     assert plan.spec_change.shape is not None

@@ -1,7 +1,8 @@
 """The stack's components and the default set, in dependency order.
 
 The cloud side (moto with the fault layer and its set-up, the GangNodePool
-CRD, provisioner replicas, the node-join simulator) is appended on request.
+CRD, provisioner replicas, the node-join simulator) is appended on request, and
+so are the real node and, on it, cert-manager plus our chart (``in_cluster``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,16 @@ from atomic_gang_devstack.components.control_plane import (
     Etcd,
     Scheduler,
 )
+from atomic_gang_devstack.components.incluster import (
+    CertManagerCAInjector,
+    CertManagerController,
+    CertManagerCrds,
+    ChartRelease,
+)
 from atomic_gang_devstack.components.kueue import Kueue
 from atomic_gang_devstack.components.kwok import FakeNodes, Kwok
+from atomic_gang_devstack.components.node import Containerd, Kubelet, NodeHost, NodeImages
+from atomic_gang_devstack.components.policy import GangNodePolicy
 from atomic_gang_devstack.components.queues import KueueQueues
 from atomic_gang_devstack.components.simulated import FakeAwsSetup, NodeSim
 from atomic_gang_devstack.components.webhook import GangWebhook, WebhookRegistration
@@ -23,16 +32,17 @@ from atomic_gang_devstack.state import StackOptions
 
 
 def default_components(options: StackOptions) -> list[Component]:
-    comps: list[Component] = [
+    comps: list[Component] = [NodeHost()] if options.real_node else []
+    comps += [
         Etcd(),
-        ApiServer(),
+        ApiServer(real_node=options.real_node),
         ControllerManager(),
         Scheduler(),
         Kwok(),
         Kueue(),
     ]
     if options.webhook:
-        comps += [GangWebhook(), WebhookRegistration()]
+        comps += [GangWebhook(), WebhookRegistration(), GangNodePolicy()]
     if options.queues:
         comps.append(KueueQueues())
     if options.fake_nodes:
@@ -42,4 +52,9 @@ def default_components(options: StackOptions) -> list[Component]:
         comps += [Provisioner(i) for i in range(options.provisioners)]
     if options.nodesim:
         comps.append(NodeSim())
+    if options.real_node:
+        comps += [Containerd(), NodeImages(), Kubelet()]
+    if options.in_cluster:
+        comps += [CertManagerCrds(), CertManagerController(), CertManagerCAInjector()]
+        comps.append(ChartRelease())
     return comps

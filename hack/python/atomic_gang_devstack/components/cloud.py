@@ -51,7 +51,7 @@ class FakeAws(ProcessComponent):
             "atomic_gang_fakeaws",
             "serve",
             "--host",
-            "127.0.0.1",
+            "0.0.0.0" if ctx.options.real_node else "127.0.0.1",  # noqa: S104 - pods: node IP
             "--port",
             str(ctx.port(self.name)),
             "--region",
@@ -87,12 +87,7 @@ class GangCrd(Component):
         ctx.kubectl.apply(list(yaml.safe_load_all(CRD_FILE.read_text())))
 
     def wait_ready(self, ctx: Context) -> None:
-        ctx.kubectl.run(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=30s",
-            "crd/gangnodepools.atomic-gang.k8s.aws",
-        )
+        ctx.kubectl.wait_established(["gangnodepools.atomic-gang.k8s.aws"], timeout=30)
 
 
 def provisioner_settings(ctx: Context, **overrides: Any) -> Path:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import shutil
 import ssl
+from typing import ClassVar
 
 from atomic_gang_devstack import pki, waits
 from atomic_gang_devstack.component import Context, ProcessComponent
+from atomic_gang_devstack.node.config import NodeNet
 
 SERVICE_CIDR = "10.0.0.0/24"
 KCM_CONTROLLERS = (
@@ -61,14 +63,32 @@ class Etcd(ProcessComponent):
         return waits.http_ok(url, expect='"health":"true"')
 
 
+# With a real node: EndpointSlices (the apiserver resolves the webhook Service
+# through them, --enable-aggregator-routing) and the pods' ServiceAccount tokens.
+NODE_KCM_CONTROLLERS = ("endpointslice-controller",)
+
+
+def _node_ips(ctx: Context) -> tuple[str, ...]:
+    """Where pods reach the host: the real node's IP (on lo) and its bridge gateway."""
+    if not ctx.options.real_node or ctx.state.node_slot is None:
+        return ()
+    net = NodeNet(ctx.state.node_slot)
+    return (net.node_ip, net.gateway)
+
+
 class ApiServer(ProcessComponent):
     name = "kube-apiserver"
-    needs = ("etcd",)
+    needs: ClassVar[tuple[str, ...]] = ("etcd",)
     ready_timeout = 90.0
     _tls: ssl.SSLContext | None = None
 
+    def __init__(self, *, real_node: bool = False) -> None:
+        if real_node:  # its certificate names the node's addresses
+            self.needs = ("etcd", "node-host")  # type: ignore[misc]
+
     def prepare(self, ctx: Context) -> None:
         hosts = (
+            *_node_ips(ctx),
             "127.0.0.1",
             "localhost",
             "10.0.0.1",
@@ -95,7 +115,8 @@ class ApiServer(ProcessComponent):
         return [
             str(ctx.bins.path("kube-apiserver")),
             f"--etcd-servers=http://127.0.0.1:{ctx.port('etcd-client')}",
-            "--bind-address=127.0.0.1",
+            # With a real node, pods reach the apiserver at the node IP (no kube-proxy).
+            f"--bind-address={'0.0.0.0' if ctx.options.real_node else '127.0.0.1'}",  # noqa: S104
             "--advertise-address=127.0.0.1",
             f"--secure-port={ctx.port('apiserver')}",
             f"--cert-dir={ctx.dir / 'apiserver'}",
@@ -117,6 +138,18 @@ class ApiServer(ProcessComponent):
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             f"--proxy-client-cert-file={d / 'front-proxy-client.crt'}",
             f"--proxy-client-key-file={d / 'front-proxy-client.key'}",
+            *self._node_flags(ctx),
+        ]
+
+    @staticmethod
+    def _node_flags(ctx: Context) -> list[str]:
+        if not ctx.options.real_node:
+            return []
+        return [
+            # logs/exec: there is no DNS for the node's Hostname address.
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
+            # Webhook Services resolve to a ready endpoint's pod IP.
+            "--enable-aggregator-routing=true",
         ]
 
     def probe(self, ctx: Context) -> bool:
@@ -160,11 +193,15 @@ class ControllerManager(_KubeController):
     name = "kube-controller-manager"
     user = "system:kube-controller-manager"
 
+    @staticmethod
+    def controllers(ctx: Context) -> tuple[str, ...]:
+        return KCM_CONTROLLERS + (NODE_KCM_CONTROLLERS if ctx.options.real_node else ())
+
     def argv(self, ctx: Context) -> list[str]:
         return [
             str(ctx.bins.path("kube-controller-manager")),
             *self.common_flags(ctx),
-            f"--controllers={','.join(KCM_CONTROLLERS)}",
+            f"--controllers={','.join(self.controllers(ctx))}",
             "--use-service-account-credentials=true",
             f"--root-ca-file={ctx.ca_file}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",

@@ -51,12 +51,7 @@ class Kueue(ProcessComponent):
             ca_crt=ca.cert_pem, ca_key=ca.key_pem, tls_crt=server.cert_pem, tls_key=server.key_pem
         )
         ctx.kubectl.apply([km.namespace(), *docs, secret])
-        ctx.kubectl.run(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            *(f"crd/{n}" for n in km.crd_names(docs)),
-        )
+        ctx.kubectl.wait_established(km.crd_names(docs))
         # The chart's RBAC is exercised for real: Kueue runs as its service account.
         ctx.client_kubeconfig(
             "kueue",

@@ -36,7 +36,9 @@ def fake_node(
     allocatable: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A Node object that our kwok manages (it turns it Ready)."""
-    res = dict(allocatable or {"cpu": "32", "memory": "256Gi", "pods": "110"})
+    res = dict(
+        allocatable or {"cpu": "32", "memory": "256Gi", "ephemeral-storage": "500Gi", "pods": "110"}
+    )
     return {
         "apiVersion": "v1",
         "kind": "Node",

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from atomic_gang_devstack.bins import REPO_ROOT, BinaryMissingError, Bins
+from atomic_gang_devstack.bins import CONTROL_PLANE, NODE, REPO_ROOT, BinaryMissingError, Bins
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components import default_components
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint
@@ -32,17 +32,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", type=Path, default=REPO_ROOT / ".dev" / "demo")
     p.add_argument("--timeout", type=float, default=300, help="give up after this many seconds")
     p.add_argument("-v", "--verbose", action="store_true", help="show the launcher's log")
+    p.add_argument(
+        "--in-cluster",
+        action="store_true",
+        help="run the webhook and the controller as pods of our images on a real kubelet node,"
+        " installed with helm (make demo-cluster; needs root)",
+    )
     return p
 
 
-def _options(state_dir: Path) -> StackOptions:
+def _options(state_dir: Path, *, in_cluster: bool = False) -> StackOptions:
     return StackOptions(
         state_dir=state_dir.resolve(),
         kubeconfig_out=state_dir.resolve() / "kubeconfig",
         detach=False,  # every process dies with the demo, Ctrl-C included
         check_stand_in=False,
         cloud=True,
-        provisioners=2,
+        # In-cluster the chart brings the webhook, 2 controller replicas and the queues.
+        webhook=not in_cluster,
+        queues=not in_cluster,
+        real_node=in_cluster,
+        in_cluster=in_cluster,
+        provisioners=0 if in_cluster else 2,
         nodesim=True,
         boot_delay=2.0,
         boot_jitter=3.0,
@@ -57,9 +68,10 @@ def say(t: float | None, text: str) -> None:
 
 def _show_setup(ctx: Context) -> None:
     kc = ctx.options.kubeconfig_out
+    where = "as pods on a real node (helm)" if ctx.options.in_cluster else "as processes"
     say(
         None,
-        f"control plane, Kueue, moto, webhook, 2 provisioners, simulator: ready in "
+        f"control plane, Kueue, moto, webhook and 2 provisioners {where}, simulator: ready in "
         f"{ctx.state.ready_seconds:.0f}s (KUBECONFIG={kc})",
     )
     out = ctx.kubectl.run("get", "admissioncheck,resourceflavor,clusterqueue,localqueue", "-A")
@@ -116,10 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     level = logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s devstack %(message)s")
-    options = _options(args.state_dir)
+    options = _options(args.state_dir, in_cluster=args.in_cluster)
     stack = Stack(options, default_components(options))
     try:
-        Bins.load().ensure()
+        Bins.load().ensure(CONTROL_PLANE + (NODE if options.real_node else ()))
         say(None, "starting the local stack (about 20-40 s) ...")
         return run(stack.up(), args.timeout)
     except KeyboardInterrupt:

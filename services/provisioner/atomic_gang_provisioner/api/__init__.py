@@ -14,6 +14,7 @@ from atomic_gang_provisioner.api.types import (
     GangNodePoolStatus,
     Phase,
     PoolShape,
+    StatusChange,
 )
 
 __all__ = [
@@ -29,4 +30,5 @@ __all__ = [
     "GangNodePoolStatus",
     "Phase",
     "PoolShape",
+    "StatusChange",
 ]

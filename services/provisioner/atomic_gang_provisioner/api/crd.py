@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from atomic_gang_provisioner.api.conditions import MEANING
 from atomic_gang_provisioner.api.types import (
     GROUP,
     KIND,
@@ -42,6 +43,9 @@ def _structural(node: Any, defs: dict[str, Any]) -> Any:
         if len(non_null) == 1 and len(non_null) < len(options):
             inner = dict(_structural(non_null[0], defs))
             inner["nullable"] = True
+            # The apiserver checks a null against an enum too and refuses it (even with
+            # null listed): the values are left to the description and our own models.
+            inner.pop("enum", None)
             if "description" in node:
                 inner["description"] = node["description"]
             return inner
@@ -75,6 +79,8 @@ def _spec_schema() -> dict[str, Any]:
 def _status_schema() -> dict[str, Any]:
     schema = _schema(GangNodePoolStatus)
     conditions = schema["properties"]["conditions"]
+    meanings = " ".join(f"{kind}: {meaning}." for kind, meaning in MEANING.items())
+    conditions["description"] += f" True means: {meanings}"
     conditions["x-kubernetes-list-type"] = "map"
     conditions["x-kubernetes-list-map-keys"] = ["type"]
     for name in (
@@ -117,8 +123,31 @@ def _columns() -> list[dict[str, Any]]:
     ]
 
 
+def _version() -> dict[str, Any]:
+    return {
+        "name": VERSION,
+        "served": True,
+        "storage": True,
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": _columns(),
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "description": _DESCRIPTION,
+                "required": ["spec"],
+                "properties": {
+                    "apiVersion": {"type": "string"},
+                    "kind": {"type": "string"},
+                    "metadata": {"type": "object"},
+                    "spec": _spec_schema(),
+                    "status": _status_schema(),
+                },
+            }
+        },
+    }
+
+
 def crd() -> dict[str, Any]:
-    spec_schema = _spec_schema()
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -143,29 +172,7 @@ def crd() -> dict[str, Any]:
                 "shortNames": ["gnp"],
                 "categories": ["atomic-gang"],
             },
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": _columns(),
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": _DESCRIPTION,
-                            "required": ["spec"],
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": spec_schema,
-                                "status": _status_schema(),
-                            },
-                        }
-                    },
-                }
-            ],
+            "versions": [_version()],
         },
     }
 

@@ -10,8 +10,8 @@ during a rolling upgrade an older replica reads what a newer one wrote.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, Self
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from atomic_gang import GangSpec, GoDuration
+from atomic_gang_provisioner.timestamps import rfc3339
 
 GROUP = "atomic-gang.k8s.aws"
 VERSION = "v1alpha1"
@@ -37,11 +38,7 @@ FINALIZER = "atomic-gang.k8s.aws/release-instances"
 Phase = Literal["Idle", "Acquiring", "Joining", "Satisfied", "KeepWarm", "Releasing", "Degraded"]
 
 
-def _rfc3339(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-Time = Annotated[datetime, PlainSerializer(_rfc3339, return_type=str)]
+Time = Annotated[datetime, PlainSerializer(rfc3339, return_type=str)]
 
 
 _TOLERANT = "keep-unknown-fields"  # validation context flag, set by from_dict only
@@ -100,6 +97,12 @@ class PoolShape(_Model):
     amiId: str | None = None
     capacityReservationId: str | None = None
 
+    @property
+    def summary(self) -> str:
+        """``4×p4d.24xlarge (runinstances, us-east-1a)``: the shape as messages name it."""
+        where = ",".join(self.availabilityZones or self.subnets) or "discovered zones"
+        return f"{self.count}×{self.instanceType} ({self.mode}, {where})"
+
     @classmethod
     def of(cls, spec: GangSpec) -> PoolShape:
         return cls(
@@ -156,12 +159,22 @@ class GangNodePoolSpec(_Model):
 
 
 class Condition(_Model):
-    type: str
+    """One fact the pool reports about its claim (see docs/design.md)."""
+
+    type: str = Field(description="Ready, CapacityShortfall, Failed, Degraded or Released.")
     status: Literal["True", "False", "Unknown"]
-    reason: str
-    message: str = ""
+    reason: str = Field(description="CamelCase cause, e.g. InsufficientCapacity.")
+    message: str = Field(default="", description="What it means for the claimant, in words.")
     lastTransitionTime: Time
-    observedGeneration: int = 0
+    observedGeneration: int = Field(default=0, description="The pool generation it is for.")
+    checkState: Literal["Retry", "Rejected"] | None = Field(
+        default=None,
+        description=(
+            "Failed only: Retry or Rejected, what the claimant's AdmissionCheck becomes. Retry "
+            "releases the quota and Kueue requeues the Workload later; Rejected: the Job cannot "
+            "work as written."
+        ),
+    )
 
 
 class GangNodePoolStatus(_Model):
@@ -169,10 +182,12 @@ class GangNodePoolStatus(_Model):
 
     phase: Phase = "Idle"
     observedGeneration: int = 0
-    claimKey: str = Field(default="", description="Claim key this status was computed for.")
+    claimKey: str = Field(
+        default="", description="The claim (Claim.key) that status and conditions speak for."
+    )
     acquireGeneration: int = Field(default=1, ge=1, description="Generation of the next launch.")
     activeGeneration: int = Field(default=0, ge=0, description="Generation of the live set.")
-    activeGroup: str = ""
+    activeGroup: str = Field(default="", description="Node group label of the live set.")
     instanceIds: list[str] = Field(default_factory=list)
     fleetIds: list[str] = Field(default_factory=list)
     pendingEnis: list[str] = Field(default_factory=list)
@@ -188,7 +203,41 @@ class GangNodePoolStatus(_Model):
     lastErrorReason: str = ""
     degradedClaimKey: str = Field(default="", description="Claim that must get Retry.")
     unhealthySince: Time | None = None
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description=(
+            "What the pool reports to its claimant; with claimKey and activeGroup all that the "
+            "Workload reconciler reads of this status."
+        ),
+    )
+
+
+class StatusChange(TypedDict, total=False):
+    """The fields of :class:`GangNodePoolStatus`, as keyword arguments that mypy checks
+    (``pool.model.update``); a test keeps the two lists equal."""
+
+    phase: Phase
+    observedGeneration: int
+    claimKey: str
+    acquireGeneration: int
+    activeGeneration: int
+    activeGroup: str
+    instanceIds: list[str]
+    fleetIds: list[str]
+    pendingEnis: list[str]
+    readyCount: int
+    acquiringSince: datetime | None
+    launchedAt: datetime | None
+    joinDeadline: datetime | None
+    satisfiedAt: datetime | None
+    keepWarmUntil: datetime | None
+    consecutiveShortfalls: int
+    nextAttemptAt: datetime | None
+    lastError: str
+    lastErrorReason: str
+    degradedClaimKey: str
+    unhealthySince: datetime | None
+    conditions: list[Condition]
 
 
 class GangNodePool(_Model):

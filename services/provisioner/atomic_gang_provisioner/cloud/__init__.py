@@ -15,16 +15,15 @@ returns: instance ids, fleet id, pending ENIs and ``acquireGeneration``.
 * ``release`` is idempotent and ENI-aware; ``ReleaseResult.done`` says when
   nothing is left (pending ENIs come back to be passed in next time).
 * The reaper calls ``list_owned()`` once per sweep, then the pure
-  :func:`reaper.classify`, then ``terminate``.
+  :func:`leaks.find_leaks`, then ``release``.
 
 AWS error codes are classified in ``errors.py``; only throttled and transient
 errors are retried (``retry.py``), with the clock and sleeper injected.
 """
 
 from atomic_gang_provisioner.cloud.errors import CloudError, ErrorClass, classify
+from atomic_gang_provisioner.cloud.leaks import PoolView, Reap, ReapReason, find_leaks
 from atomic_gang_provisioner.cloud.provider import CloudProvider
-from atomic_gang_provisioner.cloud.reaper import PoolView, Reap, ReapReason
-from atomic_gang_provisioner.cloud.reaper import classify as classify_for_reaping
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
@@ -58,5 +57,5 @@ __all__ = [
     "Shortfall",
     "ZoneAttempt",
     "classify",
-    "classify_for_reaping",
+    "find_leaks",
 ]

@@ -75,11 +75,16 @@ NOT_FOUND: Final = frozenset(
     }
 )
 IDEMPOTENCY_MISMATCH: Final = "IdempotentParameterMismatch"
+PERMANENT_ERROR: Final = "PermanentError"  # the reason of any other permanent error
 # Permanent errors with a reason of their own: (reason, the Job's annotations are at fault).
 NAMED_PERMANENT: Final[dict[str, tuple[str, bool]]] = {
     "NodeRoleNotAuthorized": ("NodeRoleNotAuthorized", False),
     "SubnetNotInCluster": ("InvalidSubnet", True),
 }
+# The reasons a pool records for them: retrying cannot help (the claimant gets Retry),
+# and those where the Job itself is at fault (it gets Rejected).
+PERMANENT_REASONS: Final = frozenset({PERMANENT_ERROR, *(r for r, _ in NAMED_PERMANENT.values())})
+REJECTING_REASONS: Final = frozenset(r for r, rejects in NAMED_PERMANENT.values() if rejects)
 
 _HINTS: Final[dict[str, str]] = {
     "InvalidAMIID.NotFound": "check atomic-gang.k8s.aws/ami-id, or drop it to use the SSM image",
@@ -96,7 +101,7 @@ _HINTS: Final[dict[str, str]] = {
     IDEMPOTENCY_MISMATCH: "the launch inputs changed within one generation; it will be retried",
     "InstanceProfileNotFound": (
         "create the instance profile atomic-gang-instance-profile-<cluster>-<role-name>"
-        " holding the node role (see the README's prerequisites), or set"
+        " holding the node role (see docs/operations.md, Node access), or set"
         " iam.selfManageInstanceProfile and grant docs/iam/self-managed-instance-profile.json"
     ),
     "CredentialsUnavailable": (

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from atomic_gang_provisioner.backoff import exponential
+
 Sleeper = Callable[[float], None]
 
 
@@ -28,8 +30,10 @@ class Backoff:
             raise ValueError("max_attempts must be >= 1")
 
     def delay(self, attempt: int) -> float:
-        ceiling = min(self.cap_seconds, self.base_seconds * (2**attempt))
-        return self.rng.uniform(0.0, ceiling)
+        draw = self.rng.uniform(0.0, 1.0)
+        return exponential(
+            attempt, base=self.base_seconds, cap=self.cap_seconds, spread=1.0, draw=draw
+        )
 
 
 def real_sleeper(seconds: float) -> None:

@@ -7,13 +7,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
 
 from atomic_gang import GangSpec, GoDuration, keys
-from atomic_gang.durations import DurationError
+from atomic_gang_provisioner.cloud.errors import PERMANENT_ERROR
 from atomic_gang_provisioner.cloud.reservations import BlockPolicy, Reservation
+from atomic_gang_provisioner.timestamps import parse_rfc3339
 
 InstanceState = Literal["pending", "running", "shutting-down", "terminated", "stopping", "stopped"]
 # Live: still exists and may bill (cleanup, reaper, adoption must see it).
@@ -21,6 +23,7 @@ LIVE_STATES: frozenset[str] = frozenset({"pending", "running", "stopping", "stop
 # Healthy: can be (or become) a working gang member; a stopping/stopped one cannot.
 HEALTHY_STATES: frozenset[str] = frozenset({"pending", "running"})
 Tags = tuple[tuple[str, str], ...]
+T = TypeVar("T")
 
 
 def tag_tuple(tags: dict[str, str]) -> Tags:
@@ -77,22 +80,20 @@ class Instance:
 
     @property
     def keep_warm_until(self) -> datetime | None:
-        raw = self.tag(keys.KEEP_WARM_UNTIL)
-        if not raw:
-            return None
-        try:
-            return datetime.fromisoformat(raw.replace("Z", "+00:00"))
-        except ValueError:
-            return None
+        return self._parsed(keys.KEEP_WARM_UNTIL, parse_rfc3339)
 
     @property
     def max_lifetime(self) -> GoDuration | None:
-        raw = self.tag(keys.MAX_LIFETIME_TAG)
+        return self._parsed(keys.MAX_LIFETIME_TAG, GoDuration.parse)
+
+    def _parsed(self, key: str, parse: Callable[[str], T]) -> T | None:
+        """A tag's value, parsed; None when it is absent or malformed (anyone may edit tags)."""
+        raw = self.tag(key)
         if not raw:
             return None
         try:
-            return GoDuration.parse(raw)
-        except DurationError:
+            return parse(raw)
+        except ValueError:  # DurationError is one
             return None
 
 
@@ -180,7 +181,7 @@ class PermanentFailure:
     code: str
     message: str
     hint: str = ""
-    reason: str = "PermanentError"
+    reason: str = PERMANENT_ERROR
     rejects: bool = False
 
 

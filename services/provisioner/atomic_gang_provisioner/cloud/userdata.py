@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from atomic_gang import keys
 
 BOUNDARY = "==ATOMICGANG=="
-TAINT_EFFECT = "NoSchedule"
+TAINT_EFFECT = keys.GANG_TAINT_EFFECT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

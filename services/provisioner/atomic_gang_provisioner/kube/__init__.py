@@ -29,7 +29,7 @@ from atomic_gang_provisioner.kube.leader import (
     default_identity,
 )
 from atomic_gang_provisioner.kube.resource import Resource
-from atomic_gang_provisioner.kube.store import IndexFunc, by_field, by_label, by_owner_uid
+from atomic_gang_provisioner.kube.store import IndexFunc, by_label, by_owner_uid
 from atomic_gang_provisioner.kube.types import KubeObject, Listing, ObjectReference, object_key
 
 __all__ = [
@@ -59,7 +59,6 @@ __all__ = [
     "TransportError",
     "UnauthorizedError",
     "WatchStream",
-    "by_field",
     "by_label",
     "by_owner_uid",
     "default_identity",

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from atomic_gang_provisioner.kube.errors import error_from_status
 from atomic_gang_provisioner.kube.resource import Resource
-from atomic_gang_provisioner.kube.transport import DEFAULT_TIMEOUT, LineStream, Query, Transport
+from atomic_gang_provisioner.kube.transport import (
+    DEFAULT_TIMEOUT,
+    LineStream,
+    Request,
+    Transport,
+)
 from atomic_gang_provisioner.kube.types import KubeObject, Listing, WatchEvent, meta
 
 APPLY = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
@@ -44,23 +49,11 @@ class KubeClient:
         self.transport.close()
 
     def _call(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Query = (),
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: float | None = None,
+        self, method: str, path: str, *, timeout: float | None = None, **request: Unpack[Request]
     ) -> Any:
-        return self.transport.request(
-            method,
-            path,
-            query=query,
-            body=body,
-            content_type=content_type,
-            timeout=self.timeout if timeout is None else timeout,
-        )
+        """``Transport.request`` with this client's timeout unless the call names one."""
+        wait = self.timeout if timeout is None else timeout
+        return self.transport.request(method, path, timeout=wait, **request)
 
     def get(
         self,
@@ -168,24 +161,6 @@ class KubeClient:
         path = res.path(namespace=namespace, name=name, subresource=subresource)
         out: KubeObject = self._call("PATCH", path, body=body, content_type=MERGE)
         return out
-
-    def patch_status(
-        self,
-        res: Resource,
-        name: str,
-        patch: Mapping[str, Any],
-        *,
-        namespace: str | None = None,
-        resource_version: str | None = None,
-    ) -> KubeObject:
-        return self.patch(
-            res,
-            name,
-            patch,
-            namespace=namespace,
-            resource_version=resource_version,
-            subresource="status",
-        )
 
     def apply(
         self,

@@ -20,10 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
+from atomic_gang_provisioner.events import EventType
 from atomic_gang_provisioner.kube.client import KubeClient
 from atomic_gang_provisioner.kube.errors import KubeError, NotFoundError
 from atomic_gang_provisioner.kube.resource import EVENTS
-from atomic_gang_provisioner.kube.types import EventType, KubeObject, ObjectReference, meta
+from atomic_gang_provisioner.kube.types import KubeObject, ObjectReference, meta
+from atomic_gang_provisioner.timestamps import rfc3339
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 1024
@@ -125,7 +127,7 @@ class EventRecorder:
             p.reason,
             p.message,
         )
-        stamp = p.at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = rfc3339(p.at)
         seen = self._seen.get(key)
         if seen is not None:
             try:

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from atomic_gang_provisioner.backoff import exponential
+from atomic_gang_provisioner.callbacks import call_guarded
 from atomic_gang_provisioner.kube.client import KubeClient, WatchStream
 from atomic_gang_provisioner.kube.errors import GoneError, KubeError
 from atomic_gang_provisioner.kube.resource import Resource
@@ -72,6 +74,7 @@ class Informer:
     ) -> None:
         self.client, self.resource = client, resource
         self.name = f"informer-{resource.plural}"
+        self._handler = f"{self.name}: handler"
         self.store = Store(indexers)
         self.stats = InformerStats()
         self.namespace = namespace
@@ -160,7 +163,7 @@ class Informer:
 
     def _delay(self, failures: int) -> float:
         base, cap = self._backoff
-        return min(cap, base * 2.0 ** min(failures - 1, 30)) * (0.5 + 0.5 * _rng.random())
+        return exponential(failures - 1, base=base, cap=cap, spread=0.5, draw=_rng.random())
 
     def _relist(self) -> str:
         listing = self.client.list(
@@ -251,9 +254,4 @@ class Informer:
                         self._call(h.on_update, obj, obj)
 
     def _call(self, fn: Callable[..., None] | None, *args: KubeObject) -> None:
-        if fn is None:
-            return
-        try:
-            fn(*args)
-        except Exception:
-            log.exception("%s: handler failed", self.name)
+        call_guarded(fn, *args, log=log, what=self._handler)

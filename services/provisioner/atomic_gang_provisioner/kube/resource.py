@@ -40,19 +40,7 @@ class Resource:
         return base
 
 
-CONFIGMAPS = Resource("", "v1", "configmaps", namespaced=True, kind="ConfigMap")
+# The collections this package writes on its own (the recorder, the leader elector);
+# the provisioner's are in atomic_gang_provisioner.resources.
 EVENTS = Resource("", "v1", "events", namespaced=True, kind="Event")
-NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
-NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
-PODS = Resource("", "v1", "pods", namespaced=True, kind="Pod")
-SECRETS = Resource("", "v1", "secrets", namespaced=True, kind="Secret")
-JOBS = Resource("batch", "v1", "jobs", namespaced=True, kind="Job")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", namespaced=True, kind="Lease")
-CRDS = Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition"
-)
-KUEUE = "kueue.x-k8s.io"
-WORKLOADS = Resource(KUEUE, "v1beta2", "workloads", namespaced=True, kind="Workload")
-ADMISSION_CHECKS = Resource(KUEUE, "v1beta2", "admissionchecks", False, "AdmissionCheck")
-CLUSTER_QUEUES = Resource(KUEUE, "v1beta2", "clusterqueues", False, "ClusterQueue")
-RESOURCE_FLAVORS = Resource(KUEUE, "v1beta2", "resourceflavors", False, "ResourceFlavor")

@@ -37,21 +37,9 @@ class Store:
         with self._lock:
             return list(self._items.values())
 
-    def keys(self) -> Keys:
-        with self._lock:
-            return list(self._items)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
-
     def by_index(self, index: str, value: str) -> Objects:
         with self._lock:
             return [self._items[k] for k in sorted(self._indices[index].get(value, ()))]
-
-    def index_values(self, index: str) -> Keys:
-        with self._lock:
-            return sorted(self._indices[index])
 
     def upsert(self, key: str, obj: KubeObject) -> KubeObject | None:
         """Store ``obj``; return what it replaced."""
@@ -113,20 +101,6 @@ def by_label(label: str) -> IndexFunc:
     return fn
 
 
-def by_field(*path: str) -> IndexFunc:
-    """Index by a nested string field, e.g. ``by_field("spec", "providerID")``."""
-
-    def fn(obj: KubeObject) -> Iterable[str]:
-        cur: Any = obj
-        for part in path:
-            if not isinstance(cur, dict):
-                return ()
-            cur = cur.get(part)
-        return (cur,) if isinstance(cur, str) and cur else ()
-
-    return fn
-
-
 def by_owner_uid(*, controller_only: bool = False, kind: str | None = None) -> IndexFunc:
     """Index by ownerReferences[].uid (e.g. Workloads by their Job's UID)."""
 
@@ -140,8 +114,3 @@ def by_owner_uid(*, controller_only: bool = False, kind: str | None = None) -> I
         )
 
     return fn
-
-
-def by_namespace(obj: KubeObject) -> Iterable[str]:
-    ns = meta(obj).get("namespace")
-    return (ns,) if ns else ()

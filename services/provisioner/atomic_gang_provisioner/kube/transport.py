@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 import urllib3
@@ -29,6 +29,16 @@ from atomic_gang_provisioner.kube.errors import (
 )
 
 Query = Sequence[tuple[str, str]]
+
+
+class Request(TypedDict, total=False):
+    """The optional parts of :meth:`Transport.request`, for a caller that passes them on."""
+
+    query: Query
+    body: Any
+    content_type: str
+
+
 DEFAULT_TIMEOUT = 30.0
 POOL_SIZE = 32  # informers hold one connection each; workers and the elector need more
 

@@ -13,7 +13,6 @@ from typing import Any, Literal, NotRequired, TypedDict
 KubeObject = dict[str, Any]
 Objects = list[KubeObject]  # an alias: classes below define a method named "list"
 
-EventType = Literal["Normal", "Warning"]
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
 
 

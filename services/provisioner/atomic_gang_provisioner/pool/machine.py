@@ -13,9 +13,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, Phase
+from atomic_gang_provisioner.api import GangNodePool, Phase
 from atomic_gang_provisioner.cloud.types import AcquireRequest, AcquireResult, ReleaseResult
-from atomic_gang_provisioner.pool.model import Knobs, Observed, Plan, event, set_condition, update
+from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool import report
+from atomic_gang_provisioner.pool.model import (
+    Knobs,
+    Observed,
+    Plan,
+    has_resources,
+    update,
+    with_status,
+)
 from atomic_gang_provisioner.pool.phases import (
     acquiring,
     degraded,
@@ -25,6 +34,7 @@ from atomic_gang_provisioner.pool.phases import (
     releasing,
     satisfied,
 )
+from atomic_gang_provisioner.timestamps import parse_rfc3339
 
 Decide = Callable[[GangNodePool, Observed, datetime], Plan]
 PHASES: dict[Phase, Decide] = {
@@ -42,12 +52,12 @@ WRITE_AHEAD_REQUEUE = 0.01
 
 def _finalize(pool: GangNodePool, observed: Observed) -> Plan:
     status = pool.status
-    if status.phase == "Acquiring" and not releasing.has_resources(status):
+    if status.phase == "Acquiring" and not has_resources(status):
         if observed.found is None:  # a lost launch response may have left a set
             return Plan(status=status, find=status.acquireGeneration)
         if observed.found:
             status = update(status, instanceIds=[i.instance_id for i in observed.found])
-    if releasing.has_resources(status):
+    if has_resources(status):
         n = len(status.instanceIds)
         first = pool.status.phase != "Releasing"  # one event, not one per ENI poll
         return Plan(
@@ -71,9 +81,9 @@ def seed_generation(pool: GangNodePool) -> GangNodePool:
     stamp = pool.metadata.get("creationTimestamp")
     if s.observedGeneration or s.activeGeneration or s.acquireGeneration != 1 or not stamp:
         return pool
-    created = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    created = parse_rfc3339(str(stamp))
     seeded = update(s, acquireGeneration=max(1, int(created.timestamp())))
-    return pool.model_copy(update={"status": seeded})
+    return with_status(pool, seeded)
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
@@ -82,7 +92,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         final = _finalize(pool, observed)
         if _needs_write_ahead(pool.status.phase, final):
             final = _write_ahead(final)
-        return _with_conditions(pool, final, now)
+        return _with_conditions(pool, final, now, observed.knobs)
     plan = Plan(status=pool.status)
     current = pool
     for _ in range(MAX_HOPS):
@@ -94,8 +104,8 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         moved = step.status.phase != current.status.phase
         if step.acquire or step.release or step.describe or step.find or not moved:
             break
-        current = current.model_copy(update={"status": step.status})
-    return _with_conditions(pool, plan, now)
+        current = with_status(current, step.status)
+    return _with_conditions(pool, plan, now, observed.knobs)
 
 
 def _needs_write_ahead(stored: Phase, step: Plan) -> bool:
@@ -127,55 +137,15 @@ def after_acquire(
     step = acquiring.after_acquire(
         pool, plan.status, request=request, result=result, now=now, knobs=knobs
     )
-    return _with_conditions(pool, plan.then(step), now)
+    return _with_conditions(pool, plan.then(step), now, knobs)
 
 
 def after_release(
     pool: GangNodePool, plan: Plan, *, result: ReleaseResult, now: datetime, knobs: Knobs
 ) -> Plan:
     step = releasing.after_release(pool, plan.status, result=result, now=now, knobs=knobs)
-    return _with_conditions(pool, plan.then(step), now)
+    return _with_conditions(pool, plan.then(step), now, knobs)
 
 
-_READY_REASON: dict[str, str] = {
-    "Idle": "Idle",
-    "Acquiring": "Acquiring",
-    "Joining": "Joining",
-    "Satisfied": "Satisfied",
-    "KeepWarm": "KeepWarm",
-    "Releasing": "Releasing",
-    "Degraded": "Degraded",
-}
-
-
-def _with_conditions(pool: GangNodePool, plan: Plan, now: datetime) -> Plan:
-    s: GangNodePoolStatus = plan.status
-    gen = pool.generation
-    ready = s.phase == "Satisfied"
-    reason = s.lastErrorReason if (not ready and s.lastErrorReason) else _READY_REASON[s.phase]
-    message = s.lastError if not ready and s.lastError else f"{s.readyCount} node(s) Ready"
-    s = set_condition(
-        s, type_="Ready", true=ready, reason=reason, message=message, now=now, generation=gen
-    )
-    deg = s.phase == "Degraded"
-    s = set_condition(
-        s,
-        type_="Degraded",
-        true=deg,
-        reason=s.lastErrorReason if deg else "Healthy",
-        message=s.lastError if deg else "",
-        now=now,
-        generation=gen,
-    )
-    return Plan(
-        status=update(s, observedGeneration=gen),
-        acquire=plan.acquire,
-        release=plan.release,
-        tag=plan.tag,
-        describe=plan.describe,
-        find=plan.find,
-        remove_finalizer=plan.remove_finalizer,
-        events=plan.events,
-        metrics=plan.metrics,
-        requeue_after=plan.requeue_after,
-    )
+def _with_conditions(pool: GangNodePool, plan: Plan, now: datetime, knobs: Knobs) -> Plan:
+    return replace(plan, status=report.refresh(pool, plan.status, knobs=knobs, now=now))

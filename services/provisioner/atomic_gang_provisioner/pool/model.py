@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal, Unpack
 
-from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, StatusChange
+from atomic_gang_provisioner.backoff import exponential
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Instance, ReleaseRequest
+from atomic_gang_provisioner.events import Event
 
-EventType = Literal["Normal", "Warning"]
 MetricName = Literal[
     "acquisition", "shortfall", "satisfied", "joined", "keep_warm_reuse", "released"
 ]
@@ -56,13 +57,6 @@ class Observed:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PoolEvent:
-    type: EventType
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Metric:
     name: MetricName
     labels: tuple[tuple[str, str], ...] = ()
@@ -86,7 +80,7 @@ class Plan:
     describe: bool = False
     find: int | None = None  # look up (pool, generation) by tag; launches nothing
     remove_finalizer: bool = False
-    events: tuple[PoolEvent, ...] = ()
+    events: tuple[Event, ...] = ()
     metrics: tuple[Metric, ...] = ()
     requeue_after: float | None = None
 
@@ -100,46 +94,30 @@ class Plan:
         )
 
 
-def event(reason: str, message: str, *, warning: bool = False) -> PoolEvent:
-    return PoolEvent(type="Warning" if warning else "Normal", reason=reason, message=message)
-
-
-def update(status: GangNodePoolStatus, **changes: Any) -> GangNodePoolStatus:
+def update(status: GangNodePoolStatus, **changes: Unpack[StatusChange]) -> GangNodePoolStatus:
+    """``status`` with ``changes``: mypy checks each keyword, and an unknown one raises
+    (``model_copy(update=)`` alone would drop a misspelt field silently)."""
+    unknown = changes.keys() - GangNodePoolStatus.model_fields.keys()
+    if unknown:
+        raise TypeError(f"GangNodePoolStatus has no field {', '.join(sorted(unknown))}")
     return status.model_copy(update=changes)
 
 
-def set_condition(
-    status: GangNodePoolStatus,
-    *,
-    type_: str,
-    true: bool,
-    reason: str,
-    message: str,
-    now: datetime,
-    generation: int,
-) -> GangNodePoolStatus:
-    """Upsert a condition; lastTransitionTime moves only when the status flips."""
-    value: Literal["True", "False"] = "True" if true else "False"
-    old = next((c for c in status.conditions if c.type == type_), None)
-    since = old.lastTransitionTime if old is not None and old.status == value else now
-    cond = Condition(
-        type=type_,
-        status=value,
-        reason=reason,
-        message=message[:1024],
-        lastTransitionTime=since,
-        observedGeneration=generation,
-    ).keeping_unknown_of(old)
-    rest = [c for c in status.conditions if c.type != type_]
-    return update(status, conditions=sorted([*rest, cond], key=lambda c: c.type))
+def with_status(pool: GangNodePool, status: GangNodePoolStatus) -> GangNodePool:
+    return pool.model_copy(update={"status": status})
+
+
+def has_resources(status: GangNodePoolStatus) -> bool:
+    """Anything recorded that bills or must be cleaned up: instances, fleets, ENIs."""
+    return bool(status.instanceIds or status.fleetIds or status.pendingEnis)
 
 
 def backoff_seconds(*, pool: str, attempt: int, base: float, cap: float) -> float:
-    """Jittered exponential backoff, deterministic in (pool, attempt) so decide stays pure."""
-    raw = min(cap, base * (2 ** max(0, attempt - 1)))
+    """Equal jitter (half the ceiling left to chance) for attempt 1, 2, ..., deterministic
+    in (pool, attempt) so that decide stays pure."""
     digest = hashlib.sha256(f"{pool}/{attempt}".encode()).digest()
-    jitter = 0.5 + digest[0] / 255 / 2  # in [0.5, 1.0]: "equal jitter"
-    return round(float(raw) * jitter, 3)
+    delay = exponential(attempt - 1, base=base, cap=cap, spread=0.5, draw=digest[0] / 255)
+    return round(delay, 3)
 
 
 def seconds_until(when: datetime | None, now: datetime) -> float | None:
@@ -151,12 +129,6 @@ def seconds_until(when: datetime | None, now: datetime) -> float | None:
 def claim_key(pool: GangNodePool) -> str:
     claim = pool.spec.claim
     return claim.key if claim is not None else ""
-
-
-def shape_text(pool: GangNodePool) -> str:
-    shape = pool.spec.shape
-    where = ",".join(shape.availabilityZones or shape.subnets) or "discovered zones"
-    return f"{shape.count}×{shape.instanceType} ({shape.mode}, {where})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,12 +8,12 @@ ClusterQueue inactive instead of queueing into a black hole.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
 from atomic_gang_provisioner.reconcilers.context import Context
-from atomic_gang_provisioner.resources import ADMISSION_CHECKS, KUEUE, KUEUE_VERSION
+from atomic_gang_provisioner.resources import ADMISSION_CHECKS
 from atomic_gang_provisioner.runtime import Result
+from atomic_gang_provisioner.timestamps import rfc3339
 
 
 def desired(check: Mapping[str, Any], *, cloud_error: str) -> tuple[bool, str, str]:
@@ -27,6 +27,9 @@ def desired(check: Mapping[str, Any], *, cloud_error: str) -> tuple[bool, str, s
     if cloud_error:
         return False, "CloudUnavailable", f"cannot reach EC2/EKS: {cloud_error}"
     return True, "Active", "atomic-gang-provisioner is running and will provision gangs"
+
+
+GEN = "observedGeneration"
 
 
 class AdmissionCheckReconciler:
@@ -44,27 +47,17 @@ class AdmissionCheckReconciler:
         active, reason, message = desired(check, cloud_error=self._cloud_error())
         gen = int((check.get("metadata") or {}).get("generation", 0))
         status = "True" if active else "False"
-        old = next(
-            (
-                c
-                for c in (check.get("status") or {}).get("conditions") or []
-                if c.get("type") == "Active"
-            ),
-            None,
-        )
-        if old and (
-            old.get("status"),
-            old.get("reason"),
-            old.get("message"),
-            old.get("observedGeneration"),
-        ) == (status, reason, message, gen):
+        conditions = (check.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if c.get("type") == "Active"), None)
+        said = (status, reason, message, gen)
+        if old and tuple(old.get(k) for k in ("status", "reason", "message", GEN)) == said:
             return Result()
         since = old.get("lastTransitionTime") if old and old.get("status") == status else None
         self.ctx.must_lead()
         self.ctx.client.apply_status(
             ADMISSION_CHECKS,
             {
-                "apiVersion": f"{KUEUE}/{KUEUE_VERSION}",
+                "apiVersion": ADMISSION_CHECKS.api_version,
                 "kind": "AdmissionCheck",
                 "metadata": {"name": name},
                 "status": {
@@ -75,7 +68,7 @@ class AdmissionCheckReconciler:
                             "reason": reason,
                             "message": message,
                             "observedGeneration": gen,
-                            "lastTransitionTime": since or _ts(self.ctx.now()),
+                            "lastTransitionTime": since or rfc3339(self.ctx.now()),
                         }
                     ]
                 },
@@ -83,7 +76,3 @@ class AdmissionCheckReconciler:
             field_manager=self.ctx.settings.controllerName,
         )
         return Result()
-
-
-def _ts(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -10,8 +10,9 @@ from typing import Any, Protocol
 
 from atomic_gang import GangSettings
 from atomic_gang_provisioner.cloud.provider import CloudProvider
+from atomic_gang_provisioner.events import EventType
 from atomic_gang_provisioner.kube.client import KubeClient
-from atomic_gang_provisioner.kube.types import EventType, KubeObject
+from atomic_gang_provisioner.kube.types import KubeObject
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.pool.model import Knobs
 
@@ -39,12 +40,11 @@ def _utcnow() -> datetime:
 
 @dataclass(frozen=True)
 class Faults:
-    """Test-only crash points (``ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH=1``): the process
-    dies between "EC2 returned" and "status persisted", as a SIGKILL would."""
+    """Crash points the e2e tests switch on (main reads them from the environment):
+    ``crash_after_launch`` dies between "EC2 returned" and "status persisted", as a
+    SIGKILL would. Off unless asked for."""
 
-    crash_after_launch: bool = field(
-        default_factory=lambda: os.environ.get("ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH") == "1"
-    )
+    crash_after_launch: bool = False
 
     def after_launch(self) -> None:
         if self.crash_after_launch:

@@ -19,9 +19,9 @@ from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import Metric, NodeView, Observed, Plan
 from atomic_gang_provisioner.reconcilers.context import Context
-from atomic_gang_provisioner.resources import POOLS
+from atomic_gang_provisioner.resources import KUEUE_API, POOLS
 from atomic_gang_provisioner.runtime import Result
-from atomic_gang_provisioner.workload.view import KUEUE_API, view
+from atomic_gang_provisioner.workload.view import view
 
 log = logging.getLogger("atomic_gang_provisioner.pool")
 INSTANCE_INDEX = "instance"

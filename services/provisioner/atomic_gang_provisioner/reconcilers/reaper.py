@@ -1,7 +1,7 @@
 """The reaper: a periodic, leader-only leak backstop.
 
 One paginated listing of this cluster's managed instances, the pure
-``classify`` against what the pool caches say, then the full release path
+``find_leaks`` against what the pool caches say, then the full release path
 (ENI-aware) for anything past max lifetime, past keep-warm, orphaned or stray.
 ENIs still attached when a release returns are retried on the next sweeps, and
 a new leader's first sweep finds again those its predecessor left (EC2 lists
@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.reaper import PoolView, Reap, classify
+from atomic_gang_provisioner.cloud.leaks import PoolView, Reap, find_leaks
 from atomic_gang_provisioner.cloud.types import ReleaseRequest
 from atomic_gang_provisioner.reconcilers.context import Context, NotLeaderError
 
@@ -146,7 +146,7 @@ class Reaper:
             )
         # Pools first, then EC2: an instance launched after this snapshot of the pools is
         # listed but young, and the stray grace period covers it.
-        return classify(
+        return find_leaks(
             ctx.cloud.list_owned(),
             now=ctx.now(),
             pools=pools,

@@ -4,28 +4,30 @@ then creates/claims/releases the pool and server-side-applies our check state.""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from atomic_gang import keys
 from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.events import Event
 from atomic_gang_provisioner.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
 from atomic_gang_provisioner.reconcilers.context import Context
-from atomic_gang_provisioner.resources import JOBS, POOLS, WORKLOADS
+from atomic_gang_provisioner.resources import JOBS, KUEUE_API, POOLS, WORKLOADS
 from atomic_gang_provisioner.runtime import Result
-from atomic_gang_provisioner.workload.decide import (
+from atomic_gang_provisioner.workload import decision
+from atomic_gang_provisioner.workload.plan import (
     CheckUpdate,
     Claimant,
     Inputs,
     SpecChange,
     WorkloadPlan,
-    decide,
 )
-from atomic_gang_provisioner.workload.view import KUEUE_API, WorkloadView, view
+from atomic_gang_provisioner.workload.view import WorkloadView, view
 
 log = logging.getLogger("atomic_gang_provisioner.workload")
 JOB_UID_INDEX = "uid"
 CLAIM_INDEX = "claim"
+CHECK_INDEX = "check"
 
 
 class WorkloadReconciler:
@@ -47,7 +49,7 @@ class WorkloadReconciler:
         wl = view(obj)
         job = self._job(wl)
         pool = self._pool(job)
-        plan = decide(
+        plan = decision.decide(
             Inputs(
                 wl=wl,
                 our_checks=self.ctx.our_checks(),
@@ -56,8 +58,8 @@ class WorkloadReconciler:
                 claimant=self._claimant(pool, wl),
                 flavor_labels=self._flavor_labels(wl),
                 settings=self.ctx.settings,
-                knobs=self.ctx.knobs,
                 now=self.ctx.now(),
+                failed_retry_seconds=int(self.ctx.knobs.backoff_max),
             )
         )
         self._perform(wl, obj, job, plan)
@@ -125,14 +127,14 @@ class WorkloadReconciler:
     ) -> None:
         ctx = self.ctx
 
-        def emit(events: tuple[tuple[str, str, str], ...]) -> None:
-            for type_, reason, message in events:
-                ctx.events.event(dict(obj), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
-                if job is not None:
-                    ctx.events.event(dict(job), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
-                log.info(message, extra={"workload": wl.key, "reason": reason})
+        def emit(events: Iterable[Event]) -> None:
+            for ev in events:
+                for about in (obj, job) if job is not None else (obj,):
+                    ctx.events.event(
+                        dict(about), type=ev.type, reason=ev.reason, message=ev.message
+                    )
+                log.info(ev.message, extra={"workload": wl.key, "reason": ev.reason})
 
-        pool_events = tuple(e for e in plan.events if not e[1].startswith("Gang"))
         if plan.create_pool is not None:
             ctx.must_lead()
             try:
@@ -141,10 +143,10 @@ class WorkloadReconciler:
                 raise ConflictError(str(err)) from err
         if plan.spec_change is not None:
             self._change_spec(plan.spec_change)
-        emit(pool_events)  # the pool changes happened, whatever follows
+        emit(plan.pool_events)  # the pool changes happened, whatever follows
         for update in plan.checks:
             self._apply_check(wl, update)
-        emit(tuple(e for e in plan.events if e[1].startswith("Gang")))
+        emit(u.event for u in plan.checks if u.event is not None)
 
     def _change_spec(self, change: SpecChange) -> None:
         self.ctx.must_lead()
@@ -214,16 +216,24 @@ def claim_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
     return (f"{claim.get('namespace')}/{claim.get('name')}",)
 
 
+def check_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """Index Workloads by the names of the AdmissionChecks in their status."""
+    states = (obj.get("status") or {}).get("admissionChecks") or []
+    return tuple(str(s["name"]) for s in states if s.get("name"))
+
+
 def job_uid_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
     uid = (obj.get("metadata") or {}).get("uid")
     return (str(uid),) if uid else ()
 
 
 __all__ = [
+    "CHECK_INDEX",
     "CLAIM_INDEX",
     "JOBS",
     "JOB_UID_INDEX",
     "WorkloadReconciler",
+    "check_index",
     "claim_index",
     "job_uid_index",
 ]

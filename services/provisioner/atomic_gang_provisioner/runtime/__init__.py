@@ -5,17 +5,15 @@ backoff); it knows nothing about Kubernetes. Informers enqueue keys, the
 ``Controller`` runs the reconcile function over them.
 """
 
-from atomic_gang_provisioner.runtime.clock import Clock, ManualClock
 from atomic_gang_provisioner.runtime.controller import Controller, ControllerHooks, Result
 from atomic_gang_provisioner.runtime.ratelimit import ExponentialBackoff
-from atomic_gang_provisioner.runtime.workqueue import WorkQueue
+from atomic_gang_provisioner.runtime.workqueue import Clock, WorkQueue
 
 __all__ = [
     "Clock",
     "Controller",
     "ControllerHooks",
     "ExponentialBackoff",
-    "ManualClock",
     "Result",
     "WorkQueue",
 ]

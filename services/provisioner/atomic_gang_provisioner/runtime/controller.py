@@ -16,6 +16,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from atomic_gang_provisioner.callbacks import call_guarded
 from atomic_gang_provisioner.runtime.workqueue import WorkQueue
 
 K = TypeVar("K", bound=Hashable)
@@ -62,9 +63,6 @@ class Controller(Generic[K]):
 
     def enqueue(self, key: K) -> None:
         self.queue.add(key)
-
-    def enqueue_after(self, key: K, seconds: float) -> None:
-        self.queue.add_after(key, seconds)
 
     def depth(self) -> int:
         """Keys ready but not yet picked up (the queue-depth gauge)."""
@@ -120,9 +118,4 @@ class Controller(Generic[K]):
             self.queue.add_after(key, result.requeue_after)
 
     def _call_hook(self, hook: Callable[..., None] | None, *args: object) -> None:
-        if hook is None:
-            return
-        try:
-            hook(*args)
-        except Exception:
-            log.exception("controller %s hook failed", self.name)
+        call_guarded(hook, *args, log=log, what=f"controller {self.name} hook")

@@ -1,8 +1,8 @@
 """Per-key jittered exponential backoff: client-go's ItemExponentialFailureRateLimiter.
 
 The n-th consecutive failure of a key waits ``min(cap, base * 2**n)`` shrunk by
-up to ``jitter`` (a fraction), so keys failing together spread out instead of
-retrying in lockstep. ``forget`` resets a key after a success.
+up to ``jitter`` (a fraction; ``backoff.exponential``), so keys failing together
+spread out instead of retrying in lockstep. ``forget`` resets a key after a success.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import random
 import threading
 from collections.abc import Hashable
 
-_MAX_EXPONENT = 62  # 2**62 * any sane base is far past any cap; avoids float overflow
+from atomic_gang_provisioner.backoff import exponential
 
 
 class ExponentialBackoff:
@@ -39,9 +39,10 @@ class ExponentialBackoff:
         with self._lock:
             n = self._failures.get(key, 0)
             self._failures[key] = n + 1
-            spread = self._rng.random()
-        ceiling = min(self.cap_seconds, self.base_seconds * 2.0 ** min(n, _MAX_EXPONENT))
-        return ceiling * (1.0 - self.jitter * spread)
+            draw = self._rng.random()
+        return exponential(
+            n, base=self.base_seconds, cap=self.cap_seconds, spread=self.jitter, draw=draw
+        )
 
     def num_requeues(self, key: Hashable) -> int:
         with self._lock:

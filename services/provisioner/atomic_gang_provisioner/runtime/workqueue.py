@@ -15,13 +15,13 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from atomic_gang_provisioner.runtime.clock import Clock
 from atomic_gang_provisioner.runtime.ratelimit import ExponentialBackoff
 
 K = TypeVar("K", bound=Hashable)
+Clock = Callable[[], float]  # seconds; time.monotonic unless a test steps one
 
 
 class WorkQueue(Generic[K]):
@@ -124,7 +124,7 @@ class WorkQueue(Generic[K]):
                 self._cond.notify()
 
     def wake(self) -> None:
-        """Re-check delayed keys now (a :class:`ManualClock` calls this when it moves)."""
+        """Re-check delayed keys now (a clock that tests step calls this when it moves)."""
         with self._cond:
             self._cond.notify_all()
 

@@ -1,4 +1,4 @@
-"""A typed, read-only view of a raw Kueue v1beta2 Workload dict."""
+"""A typed, read-only view of a raw Kueue Workload dict."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,6 +32,7 @@ from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.errors import (
     IDEMPOTENCY_MISMATCH,
     NAMED_PERMANENT,
+    PERMANENT_ERROR,
     CloudError,
     hint_for,
 )
@@ -59,7 +60,7 @@ def failure(err: CloudError) -> AcquireResult:
         return QuotaExceeded(code=err.code, message=err.message)
     if err.retryable:
         return RetryLater(code=err.code, message=err.message)
-    reason, rejects = NAMED_PERMANENT.get(err.code, ("PermanentError", False))
+    reason, rejects = NAMED_PERMANENT.get(err.code, (PERMANENT_ERROR, False))
     return PermanentFailure(
         code=err.code, message=err.message, hint=hint_for(err.code), reason=reason, rejects=rejects
     )
@@ -124,7 +125,9 @@ class Acquirer:
         ids = [i.instance_id for i in instances]
         return self._rollback(ids, [fleet] if fleet else [], "MalformedResponse", what)
 
-    def sweep(self, plan: LaunchPlan) -> AcquireResult:
+    def zone_by_zone(self, plan: LaunchPlan) -> AcquireResult:
+        """runinstances mode: one all-or-nothing RunInstances per zone, in order, until
+        one zone gives all N (a capacity error moves on to the next)."""
         attempts: list[ZoneAttempt] = []
         for placement in plan.placements:
             token = token_for(plan, placement.zone)

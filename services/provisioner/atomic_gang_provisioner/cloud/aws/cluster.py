@@ -5,10 +5,9 @@ group come from eks:DescribeCluster; whether the node role may join from
 ``access``; AZ→subnet placement (and the Job's own subnets, checked) from
 ec2:DescribeSubnets; the AMI from the EKS-optimized AL2023 SSM parameter; the
 architecture from ec2:DescribeInstanceTypes; the instance profile is verified
-with iam:GetInstanceProfile (and, with ``iam.selfManageInstanceProfile``,
-created with the node role when missing). Caching keeps a warm acquisition at
-one launch call plus the adoption read.
-"""
+with iam:GetInstanceProfile (and, with ``iam.selfManageInstanceProfile``, created
+with the node role when missing). Caching keeps a warm acquisition at one launch
+call plus the adoption read."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from atomic_gang_provisioner.cloud.types import Instance, tag_tuple
+from atomic_gang_provisioner.timestamps import parse_rfc3339
 
 
 def tags_of(raw: Iterable[dict[str, Any]] | None) -> dict[str, str]:
@@ -17,7 +18,7 @@ def when(value: Any) -> datetime:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, str) and value:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_rfc3339(value)
     return datetime.fromtimestamp(0, UTC)
 
 

@@ -101,7 +101,7 @@ class Planner:
     def _launch(self, plan: LaunchPlan) -> AcquireResult:
         if plan.spec.mode == "fleet":
             return self._acquirer.fleet(plan, self._user_data_b64(plan))
-        return self._acquirer.sweep(plan)
+        return self._acquirer.zone_by_zone(plan)
 
     def _prepare(self, request: AcquireRequest) -> Prepared:
         spec = request.spec

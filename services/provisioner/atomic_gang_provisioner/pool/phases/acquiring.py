@@ -20,6 +20,7 @@ from atomic_gang_provisioner.cloud.types import (
     RetryLater,
     Shortfall,
 )
+from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Knobs,
     Metric,
@@ -27,30 +28,11 @@ from atomic_gang_provisioner.pool.model import (
     Plan,
     backoff_seconds,
     claim_key,
-    event,
     seconds_until,
-    shape_text,
     update,
 )
 from atomic_gang_provisioner.pool.phases import releasing
-
-# Reasons of errors that retrying cannot fix; the second set are the Job's own fault.
-PERMANENT_REASONS = frozenset({"PermanentError", "NodeRoleNotAuthorized", "InvalidSubnet"})
-REJECTING_REASONS = frozenset({"InvalidSubnet"})
-
-
-def gave_up(status: GangNodePoolStatus, knobs: Knobs) -> bool:
-    """The claimant must get Retry (or Rejected): too many shortfalls, or an error that
-    retrying can't fix."""
-    return (
-        status.lastErrorReason in PERMANENT_REASONS
-        or status.consecutiveShortfalls >= knobs.attempts_before_retry
-    )
-
-
-def rejected(status: GangNodePoolStatus) -> bool:
-    """The Job's own annotations can never work here (e.g. a subnet outside the VPC)."""
-    return status.lastErrorReason in REJECTING_REASONS
+from atomic_gang_provisioner.pool.report import gave_up
 
 
 def abandon(pool: GangNodePool, observed: Observed) -> Plan:
@@ -192,6 +174,16 @@ def _launched(
     )
 
 
+def _why(result: Shortfall | QuotaExceeded | PermanentFailure) -> tuple[str, str, str]:
+    """(the reason status and Events name, the detail, the acquisitions metric's result)."""
+    if isinstance(result, Shortfall):
+        return "InsufficientCapacity", result.message, "capacity"
+    if isinstance(result, QuotaExceeded):
+        return "QuotaExceeded", f"{result.code}: {result.message}", "quota"
+    hint = f" ({result.hint})" if result.hint else ""
+    return result.reason, f"{result.code}: {result.message}{hint}", "permanent"
+
+
 def _failed(
     pool: GangNodePool,
     status: GangNodePoolStatus,
@@ -202,17 +194,7 @@ def _failed(
     knobs: Knobs,
 ) -> Plan:
     attempt = status.consecutiveShortfalls + 1
-    if isinstance(result, Shortfall):
-        reason, detail, label = "InsufficientCapacity", result.message, "capacity"
-    elif isinstance(result, QuotaExceeded):
-        reason, detail, label = "QuotaExceeded", f"{result.code}: {result.message}", "quota"
-    else:
-        hint = f" ({result.hint})" if result.hint else ""
-        reason, detail, label = (
-            result.reason,
-            f"{result.code}: {result.message}{hint}",
-            "permanent",
-        )
+    reason, detail, label = _why(result)
     delay = backoff_seconds(
         pool=pool.name, attempt=attempt, base=knobs.backoff_base, cap=knobs.backoff_max
     )
@@ -225,7 +207,7 @@ def _failed(
         lastErrorReason=reason,
     )
     msg = (
-        f"Acquiring {shape_text(pool)} (attempt {attempt}/{knobs.attempts_before_retry}): "
+        f"Acquiring {pool.spec.shape.summary} (attempt {attempt}/{knobs.attempts_before_retry}): "
         f"{detail}; nothing billed"
     )
     done = gave_up(new, knobs)

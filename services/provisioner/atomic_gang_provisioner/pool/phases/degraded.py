@@ -11,7 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
-from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, event, update
+from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, has_resources, update
 from atomic_gang_provisioner.pool.phases import releasing
 
 
@@ -22,6 +23,7 @@ def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, messag
     new = update(
         status,
         phase="Degraded",
+        claimKey=uid,  # the claim the Degraded condition speaks for
         degradedClaimKey=uid,
         lastErrorReason=reason,
         lastError=message,
@@ -37,7 +39,7 @@ def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, messag
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
-    if releasing.has_resources(status):
+    if has_resources(status):
         return Plan(status=status, release=releasing.request(status))
     uid = claim_key(pool)
     if uid and uid == status.degradedClaimKey:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
-from atomic_gang_provisioner.pool.model import Observed, dead_instances, health, update
+from atomic_gang_provisioner.pool.model import Observed, Plan, dead_instances, health, update
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +22,24 @@ class Verdict:
     lost: str = ""  # reason when the gang is lost: InstanceLost | NodeNotReady
     message: str = ""
     wait: float | None = None
+
+
+class OnLoss(Protocol):
+    """What a phase does with a lost gang (releasing.begin, degraded.enter)."""
+
+    def __call__(
+        self, pool: GangNodePool, status: GangNodePoolStatus, /, *, reason: str, message: str
+    ) -> Plan: ...
+
+
+def forced(pool: GangNodePool, verdict: Verdict, *, on_loss: OnLoss) -> Plan | None:
+    """What the gang's health demands before anything else: one describe, or the loss
+    (released or degraded, as the phase says); None when the phase may go on."""
+    if verdict.describe:
+        return Plan(status=verdict.status, describe=True)
+    if verdict.lost:
+        return on_loss(pool, verdict.status, reason=verdict.lost, message=verdict.message)
+    return None
 
 
 def check(pool: GangNodePool, observed: Observed, now: datetime) -> Verdict:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool
-from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, update
+from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, has_resources, update
 from atomic_gang_provisioner.pool.phases import releasing
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
-    if releasing.has_resources(status):  # guard: Idle must never hold billing resources
+    if has_resources(status):  # guard: Idle must never hold billing resources
         return releasing.begin(
             pool,
             status,

@@ -11,13 +11,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Metric,
     Observed,
     Plan,
     claim_key,
     dead_instances,
-    event,
     health,
     seconds_until,
     update,

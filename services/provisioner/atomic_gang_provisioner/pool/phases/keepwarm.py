@@ -7,14 +7,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from atomic_gang import keys
-from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Metric,
     Observed,
     Plan,
     TagRequest,
     claim_key,
-    event,
     seconds_until,
     update,
 )
@@ -23,28 +23,12 @@ from atomic_gang_provisioner.pool.phases import health, releasing
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     verdict = health.check(pool, observed, now)
+    first = health.forced(pool, verdict, on_loss=releasing.begin)
+    if first is not None:
+        return first
+    if claim_key(pool):
+        return _reuse(pool, verdict.status, now)
     status = verdict.status
-    if verdict.describe:
-        return Plan(status=status, describe=True)
-    if verdict.lost:
-        return releasing.begin(pool, status, reason=verdict.lost, message=verdict.message)
-    uid = claim_key(pool)
-    ids = tuple(status.instanceIds)
-    if uid:
-        claim = pool.spec.claim
-        who = f"{claim.namespace}/{claim.name}" if claim else uid
-        return Plan(
-            status=update(
-                status, phase="Satisfied", claimKey=uid, keepWarmUntil=None, satisfiedAt=now
-            ),
-            tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, ""),)),
-            events=(
-                event(
-                    "KeepWarmReused", f"Reusing {len(ids)} warm nodes for {who}: no launch, no join"
-                ),
-            ),
-            metrics=(Metric(name="keep_warm_reuse"),),
-        )
     if status.keepWarmUntil is None or now >= status.keepWarmUntil:
         return releasing.begin(
             pool,
@@ -57,3 +41,19 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     if verdict.wait is not None:
         wait = min(wait or verdict.wait, verdict.wait)
     return Plan(status=status, requeue_after=wait)
+
+
+def _reuse(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) -> Plan:
+    """A claim on the warm set: Satisfied at once, no launch, no join."""
+    uid = claim_key(pool)
+    claim = pool.spec.claim
+    who = f"{claim.namespace}/{claim.name}" if claim else uid
+    ids = tuple(status.instanceIds)
+    return Plan(
+        status=update(status, phase="Satisfied", claimKey=uid, keepWarmUntil=None, satisfiedAt=now),
+        tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, ""),)),
+        events=(
+            event("KeepWarmReused", f"Reusing {len(ids)} warm nodes for {who}: no launch, no join"),
+        ),
+        metrics=(Metric(name="keep_warm_reuse"),),
+    )

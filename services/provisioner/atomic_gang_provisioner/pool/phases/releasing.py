@@ -11,13 +11,14 @@ from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
+from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Knobs,
     Metric,
     Observed,
     Plan,
     claim_key,
-    event,
+    has_resources,
     update,
 )
 
@@ -30,10 +31,6 @@ def request(status: GangNodePoolStatus) -> ReleaseRequest:
     )
 
 
-def has_resources(status: GangNodePoolStatus) -> bool:
-    return bool(status.instanceIds or status.fleetIds or status.pendingEnis)
-
-
 def begin(
     pool: GangNodePool,
     status: GangNodePoolStatus,
@@ -43,12 +40,11 @@ def begin(
     warning: bool = True,
 ) -> Plan:
     """Move to Releasing and release in the same reconcile."""
-    changes: dict[str, object] = {"phase": "Releasing"}
+    new = update(status, phase="Releasing")
     if warning:
-        changes.update(lastErrorReason=reason, lastError=message)
+        new = update(new, lastErrorReason=reason, lastError=message)
     if reason == "JoinTimeout":  # a set that never joins counts as a failed attempt
-        changes["consecutiveShortfalls"] = status.consecutiveShortfalls + 1
-    new = update(status, **changes)
+        new = update(new, consecutiveShortfalls=status.consecutiveShortfalls + 1)
     return Plan(status=new, release=request(new), events=(event(reason, message, warning=warning),))
 
 

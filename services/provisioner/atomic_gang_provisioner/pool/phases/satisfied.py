@@ -7,29 +7,18 @@ from datetime import datetime
 
 from atomic_gang import GoDuration, keys
 from atomic_gang_provisioner.api import GangNodePool
-from atomic_gang_provisioner.pool.model import (
-    Observed,
-    Plan,
-    TagRequest,
-    claim_key,
-    event,
-    update,
-)
+from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool.model import Observed, Plan, TagRequest, claim_key, update
 from atomic_gang_provisioner.pool.phases import degraded, health, releasing
-
-
-def iso(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+from atomic_gang_provisioner.timestamps import rfc3339
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     verdict = health.check(pool, observed, now)
-    status = verdict.status
-    if verdict.describe:
-        return Plan(status=status, describe=True)
-    if verdict.lost:
-        return degraded.enter(pool, status, reason=verdict.lost, message=verdict.message)
-    uid = claim_key(pool)
+    first = health.forced(pool, verdict, on_loss=degraded.enter)
+    if first is not None:
+        return first
+    status, uid = verdict.status, claim_key(pool)
     if uid:
         if uid != status.claimKey:
             status = update(status, claimKey=uid)
@@ -44,14 +33,14 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             message="The claim was released and keep-warm is 0s",
         )
     until = now + ttl.to_timedelta()
-    ids = tuple(status.instanceIds)
+    ids, when = tuple(status.instanceIds), rfc3339(until)
     return Plan(
         status=update(status, phase="KeepWarm", keepWarmUntil=until, claimKey=""),
-        tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, iso(until)),)),
+        tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, when),)),
         events=(
             event(
                 "KeepWarm",
-                f"The claim was released; keeping {len(ids)} nodes warm until {iso(until)} ({ttl})",
+                f"The claim was released; keeping {len(ids)} nodes warm until {when} ({ttl})",
             ),
         ),
         requeue_after=ttl.total_seconds(),

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from atomic_gang import GoDuration
-from atomic_gang_provisioner.cloud.reaper import PoolView, classify
+from atomic_gang_provisioner.cloud.leaks import PoolView, find_leaks
 from atomic_gang_provisioner.cloud.types import Instance, tag_tuple
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -100,7 +100,7 @@ POOLS = {
     ],
 )
 def test_classify(instance: Instance, reason: str | None) -> None:
-    found = classify([instance], now=NOW, pools=POOLS, default_max_lifetime=DEFAULT_LIFE)
+    found = find_leaks([instance], now=NOW, pools=POOLS, default_max_lifetime=DEFAULT_LIFE)
     assert [r.reason for r in found] == ([reason] if reason else [])
 
 
@@ -112,12 +112,12 @@ def test_unmanaged_instances_are_never_reaped() -> None:
         instance_type="t3.micro",
         launch_time=NOW - timedelta(days=30),
     )
-    assert classify([unmanaged], now=NOW, pools={}, default_max_lifetime=DEFAULT_LIFE) == ()
+    assert find_leaks([unmanaged], now=NOW, pools={}, default_max_lifetime=DEFAULT_LIFE) == ()
 
 
 def test_max_lifetime_wins_and_detail_is_specific() -> None:
     old_orphan = inst(pool="gone", age=timedelta(hours=9))
-    (reap,) = classify([old_orphan], now=NOW, pools={}, default_max_lifetime=DEFAULT_LIFE)
+    (reap,) = find_leaks([old_orphan], now=NOW, pools={}, default_max_lifetime=DEFAULT_LIFE)
     assert reap.reason == "max-lifetime"
     assert "4h0m0s" in reap.detail
 
@@ -125,6 +125,6 @@ def test_max_lifetime_wins_and_detail_is_specific() -> None:
 def test_keep_warm_grace_lets_the_pool_timer_win() -> None:
     warm = inst(extra={"atomic-gang.k8s.aws/keep-warm-until": "2030-01-01T11:59:45Z"})
     kwargs = {"now": NOW, "pools": POOLS, "default_max_lifetime": GoDuration.of(hours=4)}
-    assert classify([warm], **kwargs) != ()  # type: ignore[arg-type]
-    graced = classify([warm], keep_warm_grace=timedelta(seconds=30), **kwargs)  # type: ignore[arg-type]
+    assert find_leaks([warm], **kwargs) != ()  # type: ignore[arg-type]
+    graced = find_leaks([warm], keep_warm_grace=timedelta(seconds=30), **kwargs)  # type: ignore[arg-type]
     assert graced == ()

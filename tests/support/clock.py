@@ -1,16 +1,13 @@
-"""Monotonic clocks: the real one is ``time.monotonic``; tests step a ``ManualClock``.
-
-A clock is any zero-argument callable returning seconds. ``ManualClock`` tells
-its listeners when it moves, so a queue waiting for a delayed key re-checks at
-once instead of sleeping in real time.
+"""A clock tests step: the work queue's clock is any zero-argument callable returning
+seconds (``time.monotonic`` in production). ``ManualClock`` tells its listeners when
+it moves, so a queue waiting for a delayed key re-checks at once instead of sleeping
+in real time.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-
-Clock = Callable[[], float]
 
 
 class ManualClock:

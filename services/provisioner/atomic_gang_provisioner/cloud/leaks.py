@@ -1,7 +1,7 @@
-"""The reaper's pure half: decide which listed managed instances must go.
+"""Leaks: which listed managed instances must go (the reaper's pure half).
 
 The adapter lists this cluster's managed instances in one paginated,
-server-side-filtered call; :func:`classify` then needs only that list, the
+server-side-filtered call; :func:`find_leaks` then needs only that list, the
 time and what the controller knows about its pools. Reasons, first match wins:
 ``max-lifetime`` (age over the instance's max-lifetime tag, or the default),
 ``keep-warm-expired`` (KeepWarmUntil tag in the past), ``orphaned`` (no such
@@ -84,7 +84,7 @@ def _stray(
     return "stray", f"generation {gen} is not recorded by pool {inst.pool!r}"
 
 
-def classify(
+def find_leaks(
     instances: Iterable[Instance],
     *,
     now: datetime,

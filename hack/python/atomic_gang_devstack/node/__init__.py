@@ -1,0 +1,1 @@
+"""The real kubelet node: host changes, runtime and kubelet configuration."""

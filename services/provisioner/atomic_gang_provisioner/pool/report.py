@@ -1,0 +1,178 @@
+"""What the pool reconciler reports: the contract's conditions, from the status it writes.
+
+``refresh`` runs after every phase decision, so each status write carries conditions
+that agree with it (``api.conditions`` says what each one means, and is all the
+Workload side reads). Messages are written for the claimant: its AdmissionCheck shows
+them as they are. ``lastTransitionTime`` moves only when a condition flips.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal, NamedTuple
+
+from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api import conditions as c
+from atomic_gang_provisioner.cloud.errors import PERMANENT_REASONS, REJECTING_REASONS
+from atomic_gang_provisioner.pool.model import Knobs, has_resources, update
+
+SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout"})
+MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 32000
+
+
+def gave_up(status: GangNodePoolStatus, knobs: Knobs) -> bool:
+    """The claimant must get Retry (or Rejected): too many shortfalls, or an error that
+    retrying can't fix."""
+    return (
+        status.lastErrorReason in PERMANENT_REASONS
+        or status.consecutiveShortfalls >= knobs.attempts_before_retry
+    )
+
+
+def _acquiring(status: GangNodePoolStatus) -> bool:
+    return status.phase in ("Idle", "Acquiring") and bool(status.claimKey)
+
+
+def _attempt(status: GangNodePoolStatus, knobs: Knobs) -> str:
+    return f"attempt {status.consecutiveShortfalls}/{knobs.attempts_before_retry}"
+
+
+def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
+    """Ready's message: where the gang stands, in the claimant's words."""
+    shape = pool.spec.shape
+    n = shape.count
+    if s.phase == "Idle":
+        return f"No instances, nothing billed; a claim acquires {shape.summary}"
+    if s.phase == "Acquiring" and s.lastErrorReason and s.consecutiveShortfalls:
+        return (
+            f"Acquiring {shape.summary} ({_attempt(s, knobs)}): {s.lastErrorReason}: "
+            f"{s.lastError}; holding quota, nothing billed"
+        )
+    if s.phase == "Acquiring":
+        return c.acquiring(pool)
+    if s.phase == "Joining":
+        deadline = s.joinDeadline.strftime("%H:%M:%SZ") if s.joinDeadline else "?"
+        return (
+            f"Launched {n}×{shape.instanceType} (group {s.activeGroup}); "
+            f"{s.readyCount}/{n} nodes Ready; join deadline {deadline}"
+        )
+    if s.phase == "Releasing":
+        why = f" ({s.lastErrorReason}: {s.lastError})" if s.lastErrorReason else ""
+        return f"Releasing the previous node set{why}; a fresh gang follows"
+    if s.phase == "KeepWarm":
+        return f"Reusing the warm set of group {s.activeGroup}"
+    if s.phase == "Satisfied":
+        return f"{s.readyCount}/{n} nodes of group {s.activeGroup} are Ready"
+    return f"Pool phase {s.phase}"
+
+
+def _failure(pool: GangNodePool, s: GangNodePoolStatus) -> str:
+    shape = pool.spec.shape.summary
+    if s.lastErrorReason in REJECTING_REASONS:
+        return f"Invalid gang Job: {s.lastError}"
+    if s.lastErrorReason in PERMANENT_REASONS:
+        return (
+            f"Cannot acquire {shape}: {s.lastError}. Retrying will not help until "
+            "this is fixed; releasing quota (nothing was billed)"
+        )
+    return (
+        f"Gave up after {s.consecutiveShortfalls} consecutive failed attempts to acquire "
+        f"{shape} (last: {s.lastErrorReason}: {s.lastError}); releasing quota so "
+        "Kueue can requeue (nothing was billed)"
+    )
+
+
+class _Fact(NamedTuple):
+    type: c.ConditionType
+    true: bool
+    reason: str
+    message: str = ""
+    check_state: Literal["Retry", "Rejected"] | None = None
+
+
+def _facts(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> tuple[_Fact, ...]:
+    satisfied = s.phase == "Satisfied"
+    failed = _acquiring(s) and gave_up(s, knobs)
+    short = _acquiring(s) and s.consecutiveShortfalls > 0 and s.lastErrorReason in SHORTFALL
+    degraded = bool(s.degradedClaimKey)
+    released = s.phase == "Idle" and not has_resources(s)
+    verdict: Literal["Retry", "Rejected"] = (
+        "Rejected" if s.lastErrorReason in REJECTING_REASONS else "Retry"
+    )
+    ready_reason = "Satisfied" if satisfied else s.lastErrorReason or s.phase
+    return (
+        _Fact(c.READY, satisfied, ready_reason, progress(pool, s, knobs)),
+        _Fact(c.CAPACITY_SHORTFALL, short, "NoShortfall")
+        if not short
+        else _Fact(c.CAPACITY_SHORTFALL, True, s.lastErrorReason, _shortfall(s, knobs)),
+        _Fact(c.FAILED, False, "NotFailed")
+        if not failed
+        else _Fact(c.FAILED, True, s.lastErrorReason, _failure(pool, s), verdict),
+        _Fact(c.DEGRADED, False, "Healthy")
+        if not degraded
+        else _Fact(c.DEGRADED, True, s.lastErrorReason, s.lastError),
+        _Fact(c.RELEASED, True, "NoInstances", "Nothing billed")
+        if released
+        else _Fact(c.RELEASED, False, s.phase, f"{len(s.instanceIds)} instance(s) recorded"),
+    )
+
+
+def _shortfall(s: GangNodePoolStatus, knobs: Knobs) -> str:
+    return f"{_attempt(s, knobs).capitalize()} fell short: {s.lastErrorReason}: {s.lastError}"
+
+
+def refresh(
+    pool: GangNodePool, status: GangNodePoolStatus, *, knobs: Knobs, now: datetime
+) -> GangNodePoolStatus:
+    """``status`` with every condition current and ``observedGeneration`` set; the very
+    same object when nothing changed (most reconciles)."""
+    gen = pool.generation
+    old = {x.type: x for x in status.conditions}
+    facts = _facts(pool, status, knobs)
+    ours: dict[str, Condition] = {
+        f.type: _condition(f, old.get(f.type), now=now, generation=gen) for f in facts
+    }
+    merged = sorted({**old, **ours}.values(), key=lambda x: x.type)
+    if merged == status.conditions and status.observedGeneration == gen:
+        return status
+    return update(status, conditions=merged, observedGeneration=gen)
+
+
+def set_condition(
+    status: GangNodePoolStatus,
+    *,
+    type_: c.ConditionType,
+    true: bool,
+    reason: str,
+    message: str,
+    check_state: Literal["Retry", "Rejected"] | None = None,
+    now: datetime,
+    generation: int,
+) -> GangNodePoolStatus:
+    """Upsert one condition; lastTransitionTime moves only when the status flips."""
+    fact = _Fact(type_, true, reason, message, check_state)
+    old = next((x for x in status.conditions if x.type == type_), None)
+    cond = _condition(fact, old, now=now, generation=generation)
+    rest = [x for x in status.conditions if x.type != type_]
+    return update(status, conditions=sorted([*rest, cond], key=lambda x: x.type))
+
+
+def _condition(fact: _Fact, old: Condition | None, *, now: datetime, generation: int) -> Condition:
+    """The condition for ``fact``: ``old`` itself if it already says that."""
+    value: Literal["True", "False"] = "True" if fact.true else "False"
+    message = fact.message[:MAX_MESSAGE]
+    said = (value, fact.reason, message, generation, fact.check_state)
+    if old is not None and (
+        (old.status, old.reason, old.message, old.observedGeneration, old.checkState) == said
+    ):
+        return old
+    since = old.lastTransitionTime if old is not None and old.status == value else now
+    return Condition(
+        type=fact.type,
+        status=value,
+        reason=fact.reason,
+        message=message,
+        lastTransitionTime=since,
+        observedGeneration=generation,
+        checkState=fact.check_state,
+    ).keeping_unknown_of(old)

@@ -1,0 +1,228 @@
+"""Pure decision for one Workload: claim, check state, events.
+
+Reads like a table of contents: leave unless the Workload carries our check;
+release the claim unless it is in play (quota reserved, not finished, not
+evicted, active); validate the Job again; claim or create the pool; then map
+what the pool reports (``api.conditions``, nothing else of its status) onto our
+AdmissionCheckState.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from atomic_gang import GangSpec, GangValidationError, keys, validate_job
+from atomic_gang.objects import MalformedJobError
+from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
+from atomic_gang_provisioner.api import conditions as reported
+from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.workload.plan import Inputs, SpecChange, WorkloadPlan, set_check
+from atomic_gang_provisioner.workload.view import CheckState
+
+PODSET = "main"
+
+
+def decide(inp: Inputs) -> WorkloadPlan:
+    ours = [c for c in inp.wl.checks if c.name in inp.our_checks]
+    if not ours or not inp.wl.in_play:
+        return _release(inp)
+    current = ours[0]
+    if current.state in ("Retry", "Rejected"):
+        return WorkloadPlan()  # Kueue resets it to Pending after the eviction
+    if current.state == "Ready":
+        # Admitted: Kueue has merged our podSetUpdates into the Job's template, so the
+        # Job must not be validated again (its selector now carries our keys). Only a
+        # broken gang changes anything from here.
+        pool = inp.pool
+        return (
+            _claimed(inp, current, pool)
+            if pool is not None and _mine(inp, pool)
+            else WorkloadPlan()
+        )
+    if inp.job is None:
+        waiting = set_check(inp, current, "Pending", "Waiting for the owner Job to be visible")
+        return replace(waiting, requeue_after=5.0)
+    try:
+        spec = validate_job(inp.job, inp.settings)
+    except (GangValidationError, MalformedJobError) as err:
+        return set_check(inp, current, "Rejected", f"Invalid gang Job: {err}")
+    if spec is None:
+        return set_check(inp, current, "Rejected", _not_a_gang(inp))
+    if PODSET not in inp.wl.pod_sets:
+        return set_check(inp, current, "Rejected", f"expected a PodSet named {PODSET!r}")
+    return _with_pool(inp, current, spec)
+
+
+def _mine(inp: Inputs, pool: GangNodePool) -> bool:
+    return pool.spec.claim is not None and pool.spec.claim.uid == inp.wl.uid
+
+
+def _not_a_gang(inp: Inputs) -> str:
+    return (
+        "The Job has no atomic-gang annotations or pool label, but its queue uses the "
+        f"{inp.settings.controllerName} admission check; add the {keys.POOL} label and the "
+        f"{keys.COUNT} and {keys.INSTANCE_TYPE} annotations, or use another queue"
+    )
+
+
+def _release(inp: Inputs) -> WorkloadPlan:
+    pool = inp.pool
+    if pool is None or not _mine(inp, pool):
+        return WorkloadPlan()
+    change = SpecChange(pool=pool.name, resource_version=pool.resource_version, claim=None)
+    why = "finished, evicted, deactivated or without quota"
+    return WorkloadPlan(
+        spec_change=change,
+        pool_events=(event("ClaimReleased", f"Released pool {pool.name}: the Workload is {why}"),),
+    )
+
+
+def _claim(inp: Inputs) -> Claim:
+    return Claim(namespace=inp.wl.namespace, name=inp.wl.name, uid=inp.wl.uid, claimedAt=inp.now)
+
+
+def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
+    pool = inp.pool
+    if pool is None:
+        return _create(inp, current, spec)
+    if pool.deleting:
+        deleting = set_check(
+            inp,
+            current,
+            "Pending",
+            f"Pool {pool.name} is being deleted; "
+            "a new one is created once its instances are released",
+        )
+        return replace(deleting, requeue_after=5.0)
+    claim = pool.spec.claim
+    if claim is not None and claim.uid == inp.wl.uid:
+        return _claimed(inp, current, pool)
+    conflict, new_shape = _shape_check(pool, spec)
+    if conflict:  # permanent, so it wins over "busy, retry later"
+        return set_check(inp, current, "Rejected", conflict)
+    if claim is not None and inp.claimant == "active":
+        return set_check(
+            inp,
+            current,
+            "Retry",
+            (
+                f"Pool {pool.name} is in use by Workload {claim.namespace}/{claim.name}; "
+                f"releasing quota and retrying in {inp.retry_seconds}s"
+            ),
+            requeue_after_seconds=inp.retry_seconds,
+        )
+    return _take(inp, current, pool, new_shape, str(spec.keep_warm_ttl))
+
+
+def _create(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
+    created = GangNodePool(
+        metadata={"name": spec.pool, "finalizers": [FINALIZER], "labels": {keys.MANAGED: "true"}},
+        spec=GangNodePoolSpec(
+            shape=PoolShape.of(spec), keepWarmTTL=str(spec.keep_warm_ttl), claim=_claim(inp)
+        ),
+    )
+    plan = set_check(
+        inp,
+        current,
+        "Pending",
+        f"Created pool {spec.pool}; acquiring {spec.count}×{spec.instance_type}; "
+        "holding quota, nothing billed yet",
+    )
+    return replace(
+        plan,
+        create_pool=created,
+        pool_events=(event("PoolCreated", f"Created GangNodePool {spec.pool}"),),
+    )
+
+
+def _shape_check(pool: GangNodePool, spec: GangSpec) -> tuple[str, PoolShape | None]:
+    """(why this Job can never use the pool, or ""; the shape to adopt, if any)."""
+    pool_spec = pool.spec.shape.gang_spec(pool=pool.name, keep_warm_ttl=pool.spec.keepWarmTTL)
+    if pool_spec.shape_equals(spec):
+        return "", None
+    if reported.holds_nothing(pool):
+        return "", PoolShape.of(spec)  # nothing live: the next claimant redefines the pool
+    diffs = ", ".join(
+        f"{k} (pool {pool_spec.shape()[k]!r}, this Job {spec.shape()[k]!r})"
+        for k in pool_spec.shape_diff(spec)
+    )
+    return (
+        f"Pool {pool.name} holds a different shape: {diffs}. Pools are reused only by "
+        "identical shapes; use a distinct pool label for a distinct shape"
+    ), None
+
+
+def _take(
+    inp: Inputs, current: CheckState, pool: GangNodePool, shape: PoolShape | None, ttl: str
+) -> WorkloadPlan:
+    """Claim a free pool (or one whose claimant is gone)."""
+    change = SpecChange(
+        pool=pool.name,
+        resource_version=pool.resource_version,
+        claim=_claim(inp),
+        keep_warm_ttl=ttl,
+        shape=shape,
+    )
+    message = f"Claimed pool {pool.name}; {reported.progress(pool)}"
+    return replace(
+        set_check(inp, current, "Pending", message),
+        spec_change=change,
+        pool_events=(event("PoolClaimed", f"Claimed GangNodePool {pool.name}"),),
+    )
+
+
+def _claimed(inp: Inputs, current: CheckState, pool: GangNodePool) -> WorkloadPlan:
+    """Our claim: the check follows what the pool reports to it."""
+    report = reported.for_claim(pool, pool.spec.claim.key if pool.spec.claim else "")
+    if report.degraded is not None:
+        lost = report.degraded
+        return set_check(
+            inp,
+            current,
+            "Retry",
+            (
+                f"Gang degraded ({lost.reason}: {lost.message}); the whole set is "
+                "released and a fresh gang is acquired when Kueue requeues this Workload"
+            ),
+            requeue_after_seconds=0,
+        )
+    if report.ready:
+        return _ready(inp, current, pool, report.ready)
+    if current.state == "Ready":
+        return WorkloadPlan()  # never Ready -> Pending; loss arrives as Degraded
+    failed = report.failed
+    if failed is not None and failed.checkState is not None:
+        retry = inp.failed_retry_seconds if failed.checkState == "Retry" else None
+        return set_check(
+            inp, current, failed.checkState, failed.message, requeue_after_seconds=retry
+        )
+    return set_check(inp, current, "Pending", report.progress)
+
+
+def _ready(inp: Inputs, current: CheckState, pool: GangNodePool, ready: str) -> WorkloadPlan:
+    selector = {keys.POOL: pool.name, keys.GROUP: pool.status.activeGroup}
+    clash = {k: v for k, v in inp.flavor_labels.items() if k in selector and v != selector[k]}
+    if clash:
+        return set_check(
+            inp,
+            current,
+            "Rejected",
+            (
+                f"The ResourceFlavor's nodeLabels set {', '.join(sorted(clash))}, which the gang's "
+                "node selector must own; remove them from the ResourceFlavor"
+            ),
+        )
+    update = {
+        "name": PODSET,
+        "nodeSelector": selector,
+        "tolerations": [
+            {
+                "key": keys.GANG_TAINT,
+                "operator": "Equal",
+                "value": pool.name,
+                "effect": "NoSchedule",
+            }
+        ],
+    }
+    message = f"{ready}; pods are pinned to them"
+    return set_check(inp, current, "Ready", message, pod_set_updates=(update,))

@@ -1,0 +1,88 @@
+"""What a Job author may pick is the cluster admin's call.
+
+An image boots with the node role and joins the cluster as a node, a subnet or a
+capacity reservation may be another team's, and a lifetime bills. Each of these
+checks runs after the value's syntax passed; an empty allowlist (the default) allows
+any value. The webhook and the provisioner both call them,
+through :func:`atomic_gang.rules.check_scalars`.
+"""
+
+from __future__ import annotations
+
+from atomic_gang import keys, patterns
+from atomic_gang.durations import GoDuration
+from atomic_gang.errors import Collector, Reason, clip
+from atomic_gang.settings import GangSettings
+
+
+def _listing(allowlist: tuple[str, ...]) -> str:
+    return clip("allowed: " + ", ".join(allowlist), 512)
+
+
+def _one(
+    raw: str | None,
+    allowlist: tuple[str, ...],
+    out: Collector,
+    *,
+    key: str,
+    reason: Reason,
+    why: str,
+    hint: str,
+) -> str | None:
+    """``raw`` if it is unset or allowed; else a violation, listing the allowlist."""
+    if raw is None or patterns.allowed(raw, allowlist):
+        return raw
+    out.add(key, reason, why, raw, _listing(allowlist) + hint)
+    return None
+
+
+def ami(raw: str | None, s: GangSettings, out: Collector) -> str | None:
+    return _one(
+        raw,
+        s.allowedAmiIds,
+        out,
+        key=keys.AMI_ID,
+        reason="AmiNotAllowed",
+        why="is not in allowedAmiIds (an image boots with the node role and joins as a node)",
+        hint=f"; or leave {keys.AMI_ID} unset for the EKS-optimized AMI",
+    )
+
+
+def subnets(raw: str, chosen: tuple[str, ...], s: GangSettings, out: Collector) -> tuple[str, ...]:
+    outside = [x for x in chosen if not patterns.allowed(x, s.allowedSubnets)]
+    if not outside:
+        return chosen
+    out.add(
+        keys.SUBNETS,
+        "SubnetNotAllowed",
+        f"{', '.join(outside)} not in allowedSubnets",
+        raw,
+        _listing(s.allowedSubnets) + f"; or use {keys.AVAILABILITY_ZONES}",
+    )
+    return ()
+
+
+def reservation(raw: str | None, s: GangSettings, out: Collector) -> str | None:
+    return _one(
+        raw,
+        s.allowedCapacityReservationIds,
+        out,
+        key=keys.CAPACITY_RESERVATION_ID,
+        reason="CapacityReservationNotAllowed",
+        why="is not in allowedCapacityReservationIds",
+        hint="; or leave it unset for on-demand capacity",
+    )
+
+
+def lifetime(raw: str, life: GoDuration, s: GangSettings, out: Collector) -> GoDuration | None:
+    cap = s.limits.maxLifetime
+    if life.nanoseconds <= cap.nanoseconds:
+        return life
+    out.add(
+        keys.MAX_LIFETIME,
+        "MaxLifetimeExceedsLimit",
+        f"must be <= limits.maxLifetime ({cap})",
+        raw,
+        "the reaper terminates the nodes at this age; ask an admin to raise limits.maxLifetime",
+    )
+    return None

@@ -1,0 +1,76 @@
+"""Issue 13 acceptance: gang nodes belong to their gang, on the complete stack.
+
+While a gang runs on its own nodes, a plain Pod that tolerates the gang taint and
+selects that live pool is denied by the chart's ValidatingAdmissionPolicy (the dev
+stack applies it as the chart renders it), and the gang's own pods, which the Job
+controller creates from the template Kueue admitted, are still created and run,
+one on each gang node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from atomic_gang import keys
+from tests.e2e.system.conftest import unique
+from tests.e2e.system.harness import System, sample_job
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.e2e
+POLICY_DENIAL = "gang nodes belong to their gang"
+
+
+def _running_on(system: System, namespace: str, nodes: set[str]) -> list[dict[str, Any]] | None:
+    pods = [p for p in system.pods(namespace) if p["status"].get("phase") == "Running"]
+    placed = {p["spec"].get("nodeName") for p in pods}
+    return pods if len(pods) == len(nodes) and placed == nodes else None
+
+
+def _squatter(namespace: str, pool: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "squatter", "namespace": namespace},
+        "spec": {
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+            "nodeSelector": {keys.POOL: pool},
+            "tolerations": [
+                {
+                    "key": keys.GANG_TAINT,
+                    "operator": "Equal",
+                    "value": pool,
+                    "effect": keys.GANG_TAINT_EFFECT,
+                }
+            ],
+        },
+    }
+
+
+def test_a_plain_pod_cannot_squat_on_a_live_gang(system: System, namespace: str) -> None:
+    pool = unique("owned")
+    spec = sample_job("owned", namespace, pool=pool, runs_for="20s", keep_warm_ttl="2s")
+    job = system.world.submit(spec)
+    nodes = wait_for(
+        lambda: set(system.gang_nodes(pool)) if len(system.gang_nodes(pool)) == 4 else None,
+        timeout=90,
+        what="the gang's 4 nodes",
+    )
+    gang_pods = wait_for(
+        lambda: _running_on(system, namespace, nodes), timeout=60, what="one gang pod per node"
+    )
+    # The Job controller made them from the template Kueue admitted with our podSetUpdates.
+    for pod in gang_pods:
+        (owner,) = pod["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["controller"]) == ("Job", "owned", True)
+        assert pod["spec"]["nodeSelector"][keys.POOL] == pool
+
+    done = system.kubectl.apply(_squatter(namespace, pool), check=False)
+
+    assert done.returncode != 0
+    assert "ValidatingAdmissionPolicy" in done.stderr
+    assert POLICY_DENIAL in done.stderr
+    assert system.kubectl.run("get", "pod", "squatter", "-n", namespace, check=False).returncode
+    wait_for(lambda: system.complete(job), timeout=90, what="the gang Job complete")
+    system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")

@@ -1,0 +1,44 @@
+"""Every API collection the tests touch: the provisioner's own, and the ones only a
+test (or a dev tool) reads or writes, which do not belong in production modules."""
+
+from __future__ import annotations
+
+from atomic_gang_provisioner.kube.resource import EVENTS, LEASES, Resource
+from atomic_gang_provisioner.resources import (
+    ADMISSION_CHECKS,
+    CONFIG_MAPS,
+    JOBS,
+    KUEUE,
+    NODES,
+    POOLS,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+)
+
+NAMESPACES = Resource("", "v1", "namespaces", namespaced=False, kind="Namespace")
+PODS = Resource("", "v1", "pods", namespaced=True, kind="Pod")
+SECRETS = Resource("", "v1", "secrets", namespaced=True, kind="Secret")
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", False, "CustomResourceDefinition"
+)
+CLUSTER_QUEUES = Resource(KUEUE, WORKLOADS.version, "clusterqueues", False, "ClusterQueue")
+LOCAL_QUEUES = Resource(KUEUE, WORKLOADS.version, "localqueues", True, "LocalQueue")
+
+__all__ = [
+    "ADMISSION_CHECKS",
+    "CLUSTER_QUEUES",
+    "CONFIG_MAPS",
+    "CRDS",
+    "EVENTS",
+    "JOBS",
+    "LEASES",
+    "LOCAL_QUEUES",
+    "NAMESPACES",
+    "NODES",
+    "PODS",
+    "POOLS",
+    "RESOURCE_FLAVORS",
+    "SECRETS",
+    "WORKLOADS",
+    "Resource",
+]

@@ -1,0 +1,99 @@
+"""Which pod templates reach for gang nodes, and which UPDATE may add such a reach."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from atomic_gang import keys as k
+from atomic_gang import template
+from atomic_gang.errors import Collector
+from atomic_gang.objects import MalformedJobError
+
+
+def _pod(**pod: Any) -> dict[str, Any]:
+    return {"containers": [{"name": "c", "image": "i"}], **pod}
+
+
+def _expr(key: str, op: str = "In", values: list[str] | None = None) -> dict[str, Any]:
+    return {"key": key, "operator": op, "values": values or ["x"]}
+
+
+def _required(*exprs: dict[str, Any]) -> dict[str, Any]:
+    terms = [{"matchExpressions": list(exprs)}]
+    key = template.REQUIRED
+    return {"nodeAffinity": {key: {"nodeSelectorTerms": terms}}}
+
+
+@pytest.mark.parametrize(
+    ("pod", "reasons"),
+    [
+        pytest.param({}, [], id="nothing"),
+        pytest.param({"nodeSelector": {"disk": "ssd"}}, [], id="other-selector"),
+        pytest.param({"nodeSelector": {k.POOL: "p"}}, ["ReservedSelectorKey"], id="pool"),
+        pytest.param({"nodeSelector": {k.GROUP: "g"}}, ["ReservedSelectorKey"], id="group"),
+        pytest.param({"affinity": _required(_expr(k.POOL))}, ["ReservedSelectorKey"], id="aff"),
+        pytest.param({"affinity": _required(_expr("zone"))}, [], id="aff-other"),
+        pytest.param(
+            {"affinity": _required(_expr("zone"), _expr(k.GROUP, "Exists"))},
+            ["ReservedSelectorKey"],
+            id="second-expression",
+        ),
+        pytest.param({"tolerations": [{"key": k.GANG_TAINT}]}, ["ReservedToleration"], id="eq"),
+        pytest.param(
+            {"tolerations": [{"operator": "Exists"}]}, ["ReservedToleration"], id="tolerate-all"
+        ),
+        pytest.param(
+            {"tolerations": [{"operator": "Exists", "effect": "NoExecute"}]},
+            [],
+            id="all-noexecute-only",
+        ),
+        pytest.param(
+            {"tolerations": [{"key": k.GANG_TAINT, "effect": "NoExecute"}]}, [], id="noexecute"
+        ),
+        pytest.param({"tolerations": [{"key": "gpu", "operator": "Exists"}]}, [], id="other"),
+    ],
+)
+def test_claims(pod: dict[str, Any], reasons: list[str]) -> None:
+    assert [c.reason for c in template.claims(_pod(**pod))] == reasons
+
+
+def test_claims_name_their_field() -> None:
+    (claim,) = template.claims(_pod(affinity=_required(_expr("zone"), _expr(k.POOL))))
+    assert claim.field == (
+        "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        ".nodeSelectorTerms[0].matchExpressions[1]"
+    )
+    assert claim.value == "In ['x']"
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        pytest.param({"tolerations": {"key": "x"}}, id="tolerations-object"),
+        pytest.param({"tolerations": ["x"]}, id="toleration-string"),
+        pytest.param({"nodeSelector": ["x"]}, id="selector-list"),
+        pytest.param({"tolerations": [{}] * (template.MAX_ENTRIES + 1)}, id="too-many"),
+    ],
+)
+def test_malformed_templates_are_malformed(pod: dict[str, Any]) -> None:
+    with pytest.raises(MalformedJobError):
+        template.claims(_pod(**pod))
+
+
+def _update(old: dict[str, Any], new: dict[str, Any], *, by_kueue: bool = False) -> list[str]:
+    out = Collector()
+    template.check_update(old, new, by_kueue=by_kueue, out=out)
+    return [v.reason for v in out.violations]
+
+
+def test_update_may_keep_or_drop_claims_but_only_kueue_adds_them() -> None:
+    bare = _pod()
+    admitted = _pod(nodeSelector={k.POOL: "p"}, tolerations=[{"key": k.GANG_TAINT}])
+    assert _update(bare, admitted) == ["ReservedSelectorKey", "ReservedToleration"]
+    assert _update(bare, admitted, by_kueue=True) == []
+    assert _update(admitted, admitted) == []  # e.g. a label change on an admitted Job
+    assert _update(admitted, bare) == []
+    moved = _pod(nodeSelector={k.POOL: "other"}, tolerations=[{"key": k.GANG_TAINT}])
+    assert _update(admitted, moved) == ["ReservedSelectorKey"]

@@ -1,0 +1,66 @@
+"""The manager's event handlers: which reconcile keys an informer event turns into."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atomic_gang_provisioner.config import ServerSettings
+from atomic_gang_provisioner.kube import KubeClient
+from atomic_gang_provisioner.manager import Manager
+from atomic_gang_provisioner.metrics import ProvisionerMetrics
+from atomic_gang_provisioner.runtime import WorkQueue
+from tests.support.jobs import settings
+from tests.support.kubefakes import NoCloud, RecordingTransport
+
+
+def manager() -> Manager:
+    return Manager(
+        settings=settings(),
+        server=ServerSettings(),
+        client=KubeClient(RecordingTransport()),
+        cloud=NoCloud(),
+        metrics=ProvisionerMetrics.create(),
+    )
+
+
+def workload(name: str, *checks: str) -> dict[str, Any]:
+    return {
+        "metadata": {"namespace": "ns", "name": name, "resourceVersion": "1"},
+        "status": {"admissionChecks": [{"name": c, "state": "Pending"} for c in checks]},
+    }
+
+
+def queued(q: WorkQueue[str]) -> list[str]:
+    keys = []
+    while len(q):
+        key = q.get(timeout=0)
+        assert key is not None
+        keys.append(key)
+        q.done(key)
+    return sorted(keys)
+
+
+def test_a_check_change_enqueues_only_the_workloads_that_carry_it() -> None:
+    m = manager()
+    store = m.informers["workloads"].store
+    for wl in (
+        workload("a", "atomic-gang-check"),
+        workload("b", "other-check", "atomic-gang-check"),
+        workload("c", "other-check"),
+        workload("d"),
+    ):
+        store.upsert(f"ns/{wl['metadata']['name']}", wl)
+    m.on_check({"metadata": {"name": "atomic-gang-check"}})
+    assert queued(m.controllers["workload"].queue) == ["ns/a", "ns/b"]
+    assert queued(m.controllers["admissioncheck"].queue) == ["atomic-gang-check"]
+
+
+def test_a_workload_moves_in_the_index_when_its_checks_change() -> None:
+    m = manager()
+    store = m.informers["workloads"].store
+    store.upsert("ns/a", workload("a"))
+    m.on_check({"metadata": {"name": "atomic-gang-check"}})
+    assert queued(m.controllers["workload"].queue) == []
+    store.upsert("ns/a", workload("a", "atomic-gang-check"))  # Kueue added the check's state
+    m.on_check({"metadata": {"name": "atomic-gang-check"}})
+    assert queued(m.controllers["workload"].queue) == ["ns/a"]
