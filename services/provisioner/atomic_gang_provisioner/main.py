@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         settings=settings,
         server=server,
         client=client,
-        cloud=_cloud(settings, server, client),
+        cloud=_cloud(settings, server, client, metrics),
         metrics=metrics,
         faults=Faults(crash_after_launch=os.environ.get(CRASH_AFTER_LAUNCH) == "1"),
     )
@@ -132,7 +132,9 @@ def main(argv: list[str] | None = None) -> None:
     http.shutdown()
 
 
-def _cloud(settings: GangSettings, server: ServerSettings, client: KubeClient) -> Ec2Provider:
+def _cloud(
+    settings: GangSettings, server: ServerSettings, client: KubeClient, metrics: ProvisionerMetrics
+) -> Ec2Provider:
     return Ec2Provider(
         clients=make_clients(region=settings.defaults.region),
         config=EngineConfig(
@@ -141,4 +143,5 @@ def _cloud(settings: GangSettings, server: ServerSettings, client: KubeClient) -
             self_manage_instance_profile=settings.iam.selfManageInstanceProfile,
         ),
         aws_auth=aws_auth_reader(client),
+        on_reservation=metrics.saw_reservation,
     )

@@ -26,6 +26,8 @@ class ProvisionerMetrics:
     queue_depth: Gauge
     leader: Gauge
     check_transitions: Counter
+    block_wait: Histogram
+    reservation_available: Gauge
 
     @classmethod
     def create(cls) -> ProvisionerMetrics:
@@ -66,4 +68,17 @@ class ProvisionerMetrics:
             check_transitions=counter(
                 "admission_check_transitions", "AdmissionCheckState writes by state.", "state"
             ),
+            block_wait=slow(
+                "capacity_block_wait_seconds",
+                "From a gang's first wait for a listed reservation's start to its launch.",
+            ),
+            reservation_available=gauge(
+                "capacity_reservation_available_instances",
+                "AvailableInstanceCount of each reservation a Job lists, as last described.",
+                "reservation_id",
+                "kind",
+            ),
         )
+
+    def saw_reservation(self, reservation_id: str, *, kind: str, available: int) -> None:
+        self.reservation_available.labels(reservation_id, kind).set(available)

@@ -121,7 +121,7 @@ def test_a_block_to_come_waits_with_its_start(state: str) -> None:
 def test_a_waiting_state_after_the_start_waits_without_a_time() -> None:
     v = verdict(block(state="payment-pending"))
     assert (v.kind, v.starts_at) == ("waiting", None)
-    assert "is not active (payment-pending)" in v.message
+    assert "is not active yet (payment-pending)" in v.message
 
 
 def test_a_future_dated_odcr_waits_too() -> None:

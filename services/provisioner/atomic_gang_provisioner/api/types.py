@@ -155,6 +155,9 @@ class Claim(_Model):
 class GangNodePoolSpec(_Model):
     shape: PoolShape
     keepWarmTTL: str = Field(default="10m", description="From the latest claimant.")
+    minRuntime: str | None = Field(
+        default=None, description="From the latest claimant: Go duration it needs in a block."
+    )
     claim: Claim | None = None
 
 
@@ -203,6 +206,11 @@ class GangNodePoolStatus(_Model):
     lastErrorReason: str = ""
     degradedClaimKey: str = Field(default="", description="Claim that must get Retry.")
     unhealthySince: Time | None = None
+    reservationId: str = Field(default="", description="ODCR or Capacity Block of the live set.")
+    reservationEnd: Time | None = Field(default=None, description="That reservation's EndDate.")
+    capacityBlock: bool = Field(default=False, description="The live set runs in a block.")
+    blockEndingWarned: bool = Field(default=False, description="CapacityBlockEnding was sent.")
+    waitingSince: Time | None = Field(default=None, description="Waiting for a block to start.")
     conditions: list[Condition] = Field(
         default_factory=list,
         description=(
@@ -237,6 +245,11 @@ class StatusChange(TypedDict, total=False):
     lastErrorReason: str
     degradedClaimKey: str
     unhealthySince: datetime | None
+    reservationId: str
+    reservationEnd: datetime | None
+    capacityBlock: bool
+    blockEndingWarned: bool
+    waitingSince: datetime | None
     conditions: list[Condition]
 
 

@@ -80,6 +80,11 @@ PERMANENT_ERROR: Final = "PermanentError"  # the reason of any other permanent e
 NAMED_PERMANENT: Final[dict[str, tuple[str, bool]]] = {
     "NodeRoleNotAuthorized": ("NodeRoleNotAuthorized", False),
     "SubnetNotInCluster": ("InvalidSubnet", True),
+    # No listed reservation can ever hold the gang (type, AZ, size, state): the Job is wrong.
+    "CapacityReservationMismatch": ("CapacityReservationMismatch", True),
+    # Only blocks with too little time left, or past their drain point: Kueue requeues.
+    "CapacityBlockTooShort": ("CapacityBlockTooShort", False),
+    "CapacityBlockEnding": ("CapacityBlockEnding", False),
 }
 # The reasons a pool records for them: retrying cannot help (the claimant gets Retry),
 # and those where the Job itself is at fault (it gets Rejected).

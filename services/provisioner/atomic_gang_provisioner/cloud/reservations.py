@@ -19,13 +19,16 @@ from datetime import datetime, timedelta
 from typing import Final, Literal
 
 from atomic_gang import GangSpec, keys
+from atomic_gang_provisioner.timestamps import rfc3339
 
 TERMINAL_STATES: Final = frozenset(
     {"expired", "cancelled", "failed", "payment-failed", "unsupported", "cancelling"}
 )
 WAITING_STATES: Final = frozenset({"scheduled", "payment-pending", "assessing", "delayed"})
-# EC2 starts terminating a block's instances this long before its EndDate.
+# EC2 starts terminating a block's instances this long before its EndDate; we release
+# them at least EC2_MARGIN before that.
 EC2_BLOCK_TERMINATION_LEAD: Final = timedelta(minutes=30)
+EC2_MARGIN: Final = timedelta(minutes=1)
 LINUX: Final = "Linux/UNIX"
 
 VerdictKind = Literal["usable", "unfit", "waiting", "too-short", "ending", "short"]
@@ -37,6 +40,8 @@ CODES: Final[dict[VerdictKind, str]] = {
     "ending": "CapacityBlockEnding",
     "short": "ReservationCapacityShort",
 }
+# Codes of verdicts on a reservation: their message says it all (a shortfall shows it).
+RESERVATION_CODES: Final = frozenset(code for code in CODES.values() if code)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +67,12 @@ class Reservation:
     @property
     def kind_text(self) -> str:
         return "Capacity Block" if self.capacity_block else "Capacity reservation"
+
+
+def release_by(end: datetime, drain_lead: timedelta) -> datetime:
+    """The latest a block's instances are released: from the drain point (the evicted
+    pods' grace) up to EC2_MARGIN before EC2's own termination."""
+    return max(end - drain_lead, end - EC2_BLOCK_TERMINATION_LEAD - EC2_MARGIN)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +119,9 @@ class Choice:
         starts = [v.starts_at for v in self.verdicts if v.kind == "waiting" and v.starts_at]
         return min(starts) if starts else None
 
+    def of(self, *kinds: VerdictKind) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if v.kind in kinds)
+
     @property
     def message(self) -> str:
         return "; ".join(v.message for v in self.verdicts if v.kind != "usable")
@@ -115,12 +129,11 @@ class Choice:
 
 def listed(spec: GangSpec) -> tuple[str, ...]:
     """The Job's reservations in order (one id, or a comma-separated list)."""
-    raw = spec.capacity_reservation_id or ""
-    return tuple(dict.fromkeys(p.strip() for p in raw.split(",") if p.strip()))
+    return spec.reservation_ids
 
 
 def iso(when: datetime) -> str:
-    return when.isoformat().replace("+00:00", "Z")
+    return rfc3339(when)
 
 
 def span(delta: timedelta) -> str:
@@ -169,8 +182,12 @@ def _timing(res: Reservation, now: datetime, policy: BlockPolicy) -> Verdict | N
     upcoming = res.start is not None and now < res.start
     if res.state in WAITING_STATES or (upcoming and res.state != "active"):
         starts = res.start if upcoming else None
-        when = f"starts at {iso(starts)} (in {span(starts - now)})" if starts else "is not active"
-        msg = f"{res.kind_text} {rid} {when} ({res.state})"
+        when = (
+            f"starts at {iso(starts)} (in {span(starts - now)})"
+            if starts
+            else f"is not active yet ({res.state})"
+        )
+        msg = f"{res.kind_text} {rid} {when}"
         return Verdict(
             reservation_id=rid, kind="waiting", message=msg, reservation=res, starts_at=starts
         )

@@ -14,7 +14,7 @@ from typing import ClassVar, Literal, TypeVar
 
 from atomic_gang import GangSpec, GoDuration, keys
 from atomic_gang_provisioner.cloud.errors import PERMANENT_ERROR
-from atomic_gang_provisioner.cloud.reservations import BlockPolicy, Reservation
+from atomic_gang_provisioner.cloud.reservations import RESERVATION_CODES, BlockPolicy, Reservation
 from atomic_gang_provisioner.timestamps import parse_rfc3339
 
 InstanceState = Literal["pending", "running", "shutting-down", "terminated", "stopping", "stopped"]
@@ -81,6 +81,11 @@ class Instance:
     @property
     def keep_warm_until(self) -> datetime | None:
         return self._parsed(keys.KEEP_WARM_UNTIL, parse_rfc3339)
+
+    @property
+    def release_by(self) -> datetime | None:
+        """A Capacity Block instance's cap: gone by then, whatever its max lifetime."""
+        return self._parsed(keys.RELEASE_BY_TAG, parse_rfc3339)
 
     @property
     def max_lifetime(self) -> GoDuration | None:
@@ -156,8 +161,22 @@ class Shortfall:
 
     @property
     def message(self) -> str:
-        parts = [f"{a.zone}: {a.code}" for a in self.attempts]
+        parts = [
+            a.message if a.code in RESERVATION_CODES else f"{a.zone}: {a.code}"
+            for a in self.attempts
+        ]
         return "insufficient capacity (" + "; ".join(parts) + ")"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AwaitingReservation:
+    """A listed reservation starts later (a Capacity Block, a future-dated ODCR): no
+    launch now; try again at ``starts_at`` (None: its start has passed but EC2 does not
+    show it active yet)."""
+
+    terminal: ClassVar[bool] = True  # nothing was launched: the next try may use a new token
+    message: str
+    starts_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,7 +213,9 @@ class RetryLater:
     message: str
 
 
-AcquireResult = Launched | Shortfall | QuotaExceeded | PermanentFailure | RetryLater
+AcquireResult = (
+    Launched | Shortfall | QuotaExceeded | PermanentFailure | RetryLater | AwaitingReservation
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

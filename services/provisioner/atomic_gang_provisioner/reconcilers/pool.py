@@ -94,7 +94,9 @@ class PoolReconciler:
             ctx.must_lead()
             with self._lock:
                 fresh = self._fresh.pop(pool.name, None) == plan.acquire.generation
-            request = replace(plan.acquire, adopt=not fresh)
+            request = replace(
+                plan.acquire, adopt=not fresh, also_reservations=self._wanted(pool.name)
+            )
             result = ctx.cloud.acquire(request)
             ctx.faults.after_launch()
             plan = machine.after_acquire(
@@ -108,6 +110,20 @@ class PoolReconciler:
             ctx.must_lead()
             ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
         return plan
+
+    def _wanted(self, name: str) -> tuple[str, ...]:
+        """Reservations other claimed pools still acquire for: described in the same
+        DescribeCapacityReservations call as this pool's."""
+        out: dict[str, None] = {}
+        for obj in self.ctx.pools.list():
+            other = GangNodePool.from_dict(dict(obj))
+            if other.name == name or other.spec.claim is None:
+                continue
+            if other.status.phase in ("Idle", "Acquiring"):
+                shape = other.spec.shape
+                ids = (shape.capacityReservationId or "").split(",")
+                out.update((i.strip(), None) for i in ids if i.strip())
+        return tuple(out)
 
     def _write(self, pool: GangNodePool, plan: Plan) -> None:
         ctx = self.ctx
@@ -201,3 +217,5 @@ class PoolReconciler:
             m.keep_warm_reuses.inc()
         elif metric.name == "released":
             m.released.inc(metric.value)
+        elif metric.name == "block_wait":
+            m.block_wait.observe(metric.value)

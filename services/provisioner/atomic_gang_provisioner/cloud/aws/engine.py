@@ -19,7 +19,7 @@ from atomic_gang_provisioner.cloud.aws.cluster import Resolver
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
 from atomic_gang_provisioner.cloud.aws.planner import Planner
 from atomic_gang_provisioner.cloud.aws.release import Releaser
-from atomic_gang_provisioner.cloud.aws.reservations import ReservationBook
+from atomic_gang_provisioner.cloud.aws.reservations import ReservationBook, SawReservation
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.errors import CloudError
@@ -63,6 +63,7 @@ class Ec2Provider:
         monotonic: Callable[[], float] = time.monotonic,
         on_call: Callable[[str], None] | None = None,
         aws_auth: AwsAuthReader | None = None,
+        on_reservation: SawReservation | None = None,
     ) -> None:
         self.config = config
         self._clients = clients
@@ -91,6 +92,7 @@ class Ec2Provider:
             monotonic=monotonic,
             wall=wall,
             ttl_seconds=config.reservation_ttl_seconds,
+            on_read=on_reservation,
         )
         self._planner = Planner(
             cluster=config.cluster,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from atomic_gang import keys
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer
 from atomic_gang_provisioner.cloud.aws.cluster import ClusterInfo, Placement, Resolver
@@ -26,7 +27,7 @@ from atomic_gang_provisioner.cloud.aws.reservations import (
 )
 from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.reservations import Reservation, choose, listed
+from atomic_gang_provisioner.cloud.reservations import Reservation, choose, listed, release_by
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
@@ -35,6 +36,7 @@ from atomic_gang_provisioner.cloud.types import (
     ZoneAttempt,
 )
 from atomic_gang_provisioner.cloud.userdata import user_data, user_data_b64
+from atomic_gang_provisioner.timestamps import rfc3339
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,17 @@ class Prepared:
     info: ClusterInfo
     placements: tuple[Placement, ...]
     data: dict[str, Any]
+
+
+def _tags(request: AcquireRequest, cluster: str, res: Reservation | None) -> dict[str, str]:
+    """The group's tags; a block's instances also carry when they must be gone (the
+    reaper's cap, so it holds after a restart)."""
+    spec = request.spec
+    tags = naming.group_tags(cluster=cluster, spec=spec, generation=request.generation)
+    if res is not None and res.capacity_block and res.end is not None:
+        cap = release_by(res.end, request.block_policy.drain_lead)
+        tags[keys.RELEASE_BY_TAG] = rfc3339(cap)
+    return tags
 
 
 class Planner:
@@ -140,7 +153,7 @@ class Planner:
             base_data=prepared.data,
             placements=placements,
             user_data=user_data(join=prepared.info.join, labels=labels, pool=spec.pool),
-            tags=naming.group_tags(cluster=cluster, spec=spec, generation=request.generation),
+            tags=_tags(request, cluster, reservation),
             reservation=reservation,
         )
 

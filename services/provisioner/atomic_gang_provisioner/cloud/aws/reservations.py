@@ -13,15 +13,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.parse import when
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.reservations import Choice, Reservation
-from atomic_gang_provisioner.cloud.types import PermanentFailure, Shortfall, ZoneAttempt
+from atomic_gang_provisioner.cloud.types import (
+    AwaitingReservation,
+    PermanentFailure,
+    Shortfall,
+    ZoneAttempt,
+)
 
 BATCH = 100
+
+
+class SawReservation(Protocol):
+    """Told each reservation's available count as described (the metrics gauge)."""
+
+    def __call__(self, reservation_id: str, *, kind: str, available: int) -> None: ...
+
+
 NOT_FOUND = "InvalidCapacityReservationId.NotFound"
 
 
@@ -52,8 +65,12 @@ def attempts_of(choice: Choice) -> list[ZoneAttempt]:
     ]
 
 
-def unusable(choice: Choice) -> Shortfall | PermanentFailure:
-    """No listed reservation can take the gang now: no launch call is made."""
+def unusable(choice: Choice) -> Shortfall | PermanentFailure | AwaitingReservation:
+    """No listed reservation can take the gang now: no launch call is made.
+
+    All unfit: the Job is wrong (Rejected). One still to start: wait for it. One short
+    of instances: a shortfall (backoff). Only blocks too short or ending: Retry.
+    """
     if choice.rejected:
         return PermanentFailure(
             code="CapacityReservationMismatch",
@@ -61,6 +78,19 @@ def unusable(choice: Choice) -> Shortfall | PermanentFailure:
             hint="list reservations of the gang's instance type, AZ and size",
             reason="CapacityReservationMismatch",
             rejects=True,
+        )
+    waiting = choice.of("waiting")
+    if waiting:
+        return AwaitingReservation(
+            message="; ".join(v.message for v in waiting), starts_at=choice.wake_at
+        )
+    ended = choice.of("too-short", "ending")
+    if ended and not choice.of("short"):
+        return PermanentFailure(
+            code=ended[0].code,
+            message=choice.message,
+            hint="list a later block, or a shorter min-runtime",
+            reason=ended[0].code,
         )
     return Shortfall(attempts=tuple(attempts_of(choice)))
 
@@ -74,8 +104,10 @@ class ReservationBook:
         monotonic: Callable[[], float],
         wall: Callable[[], datetime],
         ttl_seconds: float,
+        on_read: SawReservation | None = None,
     ) -> None:
         self._ec2 = ec2
+        self._on_read = on_read
         self._caller = caller
         self._mono = monotonic
         self._wall = wall
@@ -129,3 +161,6 @@ class ReservationBook:
 
     def _remember(self, rid: str, res: Reservation | None) -> None:
         self._seen[rid] = (self._mono(), self._wall(), res)
+        if res is not None and self._on_read is not None:
+            kind = "capacity-block" if res.capacity_block else "odcr"
+            self._on_read(rid, kind=kind, available=res.available)

@@ -21,6 +21,7 @@ from atomic_gang_provisioner.pool.model import (
     has_resources,
     update,
 )
+from atomic_gang_provisioner.pool.phases import block
 
 
 def request(status: GangNodePoolStatus) -> ReleaseRequest:
@@ -71,18 +72,20 @@ def after_release(
         )
         return Plan(status=pending, requeue_after=knobs.release_poll)
     n = len(status.instanceIds)
-    cleared = update(
-        status,
-        instanceIds=[],
-        fleetIds=[],
-        pendingEnis=[],
-        readyCount=0,
-        activeGroup="",
-        keepWarmUntil=None,
-        joinDeadline=None,
-        launchedAt=None,
-        satisfiedAt=None,
-        unhealthySince=None,
+    cleared = block.forget(
+        update(
+            status,
+            instanceIds=[],
+            fleetIds=[],
+            pendingEnis=[],
+            readyCount=0,
+            activeGroup="",
+            keepWarmUntil=None,
+            joinDeadline=None,
+            launchedAt=None,
+            satisfiedAt=None,
+            unhealthySince=None,
+        )
     )
     events = (event("Released", f"Terminated {n} instance(s); nothing left billing"),) if n else ()
     metrics = (Metric(name="released", value=float(n)),) if n else ()
