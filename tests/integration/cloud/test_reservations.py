@@ -12,6 +12,7 @@ from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.world import World
 from atomic_gang_provisioner.cloud import (
     AcquireRequest,
+    AwaitingReservation,
     Launched,
     PermanentFailure,
     Shortfall,
@@ -85,10 +86,9 @@ def test_a_block_to_come_costs_no_launch_then_launches_at_its_start(
     block(fake, clock, "cr-w1", start_date=start)
     spec = make_spec(count=4, capacity_reservation_id="cr-w1")
     early = provider.acquire(AcquireRequest(spec=spec, generation=0))
-    assert isinstance(early, Shortfall)
-    (attempt,) = early.attempts
-    assert attempt.code == "CapacityReservationNotStarted"
-    assert f"Capacity Block cr-w1 starts at {iso(start)}" in attempt.message
+    assert isinstance(early, AwaitingReservation)
+    assert early.starts_at == start
+    assert early.message.startswith(f"Capacity Block cr-w1 starts at {iso(start)} (in ")
     assert launches(fake) == []
     clock.sleep(60)  # the start has passed since the read: the cache reads again
     done = provider.acquire(AcquireRequest(spec=spec, generation=1))
