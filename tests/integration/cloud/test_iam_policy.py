@@ -169,13 +169,21 @@ def test_capacity_blocks_and_reservation_lists_are_allowed(
             pool="b2", mode="fleet", count=2, capacity_reservation_id="cr-0000000000000blk2"
         )
         for spec in (runs, fleet):
-            assert isinstance(engine.acquire(AcquireRequest(spec=spec, generation=0)), Launched)
+            done = engine.acquire(AcquireRequest(spec=spec, generation=0))
+            assert isinstance(done, Launched)
+            # the drain: the pool releases a block's set itself, before EC2 does
+            assert engine.release(ReleaseRequest(instance_ids=done.instance_ids)).done
 
     enforced(blocks)
     assert denied_calls(fake) == []
-    assert {"DescribeCapacityReservations", "RunInstances", "CreateFleet"} <= {
-        c["action"] for c in fake.calls()
-    }
+    assert {
+        "DescribeCapacityReservations",
+        "RunInstances",
+        "CreateFleet",
+        "TerminateInstances",
+    } <= {c["action"] for c in fake.calls()}
+    (run,) = [c for c in fake.calls("RunInstances") if c["outcome"] == "ok"]
+    assert keys.RELEASE_BY_TAG in run["params"].values()  # the reaper's cap, tagged at launch
 
 
 def test_launch_template_update_is_allowed(
