@@ -15,6 +15,7 @@ import pytest
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.timestamps import rfc3339
+from tests.e2e.kube import Kube
 from tests.e2e.provisioner.conftest import FIGURES, job, unique
 from tests.e2e.provisioner.harness import Replicas, World, iter_pods
 from tests.e2e.provisioner.test_lifecycle import events_on, wait_event
@@ -255,7 +256,7 @@ def test_5_min_runtime_longer_than_the_block_starts_in_the_next_one(
 
 
 def test_6_fleet_mode_launches_into_a_block_with_one_create_fleet(
-    world: World, replica: Replicas, namespace: str
+    world: World, replica: Replicas, namespace: str, kube: Kube
 ) -> None:
     pool, cr = unique("cb-fleet"), block_ending_in(world, 900)
     submitted = world.submit(
@@ -269,5 +270,14 @@ def test_6_fleet_mode_launches_into_a_block_with_one_create_fleet(
     assert params["TargetCapacitySpecification.TotalTargetCapacity"] == "2"
     assert len(p.status.instanceIds) == 2
     assert p.status.reservationId == cr
+    ready = world.wait_check(submitted, "Ready", timeout=60)
+    end = p.status.reservationEnd
+    assert end is not None
+    assert f"in Capacity Block {cr} (ends {rfc3339(end)}, drained at " in ready["message"]
+    wide = kube.run("get", "gnp", pool, "-o", "wide").stdout
+    header, row = wide.splitlines()
+    assert header.split()[-2:] == ["RESERVATION", "ENDS"]
+    assert row.split()[-2:] == [cr, rfc3339(end)]
+    FIGURES["kubectl get gnp -o wide"] = "\n" + wide
     completes(world, submitted, namespace)
     assert events_on(world, submitted, "Launched", "Job")

@@ -189,15 +189,13 @@ def _launched(
     msg = f"{verb} {len(ids)}×{pool.spec.shape.instanceType} in {','.join(zones)}: {' '.join(ids)}"
     msg += block.where(new, knobs)
     outcome = "adopted" if result.adopted else "launched"
-    metrics = [
-        Metric(name="acquisition", labels=(("mode", pool.spec.shape.mode), ("result", outcome)))
-    ]
-    if status.waitingSince is not None:
-        metrics.append(Metric(name="block_wait", value=(now - status.waitingSince).total_seconds()))
+    acquisition = Metric(
+        name="acquisition", labels=(("mode", pool.spec.shape.mode), ("result", outcome))
+    )
     return Plan(
         status=new,
         events=(event(verb, msg),),
-        metrics=tuple(metrics),
+        metrics=(acquisition, *block.waited(status, now)),
         requeue_after=knobs.join_deadline.total_seconds(),
     )
 

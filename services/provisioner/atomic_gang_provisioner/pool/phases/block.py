@@ -20,7 +20,7 @@ from atomic_gang_provisioner.cloud import reservations
 from atomic_gang_provisioner.cloud.reservations import BlockPolicy, span
 from atomic_gang_provisioner.cloud.types import Launched
 from atomic_gang_provisioner.events import event
-from atomic_gang_provisioner.pool.model import Knobs, Plan, claim_key, seconds_until, update
+from atomic_gang_provisioner.pool.model import Knobs, Metric, Plan, claim_key, seconds_until, update
 from atomic_gang_provisioner.timestamps import rfc3339
 
 WAITING: Final = "CapacityReservationNotStarted"
@@ -57,6 +57,13 @@ def in_use(status: GangNodePoolStatus, result: Launched) -> GangNodePoolStatus:
     )
 
 
+def waited(status: GangNodePoolStatus, now: datetime) -> tuple[Metric, ...]:
+    """The seconds the gang waited for a reservation's start, once it launches."""
+    if status.waitingSince is None:
+        return ()
+    return (Metric(name="block_wait", value=(now - status.waitingSince).total_seconds()),)
+
+
 def forget(status: GangNodePoolStatus) -> GangNodePoolStatus:
     """``status`` of a released set: no reservation in use."""
     return update(
@@ -89,14 +96,28 @@ def where(status: GangNodePoolStatus, knobs: Knobs) -> str:
     return f" in {kind} {status.reservationId} ({when})"
 
 
-def watch(pool: GangNodePool, plan: Plan, now: datetime, knobs: Knobs) -> Plan:
-    """A claimed gang in a block: the warning, then the drain at the drain point."""
+def draining(status: GangNodePoolStatus, now: datetime, knobs: Knobs) -> bool:
+    drain = drain_point(status, knobs)
+    return drain is not None and now >= drain
+
+
+def drain_message(status: GangNodePoolStatus, knobs: Knobs) -> str:
+    drain = drain_point(status, knobs) or status.reservationEnd
+    when = rfc3339(drain) if drain else "?"
+    ends = rfc3339(status.reservationEnd) if status.reservationEnd else "?"
+    return (
+        f"Capacity Block {status.reservationId} reached its drain point {when}"
+        f" (it ends at {ends}); the instances are released before EC2 terminates them"
+    )
+
+
+def watch(plan: Plan, now: datetime, knobs: Knobs) -> Plan:
+    """A claimed gang in a block before its drain point: the warning, once, and a
+    wake-up for it and for the drain point."""
     status = plan.status
     drain = drain_point(status, knobs)
-    if drain is None:
+    if drain is None or now >= drain:
         return plan
-    if now >= drain:
-        return _drain(pool, status, drain=drain, now=now, knobs=knobs)
     warn_at = drain - knobs.block_warning_lead
     wake = warn_at if not status.blockEndingWarned and now < warn_at else drain
     requeue = min(x for x in (plan.requeue_after, seconds_until(wake, now)) if x is not None)
@@ -111,31 +132,6 @@ def watch(pool: GangNodePool, plan: Plan, now: datetime, knobs: Knobs) -> Plan:
         status=update(status, blockEndingWarned=True),
         events=(event(ENDING, text, warning=True),),
         requeue_after=requeue,
-    )
-
-
-def _drain(
-    pool: GangNodePool, status: GangNodePoolStatus, *, drain: datetime, now: datetime, knobs: Knobs
-) -> Plan:
-    uid = claim_key(pool)
-    message = (
-        f"Capacity Block {status.reservationId} reached its drain point {rfc3339(drain)}"
-        f" (it ends at {rfc3339(status.reservationEnd or drain)}); the instances are released"
-        " before EC2 terminates them"
-    )
-    new = update(
-        status,
-        phase="Degraded",
-        claimKey=uid,
-        degradedClaimKey=uid,
-        lastErrorReason=ENDING,
-        lastError=message,
-        unhealthySince=None,
-    )
-    return Plan(
-        status=new,
-        events=(event("CapacityBlockDrain", message, warning=True),),
-        requeue_after=seconds_until(release_by(new, knobs), now),
     )
 
 

@@ -13,15 +13,22 @@ from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.events import event
-from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, has_resources, update
+from atomic_gang_provisioner.pool.model import (
+    Knobs,
+    Observed,
+    Plan,
+    claim_key,
+    has_resources,
+    seconds_until,
+    update,
+)
 from atomic_gang_provisioner.pool.phases import block, releasing
 
 
-def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, message: str) -> Plan:
-    uid = claim_key(pool)
-    if not uid:
-        return releasing.begin(pool, status, reason=reason, message=message)
-    new = update(
+def _marked(
+    status: GangNodePoolStatus, uid: str, *, reason: str, message: str
+) -> GangNodePoolStatus:
+    return update(
         status,
         phase="Degraded",
         claimKey=uid,  # the claim the Degraded condition speaks for
@@ -30,6 +37,25 @@ def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, messag
         lastError=message,
         unhealthySince=None,
     )
+
+
+def drain(pool: GangNodePool, status: GangNodePoolStatus, *, now: datetime, knobs: Knobs) -> Plan:
+    """At its Capacity Block's drain point: Retry for the claimant (Kueue evicts it), the
+    set held for its pods' grace until ``block.release_by``."""
+    message = block.drain_message(status, knobs)
+    new = _marked(status, claim_key(pool), reason=block.ENDING, message=message)
+    return Plan(
+        status=new,
+        events=(event("CapacityBlockDrain", message, warning=True),),
+        requeue_after=seconds_until(block.release_by(new, knobs), now),
+    )
+
+
+def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, message: str) -> Plan:
+    uid = claim_key(pool)
+    if not uid:
+        return releasing.begin(pool, status, reason=reason, message=message)
+    new = _marked(status, uid, reason=reason, message=message)
     text = f"Gang degraded: {message}; releasing the whole set, the Workload will be requeued"
     return Plan(
         status=new,
