@@ -124,3 +124,24 @@ def test_a_warm_set_never_outlives_its_blocks_drain_point() -> None:
     past = watched(unclaimed(), DRAIN)
     assert past.status.phase == "Releasing"  # written ahead; the release follows
     assert past.events[-1].reason == "CapacityBlockEnding"
+
+
+def test_a_warm_block_set_too_short_for_the_new_claimant_is_released_not_reused() -> None:
+    warm = in_block(phase="KeepWarm", keepWarmUntil=DRAIN, claimKey="")
+    p = warm.model_copy(update={"spec": warm.spec.model_copy(update={"minRuntime": "1h"})})
+    now = DRAIN - timedelta(minutes=20)  # 20 min left, the claimant needs 1h
+    plan = machine.decide(p, observed(nodes(4)), now)
+    assert plan.status.phase == "Releasing"
+    assert plan.events[-1].reason == "CapacityBlockTooShort"
+    assert "leaves 20m before its drain point" in plan.events[-1].message
+    enough = machine.decide(p, observed(nodes(4)), DRAIN - timedelta(hours=2))
+    assert enough.status.phase == "Satisfied"  # reused: 2h left is enough
+
+
+def test_a_set_still_joining_at_the_drain_point_is_released() -> None:
+    joining = in_block(phase="Joining", readyCount=0, joinDeadline=END)
+    early = machine.decide(joining, observed(nodes(2)), DRAIN - timedelta(seconds=30))
+    assert early.requeue_after == 30.0  # the drain point comes before the join deadline
+    late = machine.decide(joining, observed(nodes(2)), DRAIN)
+    assert late.status.phase == "Releasing"
+    assert late.events[-1].reason == "CapacityBlockEnding"

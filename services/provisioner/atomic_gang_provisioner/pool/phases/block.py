@@ -96,6 +96,22 @@ def where(status: GangNodePoolStatus, knobs: Knobs) -> str:
     return f" in {kind} {status.reservationId} ({when})"
 
 
+def too_short_for(
+    pool: GangNodePool, status: GangNodePoolStatus, now: datetime, knobs: Knobs
+) -> tuple[str, str] | None:
+    """(reason, message) when the set's block leaves the claimant less than it needs
+    before the drain point (min-runtime, else capacityBlock.minRemainingSeconds)."""
+    drain = drain_point(status, knobs)
+    need = policy(pool, knobs)
+    if drain is None or drain - now >= need.needed:
+        return None
+    return "CapacityBlockTooShort", (
+        f"Capacity Block {status.reservationId} leaves {span(drain - now)} before its drain"
+        f" point {rfc3339(drain)}; the claimant needs {span(need.needed)} ({need.needed_from}):"
+        " releasing the warm set"
+    )
+
+
 def draining(status: GangNodePoolStatus, now: datetime, knobs: Knobs) -> bool:
     drain = drain_point(status, knobs)
     return drain is not None and now >= drain

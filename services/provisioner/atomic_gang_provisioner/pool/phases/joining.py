@@ -22,7 +22,7 @@ from atomic_gang_provisioner.pool.model import (
     seconds_until,
     update,
 )
-from atomic_gang_provisioner.pool.phases import releasing
+from atomic_gang_provisioner.pool.phases import block, releasing
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
@@ -42,6 +42,10 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
                 "releasing the whole set"
             ),
         )
+    if block.draining(status, now, observed.knobs):
+        return releasing.begin(
+            pool, status, reason=block.ENDING, message=block.drain_message(status, observed.knobs)
+        )
     if status.joinDeadline is not None and now >= status.joinDeadline:
         return releasing.begin(
             pool,
@@ -53,7 +57,8 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             ),
         )
     if h.ready < want:
-        return Plan(status=status, requeue_after=seconds_until(status.joinDeadline, now))
+        due = [t for t in (status.joinDeadline, block.drain_point(status, observed.knobs)) if t]
+        return Plan(status=status, requeue_after=seconds_until(min(due, default=None), now))
     if observed.instances is None:
         return Plan(status=status, describe=True)
     return _satisfied(pool, status, now)
