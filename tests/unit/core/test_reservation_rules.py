@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from atomic_gang import GangValidationError, GoDuration, load_settings, validate_job
 from atomic_gang import keys as k
@@ -105,3 +108,25 @@ def test_capacity_block_settings_default_and_bounds() -> None:
         load_settings(None, capacityBlock={"drainLeadSeconds": 1799})
     with pytest.raises(SettingsError, match=r"capacityBlock\.grace"):
         load_settings(None, capacityBlock={"grace": 1})
+
+
+IDS = st.from_regex(r"\Acr-([0-9a-f]{8}|[0-9a-f]{17})\Z", fullmatch=True)
+
+
+@hsettings(max_examples=25, deadline=None)
+@given(ids=st.lists(IDS, min_size=1, max_size=6, unique=True), spaces=st.sampled_from(["", " "]))
+def test_any_list_of_distinct_ids_resolves_in_its_order(ids: list[str], spaces: str) -> None:
+    raw = ("," + spaces).join(ids)
+    spec = validate_job(gang_job(annotations={k.CAPACITY_RESERVATION_ID: raw}), settings())
+    assert spec is not None
+    assert spec.reservation_ids == tuple(ids)
+
+
+@hsettings(max_examples=25, deadline=None)
+@given(ids=st.lists(IDS, min_size=1, max_size=5, unique=True), data=st.data())
+def test_any_repeated_id_is_one_violation_naming_it(ids: list[str], data: st.DataObject) -> None:
+    again = data.draw(st.sampled_from(ids))
+    raw = ",".join([*ids, again])
+    (v,) = violations(**{k.CAPACITY_RESERVATION_ID: raw})
+    assert v.reason == "InvalidCapacityReservationId"
+    assert f"{again} is listed twice" in v.message
