@@ -130,6 +130,7 @@ def make_provider(clients: AwsClients, clock: FakeClock) -> Factory:
             wall=clock.now,
             monotonic=clock.monotonic,
             aws_auth=overrides.pop("aws_auth", None),
+            on_reservation=overrides.pop("on_reservation", None),
         )
 
     return build

@@ -224,3 +224,24 @@ def test_an_adopted_set_knows_its_block(
     assert adopted.adopted
     assert adopted.reservation is not None
     assert adopted.reservation.reservation_id == "cr-d1"
+
+
+def test_each_described_reservation_reports_its_available_count(
+    make_provider: Factory, make_spec: Spec, fake: FakeAws, clock: FakeClock
+) -> None:
+    """What the metrics gauge is fed: every reservation as described, before and after
+    a launch debited it."""
+    seen: list[tuple[str, str, int]] = []
+
+    def saw(reservation_id: str, *, kind: str, available: int) -> None:
+        seen.append((reservation_id, kind, available))
+
+    provider = make_provider(on_reservation=saw)
+    block(fake, clock, "cr-m1", count=4)
+    fake.add_reservation("cr-m2", zone="us-east-1b", instance_type=TYPE, count=8)
+    provider.reservations(["cr-m1"], also=["cr-m2"])
+    assert seen == [("cr-m1", "capacity-block", 4), ("cr-m2", "odcr", 8)]
+    spec = make_spec(count=4, capacity_reservation_id="cr-m1")
+    assert isinstance(provider.acquire(AcquireRequest(spec=spec, generation=0)), Launched)
+    provider.reservations(["cr-m1"])
+    assert seen[-1] == ("cr-m1", "capacity-block", 0)
