@@ -41,6 +41,9 @@ from tests.unit.pool.blocks import (
         pytest.param(
             "2h", timedelta(hours=2), "atomic-gang.k8s.aws/min-runtime 2h", id="min-runtime"
         ),
+        pytest.param(
+            "soon", KNOBS.block_min_remaining, "capacityBlock.minRemainingSeconds", id="malformed"
+        ),
     ],
 )
 def test_the_request_carries_the_claimants_block_policy(

@@ -23,18 +23,22 @@ from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import Knobs, Metric, Plan, claim_key, seconds_until, update
 from atomic_gang_provisioner.timestamps import rfc3339
 
-WAITING: Final = "CapacityReservationNotStarted"
-ENDING: Final = "CapacityBlockEnding"
+WAITING: Final = reservations.CODES["waiting"]  # CapacityReservationNotStarted
+ENDING: Final = reservations.CODES["ending"]  # CapacityBlockEnding
 # A reservation whose start has passed but that EC2 does not show active yet: look again.
 NOT_ACTIVE_POLL: Final = 1.0
 
 
 def policy(pool: GangNodePool, knobs: Knobs) -> BlockPolicy:
     need = pool.spec.minRuntime
-    if need:
+    try:
+        needed = GoDuration.parse(need).to_timedelta() if need else None
+    except ValueError:  # the pool is read tolerantly; the webhook checked the Job's value
+        needed = None
+    if needed is not None:
         return BlockPolicy(
             drain_lead=knobs.block_drain_lead,
-            needed=GoDuration.parse(need).to_timedelta(),
+            needed=needed,
             needed_from=f"{keys.MIN_RUNTIME} {need}",
         )
     return BlockPolicy(
