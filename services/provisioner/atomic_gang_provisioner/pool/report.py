@@ -14,12 +14,13 @@ from typing import Literal, NamedTuple
 from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api import conditions as c
 from atomic_gang_provisioner.cloud.errors import PERMANENT_REASONS, REJECTING_REASONS
+from atomic_gang_provisioner.cloud.reservations import CODES
 from atomic_gang_provisioner.pool.model import Knobs, has_resources, update
 from atomic_gang_provisioner.pool.phases import block
 
 SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout"})
 # Permanent for this start only: the listed blocks end too soon (a requeue may find a later one).
-BLOCK_TIMING = frozenset({"CapacityBlockTooShort", block.ENDING})
+BLOCK_TIMING = frozenset({CODES["too-short"], CODES["ending"]})
 MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 32000
 
 
