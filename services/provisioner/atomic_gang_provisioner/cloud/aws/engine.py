@@ -79,6 +79,26 @@ class Ec2Provider:
         )
         self._templates = Templates(clients=clients, caller=self._caller)
         self._inv = Inventory(clients=clients, caller=self._caller, cluster=config.cluster)
+        self._wire_launches(wall=wall, monotonic=monotonic, on_reservation=on_reservation)
+        self._releaser = Releaser(
+            clients=clients,
+            caller=self._caller,
+            inventory=self._inv,
+            sleeper=sleeper,
+            monotonic=monotonic,
+            wait_seconds=config.eni_wait_seconds,
+            poll_seconds=config.eni_poll_seconds,
+        )
+
+    def _wire_launches(
+        self,
+        *,
+        wall: Callable[[], datetime],
+        monotonic: Callable[[], float],
+        on_reservation: SawReservation | None,
+    ) -> None:
+        """The launch side: the acquirer, the reservation book and the planner over both."""
+        clients, config = self._clients, self.config
         self._acquirer = Acquirer(
             clients=clients,
             caller=self._caller,
@@ -101,15 +121,6 @@ class Ec2Provider:
             acquirer=self._acquirer,
             book=self._book,
             wall=wall,
-        )
-        self._releaser = Releaser(
-            clients=clients,
-            caller=self._caller,
-            inventory=self._inv,
-            sleeper=sleeper,
-            monotonic=monotonic,
-            wait_seconds=config.eni_wait_seconds,
-            poll_seconds=config.eni_poll_seconds,
         )
 
     def acquire(self, request: AcquireRequest) -> AcquireResult:
