@@ -200,6 +200,14 @@ class PoolLifecycle(RuleBasedStateMachine):
     def join_all(self) -> None:
         self.joined.update(self.cloud.live)
 
+    @rule()
+    def settle(self) -> None:
+        """Every launched node joins and the pool reconciles a few times without a crash:
+        the walk reaches Satisfied (and, in a block, its drain) often enough."""
+        for _ in range(4):
+            self.join_all()
+            self.reconcile(crash=False)
+
     @rule(k=st.integers(min_value=0, max_value=N - 1))
     def join_some(self, k: int) -> None:
         self.joined.update(sorted(self.cloud.live)[:k])
