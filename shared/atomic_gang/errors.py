@@ -52,6 +52,12 @@ Reason = Literal[
     "ReservedToleration",
     "TooManyKeys",
     "PodsNotSpread",
+    "InvalidPlacement",
+    "PlacementExclusive",
+    "InvalidPlacementGroupName",
+    "PlacementNeedsOneZone",
+    "InvalidEfa",
+    "InvalidMaxSpread",
 ]
 
 REASONS: tuple[Reason, ...] = Reason.__args__  # type: ignore[attr-defined]

@@ -25,6 +25,10 @@ AMI_VARIANT: Final = PREFIX + "ami-variant"
 AMI_ID: Final = PREFIX + "ami-id"
 CAPACITY_RESERVATION_ID: Final = PREFIX + "capacity-reservation-id"
 MIN_RUNTIME: Final = PREFIX + "min-runtime"
+PLACEMENT: Final = PREFIX + "placement"
+PLACEMENT_GROUP_NAME: Final = PREFIX + "placement-group-name"
+EFA: Final = PREFIX + "efa"
+MAX_SPREAD: Final = PREFIX + "max-spread"
 
 ANNOTATION_KEYS: Final = (
     COUNT,
@@ -40,11 +44,15 @@ ANNOTATION_KEYS: Final = (
     AMI_ID,
     CAPACITY_RESERVATION_ID,
     MIN_RUNTIME,
+    PLACEMENT,
+    PLACEMENT_GROUP_NAME,
+    EFA,
+    MAX_SPREAD,
 )
 ANNOTATION_KEY_SET: Final = frozenset(ANNOTATION_KEYS)
 LABEL_KEYS: Final = (POOL,)
 USER_KEYS: Final = (*LABEL_KEYS, *ANNOTATION_KEYS)
-# A Job defines at most 14 keys under our prefix; far more is a typo storm or an
+# A Job defines at most 18 keys under our prefix; far more is a typo storm or an
 # attack, reported once (TooManyKeys) instead of once per key.
 MAX_GANG_KEYS: Final = 64
 

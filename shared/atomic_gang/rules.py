@@ -12,6 +12,7 @@ from typing import Any
 
 from atomic_gang import allowlists, duration_rules, keys, patterns, reservation_rules
 from atomic_gang.errors import Collector, Reason
+from atomic_gang.network_rules import check_network
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import AMI_VARIANTS, MODES, derive_ami_variant
 
@@ -229,6 +230,7 @@ def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> di
     variant = _choice(ann, keys.AMI_VARIANT, AMI_VARIANTS, "InvalidAmiVariant", out)
     ami, cr = _ids(ann, s, out)
     need = duration_rules.min_runtime(ann, out)
+    network = check_network(ann, mode=mode, zones=zones, subnets=subnets, out=out)
     if out.total != before or None in (count, itype, region, role, ttl, life):
         return None
     assert itype is not None
@@ -246,4 +248,5 @@ def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> di
         "ami_id": ami,
         "capacity_reservation_id": cr,
         "min_runtime": need,
+        **network,
     }

@@ -3,8 +3,8 @@
 :class:`FakeAws` wraps the active :class:`FakeState`: set capacity, add
 capacity reservations (``reservations.ReservationSpec``), read the layer's
 own Capacity Block terminations, add and clear fault rules, switch throttling, read the
-call log. :class:`ControlClient` offers the same verbs over HTTP for a layer
-started with ``python -m atomic_gang_fakeaws serve``.
+call log (the network verbs come from ``netcontrol``). :class:`ControlClient` offers the
+same verbs over HTTP for a layer started with ``python -m atomic_gang_fakeaws serve``.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from typing import Any
 import httpx
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
+from atomic_gang_fakeaws.netcontrol import NetworkControl, NetworkControlClient
 from atomic_gang_fakeaws.reservations import CapacityReservation, ReservationSpec
 from atomic_gang_fakeaws.rules import Rule
 from atomic_gang_fakeaws.state import FakeState
 
 
-class FakeAws:
+class FakeAws(NetworkControl):
     def __init__(self, state: FakeState) -> None:
         self.state = state
 
@@ -66,7 +67,7 @@ class FakeAws:
             self.state.calls.clear()
 
 
-class ControlClient:
+class ControlClient(NetworkControlClient):
     """HTTP client for the server's ``/_fake`` API."""
 
     def __init__(self, endpoint: str) -> None:

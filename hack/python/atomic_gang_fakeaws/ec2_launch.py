@@ -28,9 +28,9 @@ from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.instances import InstanceResponse
 from moto.ec2.utils import random_fleet_id
 
-from atomic_gang_fakeaws import capacity, ec2_reservations
+from atomic_gang_fakeaws import capacity, ec2_reservations, netlaunch
 from atomic_gang_fakeaws.dispatch import current_rule, flat_params
-from atomic_gang_fakeaws.errors import idempotent_mismatch
+from atomic_gang_fakeaws.errors import AwsError, idempotent_mismatch, insufficient_capacity
 from atomic_gang_fakeaws.state import FakeState, Idem, active
 
 _RUN = InstanceResponse.run_instances
@@ -114,8 +114,9 @@ def run_instances(self: Any) -> Any:
 
 def _run_instances(self: Any, state: FakeState, token: str) -> Any:
     backend = self.ec2_backend
+    data = template_data(backend, self._get_param("LaunchTemplate"))
     subnet_id, placement = (
-        self._get_param("SubnetId"),
+        self._get_param("SubnetId") or netlaunch.interface_subnet(self, data),
         self._get_param("Placement.AvailabilityZone"),
     )
     zone = backend.get_subnet(subnet_id).availability_zone if subnet_id else placement
@@ -124,9 +125,9 @@ def _run_instances(self: Any, state: FakeState, token: str) -> Any:
     seen = _replay(state, key, fp, token)
     if seen is not None:
         return ActionResult(seen)
-    data = template_data(backend, self._get_param("LaunchTemplate"))
     intent = ec2_reservations.launch_intent({k: self._get_param(k) for k in _RESERVING}, data)
     ec2_reservations.check_market(state, intent)
+    net = netlaunch.for_run(self, backend, data)
     count = int(self._get_param("MinCount", 1))
     target = ec2_reservations.target_for(
         state,
@@ -139,7 +140,9 @@ def _run_instances(self: Any, state: FakeState, token: str) -> Any:
     if subnet_id:
         capacity.check_addresses(backend.get_subnet(subnet_id), count)
     capacity.check(state, backend, target, count)
-    result = _RUN(self)
+    net.check(state, backend, zone=target.zone, instance_type=target.instance_type, count=count)
+    with netlaunch.run_context(net):
+        result = _RUN(self)
     reservation: Any = result.result
     eni_tags = _request_tags(self, "network-interface")
     profile = self._get_param("IamInstanceProfile") or data.get("IamInstanceProfile")
@@ -167,7 +170,13 @@ def _spec_counts(self: Any, weight_to_add: float) -> Any:
 
 
 def _allocate(
-    state: FakeState, backend: Any, configs: list[dict[str, Any]], total: int, kind: str
+    state: FakeState,
+    backend: Any,
+    configs: list[dict[str, Any]],
+    total: int,
+    *,
+    kind: str,
+    fit: netlaunch.FleetFit,
 ) -> tuple[list[int], list[dict[str, Any]]]:
     """Fill overrides in order from free capacity; errors name the short ones."""
     counts: list[int] = []
@@ -184,25 +193,35 @@ def _allocate(
                 else override.get("AvailabilityZone", "")
             )
             itype = override.get("InstanceType") or data.get("InstanceType", "")
+            try:
+                room = fit.room(data, override, zone=zone, instance_type=itype)
+            except AwsError as err:  # an invalid override launches nothing; EC2 says why
+                counts.append(0)
+                errors.append(_fleet_error(lt_spec, override, err, kind))
+                continue
             target, refusal = ec2_reservations.fleet_target(
                 state, data, zone=zone, itype=itype, capacity_type=kind
             )
-            free = 0 if refusal else capacity.free(state, backend, target) - taken.get(target, 0)
+            free = capacity.free(state, backend, target) - taken.get(target, 0)
+            free = 0 if refusal else min(free, room)
             if subnet:
                 free = min(free, backend.get_subnet(subnet).available_ip_address_count)
             n = max(0, min(free, total - sum(counts)))
             taken[target] = taken.get(target, 0) + n
+            fit.take(n)
             counts.append(n)
             if sum(counts) < total and n < total:
-                error = _fleet_error(lt_spec, override, itype, zone, kind)
-                if refusal:
-                    error.update(ErrorCode="InvalidFleetConfiguration", ErrorMessage=refusal)
-                errors.append(error)
+                short = (
+                    AwsError("InvalidFleetConfiguration", refusal)
+                    if refusal
+                    else insufficient_capacity(itype, zone)
+                )
+                errors.append(_fleet_error(lt_spec, override, short, kind))
     return counts, errors
 
 
 def _fleet_error(
-    lt_spec: dict[str, Any], override: dict[str, Any], itype: str, zone: str, kind: str
+    lt_spec: dict[str, Any], override: dict[str, Any], err: AwsError, kind: str = "on-demand"
 ) -> dict[str, Any]:
     return {
         "LaunchTemplateAndOverrides": {
@@ -210,19 +229,15 @@ def _fleet_error(
             "Overrides": override,
         },
         "Lifecycle": kind,
-        "ErrorCode": "InsufficientInstanceCapacity",
-        "ErrorMessage": f"We currently do not have sufficient {itype} capacity in {zone}.",
+        "ErrorCode": err.error_code,
+        "ErrorMessage": err.message,
     }
 
 
 def _errors_only(self: Any, code: str, message: str) -> dict[str, Any]:
     """An instant fleet that launched nothing, one error per override."""
     errors = [
-        {
-            **_fleet_error(config.get("LaunchTemplateSpecification") or {}, o, "", "", "on-demand"),
-            "ErrorCode": code,
-            "ErrorMessage": message,
-        }
+        _fleet_error(config.get("LaunchTemplateSpecification") or {}, o, AwsError(code, message))
         for config in self._get_param("LaunchTemplateConfigs", [])
         for o in config.get("Overrides") or [{}]
     ]
@@ -263,8 +278,9 @@ def _launch_fleet(self: Any, state: FakeState, token: str | None) -> dict[str, A
     total = int(target.get("TotalTargetCapacity", 0))
     kind = str(target.get("DefaultTargetCapacityType") or "on-demand")
     minimum = int(self._get_param("OnDemandOptions", {}).get("MinTargetCapacity") or 0)
+    fit = netlaunch.FleetFit(state, backend)
     configs = self._get_param("LaunchTemplateConfigs", [])
-    counts, errors = _allocate(state, backend, configs, total, kind)
+    counts, errors = _allocate(state, backend, configs, total, kind=kind, fit=fit)
     if sum(counts) < max(minimum, 1):
         return {"FleetId": random_fleet_id(), "Instances": [], "Errors": errors}
     if kind == "capacity-block":
@@ -272,7 +288,8 @@ def _launch_fleet(self: Any, state: FakeState, token: str | None) -> dict[str, A
         target["DefaultTargetCapacityType"] = "on-demand"
     _plan.counts = counts
     try:
-        launched: Any = _FLEET(self).result
+        with netlaunch.fleet_context(fit):
+            launched: Any = _FLEET(self).result
         result: dict[str, Any] = dict(launched)
     finally:
         _plan.counts = None

@@ -14,10 +14,14 @@ from atomic_gang_fakeaws import (
     ec2_fidelity,
     ec2_launch,
     ec2_reservations,
+    efa,
     eks_access,
     eks_ssm,
     iam_conditions,
+    netlaunch,
     perf,
+    placement,
+    topology,
 )
 
 _lock = threading.Lock()
@@ -32,16 +36,8 @@ def install_patches() -> None:
     with _lock:
         if _done:
             return
-        modules = (
-            dispatch,
-            ec2_launch,
-            ec2_fidelity,
-            ec2_reservations,
-            eks_ssm,
-            eks_access,
-            iam_conditions,
-            perf,
-        )
+        modules = [dispatch, ec2_launch, ec2_fidelity, ec2_reservations, eks_ssm, eks_access]
+        modules += [iam_conditions, perf, placement, efa, netlaunch, topology]
         for module in modules:
             for owner, name, fn in module.PATCHES:
                 patch(owner, name, fn)

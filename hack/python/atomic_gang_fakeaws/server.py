@@ -27,6 +27,7 @@ from werkzeug.wrappers import Request, Response
 from atomic_gang_fakeaws.control import FakeAws
 from atomic_gang_fakeaws.dispatch import take_drop_flag
 from atomic_gang_fakeaws.ec2_reservations import expire_blocks
+from atomic_gang_fakeaws.netcontrol import ROUTES as NETWORK_ROUTES
 from atomic_gang_fakeaws.patches import install_patches
 from atomic_gang_fakeaws.reservations import ReservationSpec
 from atomic_gang_fakeaws.state import FakeState, activate
@@ -62,6 +63,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("PUT", "/eni-detach-polls"): lambda f, b, r: f.set_eni_detach_polls(int(b["polls"])),
     ("GET", "/calls"): _calls,
     ("DELETE", "/calls"): lambda f, b, r: f.clear_calls(),
+    **NETWORK_ROUTES,
 }
 
 

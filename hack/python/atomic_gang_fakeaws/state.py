@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from atomic_gang_fakeaws.network import NetworkKnobs
 from atomic_gang_fakeaws.reservations import BlockTermination, CapacityReservation
 from atomic_gang_fakeaws.rules import Rule
 from atomic_gang_fakeaws.throttle import Throttler
@@ -80,6 +81,7 @@ class FakeState:
     # IMDS and kubelet, which EC2 does not throttle against the controller.
     unthrottled: set[str] = field(default_factory=set)
     pending_detach: dict[str, tuple[Any, Any, int]] = field(default_factory=dict)
+    network: NetworkKnobs = field(default_factory=NetworkKnobs)
     lock: threading.RLock = field(default_factory=threading.RLock)
     throttler: Throttler = field(init=False)
 

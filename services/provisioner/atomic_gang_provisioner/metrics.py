@@ -28,6 +28,8 @@ class ProvisionerMetrics:
     check_transitions: Counter
     block_wait: Histogram
     reservation_available: Gauge
+    spread: Gauge
+    reaped_groups: Counter
 
     @classmethod
     def create(cls) -> ProvisionerMetrics:
@@ -45,9 +47,7 @@ class ProvisionerMetrics:
 
         return cls(
             registry=r,
-            acquisitions=counter(
-                "acquisitions", "Acquisition attempts by mode and result.", "mode", "result"
-            ),
+            acquisitions=counter("acquisitions", "Attempts by mode and result.", "mode", "result"),
             shortfalls=counter(
                 "shortfalls", "Failed attempts (nothing billed) by reason.", "reason"
             ),
@@ -78,6 +78,8 @@ class ProvisionerMetrics:
                 "reservation_id",
                 "kind",
             ),
+            spread=gauge("pool_spread", "Network nodes (bottom layer) a gang spans.", "pool"),
+            reaped_groups=counter("reaped_placement_groups", "Groups of deleted pools."),
         )
 
     def saw_reservation(self, reservation_id: str, *, kind: str, available: int) -> None:

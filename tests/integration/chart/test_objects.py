@@ -42,8 +42,9 @@ def test_default_install_creates_every_piece(default: Rendered) -> None:
     once = ["AdmissionCheck", "ClusterQueue", "ClusterRole", "ClusterRoleBinding", "ConfigMap"]
     once += ["LocalQueue", "ResourceFlavor", "ServiceAccount", "ServiceAccount"]
     once += ["ValidatingWebhookConfiguration"]
-    once += ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
     twice += ["Role", "RoleBinding"]  # the Lease's, and kube-system/aws-auth's
+    # The gang-nodes policy, and the node-labels one that bounds the controller's patch.
+    twice += ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
 
     assert default.kinds == sorted(once + twice * 2)
 

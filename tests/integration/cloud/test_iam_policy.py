@@ -102,6 +102,16 @@ def attach_cni_eni(world: World, instance_id: str) -> str:
     return str(eni.id)
 
 
+def error_codes(probes: dict[str, Callable[[], Any]]) -> dict[str, str]:
+    """Each probe must fail; the AWS error code it failed with, by name."""
+    out = {}
+    for name, probe in probes.items():
+        with pytest.raises(ClientError) as err:
+            probe()
+        out[name] = str(err.value.response["Error"]["Code"])
+    return out
+
+
 def test_whole_lifecycle_is_allowed(
     controller: tuple[Ec2Provider, Keyed], make_spec: Spec, fake: FakeAws, world: World
 ) -> None:
@@ -215,7 +225,6 @@ def test_calls_outside_the_policy_are_denied(
     unmanaged_id = unmanaged.instances[0].id
 
     def attempts() -> dict[str, str]:
-        out = {}
         probes: dict[str, Callable[[], Any]] = {
             "not-in-policy": lambda: ec2.create_vpc(CidrBlock="10.9.0.0/16"),
             "launch-without-managed-tag": lambda: ec2.run_instances(
@@ -223,11 +232,7 @@ def test_calls_outside_the_policy_are_denied(
             ),
             "terminate-unmanaged": lambda: ec2.terminate_instances(InstanceIds=[unmanaged_id]),
         }
-        for name, probe in probes.items():
-            with pytest.raises(ClientError) as err:
-                probe()
-            out[name] = str(err.value.response["Error"]["Code"])
-        return out
+        return error_codes(probes)
 
     codes = enforced(attempts)
     assert set(codes) == {"not-in-policy", "launch-without-managed-tag", "terminate-unmanaged"}

@@ -82,21 +82,56 @@ def test_capacity_set_over_the_control_api(server: dict[str, Any]) -> None:
     control.close()
 
 
-def test_unimplemented_calls_say_so_instead_of_a_retried_500(server: dict[str, Any]) -> None:
-    control = ControlClient(server["endpoint"])
-    control.clear_calls()
-    ec2 = boto3.client(
+def ec2_client(endpoint: str) -> Any:
+    return boto3.client(
         "ec2",
         region_name=REGION,
-        endpoint_url=server["endpoint"],
+        endpoint_url=endpoint,
         aws_access_key_id="x",
         aws_secret_access_key="x",
     )
+
+
+def test_unimplemented_calls_say_so_instead_of_a_retried_500(server: dict[str, Any]) -> None:
+    control = ControlClient(server["endpoint"])
+    control.clear_calls()
+    ec2 = ec2_client(server["endpoint"])
     with pytest.raises(ClientError) as err:
-        ec2.create_placement_group(GroupName="gang", Strategy="cluster")
+        ec2.create_instance_event_window(Name="maintenance")  # neither moto nor the layer has it
     assert err.value.response["Error"]["Code"] == "NotImplemented"
     assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
-    assert len(control.calls("CreatePlacementGroup")) == 1
+    assert len(control.calls("CreateInstanceEventWindow")) == 1
+    control.close()
+
+
+def test_network_knobs_over_the_control_api(server: dict[str, Any]) -> None:
+    control = ControlClient(server["endpoint"])
+    ec2 = ec2_client(server["endpoint"])
+    ec2.create_placement_group(GroupName="knobs", Strategy="cluster")
+    control.set_placement_capacity("p5.48xlarge", 1, group="knobs")
+    control.set_topology_node_size(1, group="knobs")
+    control.set_placement_delete_lag(0)
+    subnet = server["world"]["subnets"][REGION + "a"]
+    launch = {"ImageId": "ami-12345678", "InstanceType": "p5.48xlarge", "SubnetId": subnet}
+    with pytest.raises(ClientError) as err:
+        ec2.run_instances(MinCount=2, MaxCount=2, Placement={"GroupName": "knobs"}, **launch)
+    assert err.value.response["Error"]["Code"] == "InsufficientInstanceCapacity"
+    control.set_placement_capacity("p5.48xlarge", None, group="knobs")
+    ran = ec2.run_instances(MinCount=2, MaxCount=2, Placement={"GroupName": "knobs"}, **launch)
+    ids = [i["InstanceId"] for i in ran["Instances"]]
+    nodes = ec2.describe_instance_topology(InstanceIds=ids)["Instances"]
+    assert len({n["NetworkNodes"][-1] for n in nodes}) == 2  # one per node: spread over two
+    sg = ec2.describe_security_groups(
+        Filters=[{"Name": "group-name", "Values": ["eks-cluster-sg-*"]}]
+    )
+    group_id = sg["SecurityGroups"][0]["GroupId"]
+    control.set_self_rule(group_id, allowed=False, region=REGION)
+    rules = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"][0]["IpPermissions"]
+    assert not any(p["GroupId"] == group_id for r in rules for p in r["UserIdGroupPairs"])
+    control.set_self_rule(group_id, allowed=True, region=REGION)
+    with pytest.raises(httpx.HTTPStatusError):
+        control._send("PUT", "/topology", {"nodeSize": 2})  # neither groupName nor default
+    ec2.terminate_instances(InstanceIds=ids)
     control.close()
 
 

@@ -190,3 +190,21 @@ def test_help_names_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "validate", "--help")
     assert code == 0
     assert "0 all valid, 1 some invalid, 2 unreadable" in out
+
+
+def test_network_annotations_are_checked_too(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    net: dict[str, str | None] = {k.PLACEMENT: "cluster", k.EFA: "true", k.MAX_SPREAD: "1"}
+    good = one_pod_per_node(gang_job(name="fast", annotations=net))
+    bad = one_pod_per_node(
+        gang_job(name="both", annotations={**net, k.PLACEMENT_GROUP_NAME: "team-pg"})
+    )
+    path = _write(tmp_path, "net.yaml", good, bad)
+    code, out, _ = _run(capsys, "validate", "--config", config, str(path))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{path}:Job/both: {k.PLACEMENT_GROUP_NAME}: cannot be combined with {k.PLACEMENT} "
+        f"(got 'team-pg') [PlacementExclusive]; {k.PLACEMENT} makes a group the pool owns; "
+        f"{k.PLACEMENT_GROUP_NAME} launches into an existing one: keep one of the two"
+    ]

@@ -34,6 +34,7 @@ from atomic_gang_provisioner.cloud.types import (
     ReleaseResult,
     RetryLater,
     Shortfall,
+    TopologyRead,
     ZoneAttempt,
 )
 from atomic_gang_provisioner.pool import machine
@@ -119,6 +120,9 @@ class FakeCloud:
     def find(self, generation: int) -> tuple[Instance, ...]:
         return tuple(i for i in self._insts(self.tokens.get(generation, ())) if i.live)
 
+    def read_topology(self, ids: tuple[str, ...]) -> TopologyRead:
+        return TopologyRead(nodes=tuple((i, ("nn-1", "nn-2")) for i in ids if i in self.live))
+
     def release(self, req: ReleaseRequest) -> ReleaseResult:
         for iid in req.instance_ids:
             self.live.pop(iid, None)
@@ -154,6 +158,9 @@ class PoolLifecycle(RuleBasedStateMachine):
         plan = machine.decide(self.pool, obs, self.now)
         if plan.describe:
             obs = replace(obs, instances=self.cloud.describe(tuple(self.pool.status.instanceIds)))
+            plan = machine.decide(self.pool, obs, self.now)
+        if plan.read_topology:
+            obs = replace(obs, topology=self.cloud.read_topology(plan.read_topology))
             plan = machine.decide(self.pool, obs, self.now)
         if plan.find is not None:
             obs = replace(obs, found=self.cloud.find(plan.find))
@@ -242,6 +249,8 @@ class PoolLifecycle(RuleBasedStateMachine):
         if s.phase == "Satisfied":
             assert len(s.instanceIds) == N
             assert s.readyCount == N
+            assert s.spread == 1  # the set's own topology was read before it was Ready
+            assert sorted(s.networkNodes or {}) == sorted(s.instanceIds)
 
     @invariant()
     def nothing_untracked(self) -> None:

@@ -16,8 +16,10 @@ from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
     Instance,
+    PlacementGroup,
     ReleaseRequest,
     ReleaseResult,
+    TopologyRead,
 )
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from tests.support.jobs import settings
@@ -60,6 +62,9 @@ class FakeCloud:
     requests: list[ReleaseRequest] = field(default_factory=list)
     recovered: list[tuple[str, ...] | Exception] = field(default_factory=list)
     recover_calls: int = 0
+    groups: list[PlacementGroup] = field(default_factory=list)
+    in_use: set[str] = field(default_factory=set)  # groups EC2 still counts instances in
+    reaped_groups: list[str] = field(default_factory=list)
 
     def recover_enis(self) -> tuple[str, ...]:
         self.recover_calls += 1
@@ -95,6 +100,22 @@ class FakeCloud:
         raise AssertionError("unused")
 
     def forget_pool(self, pool: str) -> None:
+        raise AssertionError("unused")
+
+    def list_placement_groups(self) -> tuple[PlacementGroup, ...]:
+        return tuple(self.groups)
+
+    def reap_placement_group(self, name: str) -> bool:
+        if name in self.in_use:
+            return False
+        self.reaped_groups.append(name)
+        self.groups = [g for g in self.groups if g.name != name]
+        return True
+
+    def delete_placement_group(self, pool: str) -> bool:
+        raise AssertionError("the reaper deletes groups by name")
+
+    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
         raise AssertionError("unused")
 
 

@@ -33,8 +33,9 @@ MEANING: Final[dict[ConditionType, str]] = {
         "in the words the claimant's AdmissionCheck shows"
     ),
     CAPACITY_SHORTFALL: (
-        "the claim's last attempt fell short (InsufficientCapacity, QuotaExceeded or "
-        "JoinTimeout); the message names the attempt (of acquireAttemptsBeforeRetry), "
+        "the claim's last attempt fell short (InsufficientCapacity, QuotaExceeded, "
+        "JoinTimeout, or TopologySpread: the gang spanned more network nodes than max-spread "
+        "allows); the message names the attempt (of acquireAttemptsBeforeRetry), "
         "consecutiveShortfalls counts them. Nothing is billed"
     ),
     FAILED: (

@@ -122,6 +122,7 @@ def _columns() -> list[dict[str, Any]]:
         col("Group", ".status.activeGroup", priority=1),
         col("Shortfalls", ".status.consecutiveShortfalls", "integer", priority=1),
         col("Error", ".status.lastErrorReason", priority=1),
+        col("Spread", ".status.spread", "integer", priority=1),
         col("Reservation", ".status.reservationId", priority=1),
         col("Ends", ".status.reservationEnd", priority=1),
     ]

@@ -96,6 +96,10 @@ class PoolShape(_Model):
     amiVariant: Literal["standard", "nvidia", "neuron"]
     amiId: str | None = None
     capacityReservationId: str | None = None
+    placement: Literal["cluster"] | None = None
+    placementGroupName: str | None = None
+    efa: str | None = Field(default=None, description='"max" or a count per instance.')
+    maxSpread: int | None = Field(default=None, ge=1)
 
     @property
     def summary(self) -> str:
@@ -117,6 +121,10 @@ class PoolShape(_Model):
             amiVariant=spec.ami_variant,
             amiId=spec.ami_id,
             capacityReservationId=spec.capacity_reservation_id,
+            placement=spec.placement,
+            placementGroupName=spec.placement_group_name,
+            efa=None if spec.efa is None else str(spec.efa),
+            maxSpread=spec.max_spread,
         )
 
     def gang_spec(self, *, pool: str, keep_warm_ttl: str) -> GangSpec:
@@ -134,6 +142,10 @@ class PoolShape(_Model):
             ami_variant=self.amiVariant,
             ami_id=self.amiId,
             capacity_reservation_id=self.capacityReservationId,
+            placement=self.placement,
+            placement_group_name=self.placementGroupName,
+            efa=None if self.efa is None else "max" if self.efa == "max" else int(self.efa),
+            max_spread=self.maxSpread,
         )
 
 
@@ -211,6 +223,11 @@ class GangNodePoolStatus(_Model):
     capacityBlock: bool = Field(default=False, description="The live set runs in a block.")
     blockEndingWarned: bool = Field(default=False, description="CapacityBlockEnding was sent.")
     waitingSince: Time | None = Field(default=None, description="Waiting for a block to start.")
+    placementGroup: str = Field(default="", description="The pool's own group, while it exists.")
+    networkNodes: dict[str, list[str]] | None = Field(
+        default=None, description="Instance id: its network nodes, top layer first (once read)."
+    )
+    spread: int = Field(default=0, description="Bottom-layer network nodes the gang spans.")
     conditions: list[Condition] = Field(
         default_factory=list,
         description=(
@@ -250,6 +267,9 @@ class StatusChange(TypedDict, total=False):
     capacityBlock: bool
     blockEndingWarned: bool
     waitingSince: datetime | None
+    placementGroup: str
+    networkNodes: dict[str, list[str]] | None
+    spread: int
     conditions: list[Condition]
 
 

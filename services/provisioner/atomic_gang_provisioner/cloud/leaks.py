@@ -10,6 +10,7 @@ pool) and ``stray`` (a live pool whose status does not record it, whatever its
 generation, past a grace period: a duplicate that must never bill). A set the
 pool is acquiring (phase Acquiring, its generation) is never a stray: that is a
 launch in flight or one whose response was lost, and the pool adopts it.
+:func:`orphaned_groups` does the same for placement groups.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from atomic_gang import GoDuration
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.types import Instance, PlacementGroup
 from atomic_gang_provisioner.timestamps import rfc3339
 
 ReapReason = Literal["max-lifetime", "keep-warm-expired", "orphaned", "stray"]
@@ -117,3 +118,12 @@ def find_leaks(
         if found is not None:
             out.append(Reap(instance_id=inst.instance_id, reason=found[0], detail=found[1]))
     return tuple(out)
+
+
+def orphaned_groups(
+    groups: Iterable[PlacementGroup], *, pools: Mapping[str, PoolView]
+) -> tuple[PlacementGroup, ...]:
+    """Managed placement groups whose pool no longer exists (a pool this replica cannot
+    read still exists). Deleting one still in use fails InUse and is tried next sweep;
+    one deleted between its pool's create and launch is made again by that pool."""
+    return tuple(g for g in groups if g.pool is None or g.pool not in pools)

@@ -1,4 +1,5 @@
-"""Deterministic names: ClientTokens, group ids, launch templates, instance profiles, tags.
+"""Deterministic names: ClientTokens, group ids, launch templates, instance profiles,
+placement groups, tags.
 
 Everything here is a pure function of its inputs, so a restarted controller
 derives exactly the same token for the same (pool, generation, AZ) and EC2's
@@ -16,6 +17,7 @@ from atomic_gang import GangSpec, keys, patterns
 TOKEN_MAX: Final = 64
 PROFILE_MAX: Final = 128
 TEMPLATE_MAX: Final = 128
+PLACEMENT_GROUP_MAX: Final = 255
 LABEL_VALUE_MAX: Final = 63
 PROFILE_PREFIX: Final = "atomic-gang-instance-profile-"
 FLEET_ZONE: Final = "fleet"
@@ -66,6 +68,15 @@ def launch_template_name(*, cluster: str, spec: GangSpec) -> str:
     """One launch template per pool shape; the hash changes when the shape does."""
     name = f"atomic-gang-{cluster}-{spec.pool}-{spec.shape_hash()}"
     return _fit(re.sub(r"[^a-zA-Z0-9().\-/_]", "-", name), TEMPLATE_MAX)
+
+
+def placement_group_name(*, cluster: str, pool: str) -> str:
+    """The pool's own placement group, the same across generations and restarts:
+    ``atomic-gang-<cluster>-<pool>-<digest>`` (the digest of both keeps ``a-b``/``c``
+    apart from ``a``/``b-c``), hash-truncated at EC2's 255."""
+    return _fit(
+        f"atomic-gang-{cluster}-{pool}-{_digest(cluster + '/' + pool, 8)}", PLACEMENT_GROUP_MAX
+    )
 
 
 def ownership_tags(*, cluster: str, pool: str) -> dict[str, str]:

@@ -59,6 +59,7 @@ class Reservation:
     platform: str = LINUX
     start: datetime | None = None
     end: datetime | None = None
+    placement_group_arn: str = ""  # a reservation made inside a cluster placement group
 
     def drain_point(self, lead: timedelta) -> datetime | None:
         """When a gang in this block must be gone (never, for an ODCR)."""

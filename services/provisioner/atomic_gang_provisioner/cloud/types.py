@@ -239,3 +239,36 @@ class ReleaseResult:
     @property
     def done(self) -> bool:
         return not self.pending_enis and not self.error
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlacementGroup:
+    """A placement group this cluster's controller created (found by its tags)."""
+
+    name: str
+    strategy: str
+    pool: str | None = None
+    state: str = "available"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyRead:
+    """DescribeInstanceTopology for a gang: each instance's network nodes, top layer first.
+
+    An instance without an entry has none (unsupported type, not running yet).
+    ``retry_after`` > 0: the client-side limiter had no token left, so the rest was not
+    asked; call again after that many seconds. ``error``: the call failed (e.g. not
+    authorised); nothing was read.
+    """
+
+    nodes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    retry_after: float = 0.0
+    error: str = ""
+
+    def of(self, instance_id: str) -> tuple[str, ...]:
+        return next((n for iid, n in self.nodes if iid == instance_id), ())
+
+    @property
+    def spread(self) -> int:
+        """Distinct bottom-layer nodes the instances span (1 is best; 0: none known)."""
+        return len({n[-1] for _, n in self.nodes if n})

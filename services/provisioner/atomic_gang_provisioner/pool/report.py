@@ -18,7 +18,7 @@ from atomic_gang_provisioner.cloud.reservations import CODES
 from atomic_gang_provisioner.pool.model import Knobs, has_resources, update
 from atomic_gang_provisioner.pool.phases import block
 
-SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout"})
+SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout", "TopologySpread"})
 # Permanent for this start only: the listed blocks end too soon (a requeue may find a later one).
 BLOCK_TIMING = frozenset({CODES["too-short"], CODES["ending"]})
 MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 32000

@@ -13,13 +13,14 @@ from dataclasses import replace
 from typing import Any
 
 from atomic_gang_provisioner.api import FINALIZER, GangNodePool
-from atomic_gang_provisioner.cloud.types import Instance
-from atomic_gang_provisioner.kube.errors import ConflictError, NotFoundError
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
+from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFoundError
 from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import Metric, NodeView, Observed, Plan
+from atomic_gang_provisioner.pool.model import Metric, NodeLabels, NodeView, Observed, Plan
 from atomic_gang_provisioner.reconcilers.context import Context
-from atomic_gang_provisioner.resources import KUEUE_API, POOLS
+from atomic_gang_provisioner.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.workload.view import view
 
@@ -75,7 +76,11 @@ class PoolReconciler:
         plan = machine.decide(pool, observed, now)
         if plan.describe:
             described: tuple[Instance, ...] = self.ctx.cloud.describe(pool.status.instanceIds)
-            plan = machine.decide(pool, replace(observed, instances=described), now)
+            observed = replace(observed, instances=described)
+            plan = machine.decide(pool, observed, now)
+        if plan.read_topology:
+            read = self._read_topology(plan.read_topology)
+            plan = machine.decide(pool, replace(observed, topology=read), now)
         if plan.find is not None:
             found = self.ctx.cloud.find(pool=pool.name, generation=plan.find)
             plan = machine.decide(pool, replace(observed, found=found), now)
@@ -86,6 +91,13 @@ class PoolReconciler:
             log.info("pool write conflicted; retrying", extra={"pool": name, "error": str(err)})
             return Result(requeue=True)
         return Result(requeue_after=plan.requeue_after)
+
+    def _read_topology(self, instance_ids: tuple[str, ...]) -> TopologyRead:
+        """A failed read is a fact for decide (a gang without max-spread goes on)."""
+        try:
+            return self.ctx.cloud.read_topology(instance_ids)
+        except CloudError as err:
+            return TopologyRead(error=f"{err.code}: {err.message}")
 
     def _perform(self, pool: GangNodePool, plan: Plan) -> Plan:
         ctx = self.ctx
@@ -106,9 +118,14 @@ class PoolReconciler:
             ctx.must_lead()
             released = ctx.cloud.release(plan.release)
             plan = machine.after_release(pool, plan, result=released, now=now, knobs=ctx.knobs)
+        elif plan.delete_group:
+            ctx.must_lead()
+            deleted = ctx.cloud.delete_placement_group(pool.name)
+            plan = machine.after_delete_group(pool, plan, deleted=deleted, knobs=ctx.knobs, now=now)
         if plan.tag is not None and plan.tag.instance_ids:
             ctx.must_lead()
             ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
+        self._label(pool, plan.label_nodes)
         return plan
 
     def _wanted(self, name: str) -> tuple[str, ...]:
@@ -124,6 +141,20 @@ class PoolReconciler:
                 ids = (shape.capacityReservationId or "").split(",")
                 out.update((i.strip(), None) for i in ids if i.strip())
         return tuple(out)
+
+    def _label(self, pool: GangNodePool, nodes: tuple[NodeLabels, ...]) -> None:
+        """The network-node-layer labels a Node lacks. A label is a hint for schedulers,
+        not part of the gang: a Node that refuses it is logged, and the gang goes on."""
+        for node in nodes:
+            self.ctx.must_lead()
+            patch = {"metadata": {"labels": dict(node.labels)}}
+            try:
+                self.ctx.client.patch(NODES, node.node, patch)
+            except KubeError as err:
+                log.warning(
+                    "node label patch failed",
+                    extra={"pool": pool.name, "node": node.node, "error": str(err)},
+                )
 
     def _write(self, pool: GangNodePool, plan: Plan) -> None:
         ctx = self.ctx
@@ -171,7 +202,8 @@ class PoolReconciler:
                 self._fresh.pop(pool.name, None)
 
     def _write_status(self, pool: GangNodePool, plan: Plan) -> None:
-        status = plan.status.model_dump(mode="json")
+        # None fields are left out, as to_dict does: kubectl shows a null column as "<no value>".
+        status = plan.status.model_dump(mode="json", exclude_none=True)
         try:
             self._remember(
                 self.ctx.client.replace_status(POOLS, {**pool.to_dict(), "status": status})
@@ -219,3 +251,5 @@ class PoolReconciler:
             m.released.inc(metric.value)
         elif metric.name == "block_wait":
             m.block_wait.observe(metric.value)
+        elif metric.name == "spread":
+            m.spread.labels(labels["pool"]).set(metric.value)

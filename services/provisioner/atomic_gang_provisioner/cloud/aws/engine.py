@@ -1,8 +1,9 @@
 """``Ec2Provider``: the boto3 implementation of the CloudProvider Protocol.
 
-It wires the resolver (cluster, subnets, AMI, profile), the launch-template
-manager, the reservation book, the planner and acquirer, the releaser and the
-inventory around one retrying caller. Clock, monotonic time and sleeper are injected for tests.
+It wires the resolver (cluster, subnets, AMI, profile, EFA checks), the
+launch-template manager, the placement groups, the reservation book, the planner
+and acquirer, the releaser, the inventory and the topology reader around one
+retrying caller. Clock, monotonic time and sleeper are injected for tests.
 """
 
 from __future__ import annotations
@@ -12,16 +13,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from atomic_gang import GangSpec
 from atomic_gang_provisioner.cloud.aws.access import AwsAuthReader
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer, failure
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.cluster import Resolver
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
+from atomic_gang_provisioner.cloud.aws.placement import UNKNOWN as UNKNOWN_GROUP
+from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.planner import Planner
 from atomic_gang_provisioner.cloud.aws.release import Releaser
 from atomic_gang_provisioner.cloud.aws.reservations import ReservationBook, SawReservation
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
+from atomic_gang_provisioner.cloud.aws.topology import TopologyReader
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.reservations import Reservation
 from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
@@ -30,8 +35,12 @@ from atomic_gang_provisioner.cloud.types import (
     AcquireResult,
     Instance,
     Launched,
+    PermanentFailure,
+    PlacementGroup,
     ReleaseRequest,
     ReleaseResult,
+    RetryLater,
+    TopologyRead,
 )
 
 
@@ -78,6 +87,8 @@ class Ec2Provider:
             aws_auth=aws_auth,
         )
         self._templates = Templates(clients=clients, caller=self._caller)
+        self._groups = PlacementGroups(clients=clients, caller=self._caller, cluster=config.cluster)
+        self._topology = TopologyReader(clients=clients, caller=self._caller, monotonic=monotonic)
         self._inv = Inventory(clients=clients, caller=self._caller, cluster=config.cluster)
         self._wire_launches(wall=wall, monotonic=monotonic, on_reservation=on_reservation)
         self._releaser = Releaser(
@@ -118,6 +129,7 @@ class Ec2Provider:
             cluster=config.cluster,
             resolver=self._resolver,
             templates=self._templates,
+            groups=self._groups,
             acquirer=self._acquirer,
             book=self._book,
             wall=wall,
@@ -130,9 +142,19 @@ class Ec2Provider:
                 return self._planner.with_reservation(adopted)
             if adopted is not None:
                 return adopted
-            return self._planner.acquire(request)
+            result = self._planner.acquire(request)
         except CloudError as err:
             return failure(err)
+        return self._own_group_gone(request.spec, result)
+
+    def _own_group_gone(self, spec: GangSpec, result: AcquireResult) -> AcquireResult:
+        """Our own group deleted under us (the reaper, between its create and this launch,
+        with a stale view of the pools): make it again next time, do not reject the Job."""
+        own = spec.placement is not None and not spec.placement_group_name
+        if own and isinstance(result, PermanentFailure) and result.code == UNKNOWN_GROUP:
+            self._groups.forget(spec.pool)
+            return RetryLater(code=result.code, message=result.message)
+        return result
 
     def reservations(
         self, ids: Sequence[str], *, also: Sequence[str] = ()
@@ -169,3 +191,20 @@ class Ec2Provider:
 
     def forget_pool(self, pool: str) -> None:
         self._templates.delete_for_pool(cluster=self.config.cluster, pool=pool)
+
+    def delete_placement_group(self, pool: str) -> bool:
+        """The pool's own group deleted (call once its instances are gone): True when it
+        is gone, False while EC2 still counts instances in it (ask again later)."""
+        return self._groups.delete(self._groups.name_for(pool))
+
+    def list_placement_groups(self) -> tuple[PlacementGroup, ...]:
+        """This cluster's managed placement groups, for the reaper."""
+        return self._groups.list_owned()
+
+    def reap_placement_group(self, name: str) -> bool:
+        """Delete a managed group by name (one whose pool is gone); as delete_placement_group."""
+        return self._groups.delete(name)
+
+    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+        """Network nodes of these instances: one limited, cached DescribeInstanceTopology."""
+        return self._topology.read(instance_ids)

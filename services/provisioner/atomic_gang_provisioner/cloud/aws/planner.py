@@ -15,11 +15,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from atomic_gang import keys
+from atomic_gang import GangSpec, keys
 from atomic_gang_provisioner.cloud import naming
+from atomic_gang_provisioner.cloud.aws import efa
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer
 from atomic_gang_provisioner.cloud.aws.cluster import ClusterInfo, Placement, Resolver
-from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, base_template_data
+from atomic_gang_provisioner.cloud.aws.launch import LaunchNetwork, LaunchPlan, base_template_data
+from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.reservations import (
     ReservationBook,
     attempts_of,
@@ -44,6 +46,7 @@ class Prepared:
     info: ClusterInfo
     placements: tuple[Placement, ...]
     data: dict[str, Any]
+    efa_interfaces: int = 0
 
 
 def _tags(request: AcquireRequest, cluster: str, res: Reservation | None) -> dict[str, str]:
@@ -64,6 +67,7 @@ class Planner:
         cluster: str,
         resolver: Resolver,
         templates: Templates,
+        groups: PlacementGroups,
         acquirer: Acquirer,
         book: ReservationBook,
         wall: Callable[[], datetime],
@@ -71,6 +75,7 @@ class Planner:
         self._cluster = cluster
         self._resolver = resolver
         self._templates = templates
+        self._groups = groups
         self._acquirer = acquirer
         self._book = book
         self._wall = wall
@@ -120,17 +125,27 @@ class Planner:
         spec = request.spec
         info = self._resolver.cluster()
         placements = self._resolver.placements(spec)
+        efa_interfaces = self._efa(spec, info.security_group_id)
         data = base_template_data(
             spec=spec,
             ami=self._resolver.ami(spec),
             profile=self._resolver.instance_profile(spec),
             security_group=info.security_group_id,
+            efa_interfaces=efa_interfaces,
         )
         # Before anything is created or launched: a node that cannot join only bills.
         self._resolver.authorize_node_role(spec.node_role_arn)
         if not placements:
             raise CloudError("NoPlacement", "no subnet in any requested or cluster AZ fits")
-        return Prepared(info=info, placements=placements, data=data)
+        return Prepared(info=info, placements=placements, data=data, efa_interfaces=efa_interfaces)
+
+    def _efa(self, spec: GangSpec, security_group: str) -> int:
+        """EFA interfaces per instance, its prerequisites checked (raises if unmet)."""
+        if spec.efa is None:
+            return 0
+        count = efa.interface_count(spec, self._resolver.instance_type(spec.instance_type))
+        self._resolver.efa_security_group(security_group)
+        return count
 
     def _plan(
         self,
@@ -140,6 +155,8 @@ class Planner:
         reservation: Reservation | None,
     ) -> LaunchPlan:
         spec, cluster = request.spec, self._cluster
+        # Last of the checks before a launch: it may create the pool's own group.
+        group = self._groups.for_launch(spec, reservation)
         template = self._templates.ensure(
             name=naming.launch_template_name(cluster=cluster, spec=spec),
             data=prepared.data,
@@ -155,6 +172,7 @@ class Planner:
             user_data=user_data(join=prepared.info.join, labels=labels, pool=spec.pool),
             tags=_tags(request, cluster, reservation),
             reservation=reservation,
+            network=LaunchNetwork(group, prepared.efa_interfaces, prepared.info.security_group_id),
         )
 
     def _user_data_b64(self, plan: LaunchPlan) -> str:

@@ -51,6 +51,7 @@ def reservation(raw: dict[str, Any]) -> Reservation:
         platform=str(raw.get("InstancePlatform") or ""),
         start=when(raw["StartDate"]) if raw.get("StartDate") else None,
         end=when(raw["EndDate"]) if raw.get("EndDate") else None,
+        placement_group_arn=str(raw.get("PlacementGroupArn") or ""),
     )
 
 

@@ -98,6 +98,10 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     if wait:
         return Plan(status=status, requeue_after=wait)
     spec = pool.spec.shape.gang_spec(pool=pool.name, keep_warm_ttl=pool.spec.keepWarmTTL)
+    if spec.placement is not None and not spec.placement_group_name:
+        # Recorded before the launch that may create it, so that it is deleted later.
+        own = naming.placement_group_name(cluster=observed.knobs.cluster, pool=pool.name)
+        status = update(status, placementGroup=own)
     request = AcquireRequest(
         spec=spec,
         generation=status.acquireGeneration,
@@ -180,7 +184,6 @@ def _launched(
         launchedAt=now,
         joinDeadline=now + knobs.join_deadline,
         readyCount=0,
-        consecutiveShortfalls=0,
         nextAttemptAt=None,
         lastError="",
         lastErrorReason="",
