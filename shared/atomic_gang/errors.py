@@ -38,6 +38,7 @@ Reason = Literal[
     "InvalidDuration",
     "KeepWarmTTLOutOfRange",
     "InvalidMaxLifetime",
+    "InvalidMinRuntime",
     "InvalidAmiVariant",
     "InvalidAmiId",
     "InvalidCapacityReservationId",

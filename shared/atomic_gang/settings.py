@@ -73,6 +73,31 @@ class AcquireRetry(_Section):
     backoffMaxSeconds: float = Field(default=300.0, gt=0)
 
 
+class CapacityBlock(_Section):
+    """How gangs use Capacity Blocks (EC2 terminates a block's instances 30 min before its end)."""
+
+    drainLeadSeconds: int = Field(
+        default=2400,
+        ge=1800,
+        description=(
+            "Drain point: this long before a block's EndDate the check goes to Retry "
+            "(CapacityBlockEnding) and the pool releases the block's instances; at least "
+            "1800, EC2's own termination lead."
+        ),
+    )
+    minRemainingSeconds: int = Field(
+        default=1800,
+        ge=0,
+        description="Without min-runtime, a gang starts in a block only with this much left "
+        "before the drain point.",
+    )
+    warningLeadSeconds: int = Field(
+        default=600,
+        ge=0,
+        description="The CapacityBlockEnding Event comes this long before the drain point.",
+    )
+
+
 class Iam(_Section):
     selfManageInstanceProfile: bool = False
 
@@ -115,6 +140,7 @@ class GangSettings(BaseSettings):
     acquireRetry: AcquireRetry = Field(default_factory=AcquireRetry)
     leaderElection: LeaderElection = Field(default_factory=LeaderElection)
     iam: Iam = Field(default_factory=Iam)
+    capacityBlock: CapacityBlock = Field(default_factory=CapacityBlock)
 
     @classmethod
     def settings_customise_sources(

@@ -1,8 +1,8 @@
 """GangSpec: a Job's gang shape with every default resolved.
 
 Frozen and hashable. :meth:`GangSpec.shape_equals` decides whether a later
-claimant may reuse a pool: keep-warm TTL (and the capacity reservation used
-for the launch) may differ between sequential claimants; nothing else may.
+claimant may reuse a pool: keep-warm TTL, min-runtime (and the capacity reservations
+used for the launch) may differ between sequential claimants; nothing else may.
 """
 
 from __future__ import annotations
@@ -54,11 +54,20 @@ class GangSpec(BaseModel):
     max_lifetime: GoDuration
     ami_variant: AmiVariant
     ami_id: str | None = None
+    # One id or an ordered, comma-separated list, tried in order.
     capacity_reservation_id: str | None = None
     placement: Placement | None = None  # the controller owns a group of this strategy
     placement_group_name: str | None = None  # or an existing group, never created or deleted
     efa: Efa | None = None
     max_spread: int | None = None  # bottom-layer network nodes a Ready gang may span
+    # A Capacity Block is used only with at least this much time left before its drain point.
+    min_runtime: GoDuration | None = None
+
+    @property
+    def reservation_ids(self) -> tuple[str, ...]:
+        """The Job's reservations, in the order they are tried."""
+        raw = self.capacity_reservation_id or ""
+        return tuple(dict.fromkeys(p.strip() for p in raw.split(",") if p.strip()))
 
     def shape(self) -> dict[str, object]:
         """The fields that define a pool's node set (see shape_equals)."""

@@ -120,6 +120,7 @@ app.kubernetes.io/component: {{ .component }}
   "acquireRetry" $v.acquireRetry
   "leaderElection" $le
   "iam" $v.iam
+  "capacityBlock" $v.capacityBlock
 -}}
 {{- toYaml $s -}}
 {{- end -}}

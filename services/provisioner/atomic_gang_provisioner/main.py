@@ -144,4 +144,5 @@ def _cloud(
         ),
         aws_auth=aws_auth_reader(client),
         on_call=metrics.aws_call,
+        on_reservation=metrics.saw_reservation,
     )

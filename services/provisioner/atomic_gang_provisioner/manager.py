@@ -93,6 +93,9 @@ def knobs(settings: GangSettings) -> Knobs:
         backoff_base=settings.acquireRetry.backoffBaseSeconds,
         backoff_max=settings.acquireRetry.backoffMaxSeconds,
         health_grace=timedelta(seconds=settings.healthGraceSeconds),
+        block_drain_lead=timedelta(seconds=settings.capacityBlock.drainLeadSeconds),
+        block_min_remaining=timedelta(seconds=settings.capacityBlock.minRemainingSeconds),
+        block_warning_lead=timedelta(seconds=settings.capacityBlock.warningLeadSeconds),
     )
 
 

@@ -82,6 +82,8 @@ class ProvisionerMetrics:
     queue_depth: Gauge
     leader: Gauge
     check_transitions: Counter
+    block_wait: Histogram
+    reservation_available: Gauge
     spread: Gauge
     reaped_groups: Counter
     check_active: Gauge
@@ -124,6 +126,17 @@ class ProvisionerMetrics:
             check_transitions=counter(
                 "admission_check_transitions", "AdmissionCheckState writes by state.", "state"
             ),
+            block_wait=slow(
+                "capacity_block_wait_seconds",
+                "From a gang's first wait for a listed reservation's start to its launch.",
+            ),
+            reservation_available=_gauge(
+                r,
+                "capacity_reservation_available_instances",
+                "AvailableInstanceCount of each reservation a Job lists, as last described.",
+                "reservation_id",
+                "kind",
+            ),
             spread=_gauge(r, "pool_spread", "Network nodes (bottom layer) a gang spans.", "pool"),
             reaped_groups=counter("reaped_placement_groups", "Groups of deleted pools."),
             **_operator_view(r),
@@ -131,3 +144,6 @@ class ProvisionerMetrics:
 
     def aws_call(self, operation: str, outcome: str) -> None:
         self.aws_calls.labels(operation, outcome).inc()
+
+    def saw_reservation(self, reservation_id: str, *, kind: str, available: int) -> None:
+        self.reservation_available.labels(reservation_id, kind).set(available)

@@ -139,8 +139,8 @@ def test_gang_in_its_group_with_efa_labelled_spread_one(
     bottom = {n[-1] for n in (ready.status.networkNodes or {}).values()}
     assert len(bottom) == 1
     header, row = kube.run("get", "gnp", pool, "-o", "wide").stdout.splitlines()
-    assert header.split()[-1] == "SPREAD"
-    assert row.split()[-1] == "1"
+    assert header.split()[-3:] == ["SPREAD", "RESERVATION", "ENDS"]
+    assert row.split()[-1] == "1"  # no reservation: its two columns are empty
     assert f'atomic_gang_pool_spread{{pool="{pool}"}} 1.0' in replica.metrics("net-a")
     for name in names:
         labels = world.kube.get(NODES, name)["metadata"]["labels"]

@@ -156,6 +156,46 @@ def test_whole_lifecycle_is_allowed(
     } <= actions
 
 
+def test_capacity_blocks_and_reservation_lists_are_allowed(
+    controller: tuple[Ec2Provider, Keyed], make_spec: Spec, fake: FakeAws
+) -> None:
+    """Issue 17's calls: one batched describe (an unknown id halves the batch), a
+    block launched by RunInstances and by an instant fleet, the next listed one tried."""
+    engine, _ = controller
+    for rid, zone in (
+        ("cr-0000000000000blk1", "us-east-1a"),
+        ("cr-0000000000000blk2", "us-east-1b"),
+    ):
+        fake.add_reservation(rid, zone=zone, instance_type=TYPE, count=2, kind="capacity-block")
+
+    def blocks() -> None:
+        found = engine.reservations(
+            ["cr-0000000000000blk1"], also=["cr-0000000000000blk2", "cr-0000000000000none"]
+        )
+        assert found["cr-0000000000000blk1"] is not None
+        listed = "cr-0000000000000none,cr-0000000000000blk1"
+        runs = make_spec(pool="b1", count=2, capacity_reservation_id=listed)
+        fleet = make_spec(
+            pool="b2", mode="fleet", count=2, capacity_reservation_id="cr-0000000000000blk2"
+        )
+        for spec in (runs, fleet):
+            done = engine.acquire(AcquireRequest(spec=spec, generation=0))
+            assert isinstance(done, Launched)
+            # the drain: the pool releases a block's set itself, before EC2 does
+            assert engine.release(ReleaseRequest(instance_ids=done.instance_ids)).done
+
+    enforced(blocks)
+    assert denied_calls(fake) == []
+    assert {
+        "DescribeCapacityReservations",
+        "RunInstances",
+        "CreateFleet",
+        "TerminateInstances",
+    } <= {c["action"] for c in fake.calls()}
+    (run,) = [c for c in fake.calls("RunInstances") if c["outcome"] == "ok"]
+    assert keys.RELEASE_BY_TAG in run["params"].values()  # the reaper's cap, tagged at launch
+
+
 def test_launch_template_update_is_allowed(
     controller: tuple[Ec2Provider, Keyed], make_spec: Spec, fake: FakeAws
 ) -> None:

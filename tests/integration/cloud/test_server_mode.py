@@ -4,6 +4,7 @@ over HTTP, including a response lost after the side effect (dropped connection).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -17,6 +18,7 @@ from atomic_gang_provisioner.cloud import AcquireRequest, Launched, Shortfall
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from tests.integration.cloud.conftest import REGION, TYPE, FakeClock
 from tests.support.fakeaws_server import fakeaws_server
+from tests.support.wait import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +133,64 @@ def test_network_knobs_over_the_control_api(server: dict[str, Any]) -> None:
         control._send("PUT", "/topology", {"nodeSize": 2})  # neither groupName nor default
     ec2.terminate_instances(InstanceIds=ids)
     control.close()
+
+
+def _ec2(endpoint: str) -> Any:
+    return boto3.client(
+        "ec2",
+        region_name=REGION,
+        endpoint_url=endpoint,
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+
+
+def test_a_block_on_real_time_ends_by_itself(server: dict[str, Any]) -> None:
+    """The control API body of issue 17; the server's ticker ends the block unasked."""
+    control = ControlClient(server["endpoint"])
+    now = datetime.now(UTC)
+    control.add_reservation(
+        "cr-0000000000000rt1",
+        zone=REGION + "a",
+        instance_type=TYPE,
+        count=2,
+        kind="capacity-block",
+        start_date=now - timedelta(minutes=1),
+        end_date=now + timedelta(minutes=30, seconds=3),  # EC2 ends it at now + 3 s
+    )
+    ec2 = _ec2(server["endpoint"])
+    ids = [
+        i["InstanceId"]
+        for i in ec2.run_instances(
+            ImageId="ami-12345678",
+            InstanceType=TYPE,
+            MinCount=2,
+            MaxCount=2,
+            SubnetId=server["world"]["subnets"][REGION + "a"],
+            InstanceMarketOptions={"MarketType": "capacity-block"},
+            CapacityReservationSpecification={
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": "cr-0000000000000rt1"},
+            },
+        )["Instances"]
+    ]
+    (record,) = wait_for(control.block_terminations, timeout=15, what="EC2's end of the block")
+    assert sorted(record["instanceIds"]) == sorted(ids)
+    described = ec2.describe_instances(InstanceIds=ids)["Reservations"]
+    assert {i["State"]["Name"] for r in described for i in r["Instances"]} == {"terminated"}
+    control.close()
+
+
+def test_a_bad_reservation_body_is_a_400_naming_the_field(server: dict[str, Any]) -> None:
+    resp = httpx.post(
+        server["endpoint"] + "/_fake/reservations",
+        json={
+            "reservationId": "cr-1",
+            "zone": "us-east-1a",
+            "instanceType": TYPE,
+            "count": 1,
+            "startDate": "tomorrow",
+        },
+    )
+    assert resp.status_code == 400
+    assert "startDate" in resp.json()["error"]

@@ -90,6 +90,32 @@ def test_one_line_per_violation(
     assert lines[1].startswith(f"{path}:Job/bad: {k.MODE}: must be one of runinstances, fleet")
 
 
+def test_reservation_lists_and_min_runtime_are_checked(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    listed = gang_job(
+        name="listed",
+        annotations={
+            k.CAPACITY_RESERVATION_ID: "cr-0123456789abcdef0, cr-00000000",
+            k.MIN_RUNTIME: "3h",
+        },
+    )
+    bad = gang_job(
+        name="bad",
+        annotations={k.CAPACITY_RESERVATION_ID: "cr-00000000,od-1", k.MIN_RUNTIME: "3 hours"},
+    )
+    path = _write(tmp_path, "jobs.yaml", listed, bad)
+    code, out, _ = _run(capsys, "validate", "--config", config, str(path))
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(
+        f"{path}:Job/bad: {k.CAPACITY_RESERVATION_ID}: every entry must be a cr-… id"
+        " ('od-1' is not)"
+    )
+    assert lines[1].startswith(f"{path}:Job/bad: {k.MIN_RUNTIME}: is not a Go duration")
+
+
 def test_cronjob_and_list_items_are_checked(
     tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

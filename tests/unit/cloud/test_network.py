@@ -14,12 +14,12 @@ from atomic_gang import GangSpec, GoDuration
 from atomic_gang_provisioner.cloud import naming, topology
 from atomic_gang_provisioner.cloud.aws import efa
 from atomic_gang_provisioner.cloud.aws.calls import Caller
-from atomic_gang_provisioner.cloud.aws.cluster import Reservation
 from atomic_gang_provisioner.cloud.aws.instance_types import TypeInfo
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.topology import TokenBucket, TopologyReader
 from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.reservations import Reservation
 from atomic_gang_provisioner.cloud.retry import Backoff
 from atomic_gang_provisioner.cloud.types import TopologyRead
 
@@ -196,7 +196,15 @@ def test_a_reservation_inside_a_group_takes_the_gang_into_it() -> None:
         cluster="c",
     )
     arn = "arn:aws:ec2:us-east-1:123456789012:placement-group/reserved-here"
-    held = Reservation("cr-1", "us-east-1a", "p4d.24xlarge", False, "active", arn)
+    held = Reservation(
+        reservation_id="cr-1",
+        instance_type="p4d.24xlarge",
+        zone="us-east-1a",
+        state="active",
+        total=4,
+        available=4,
+        placement_group_arn=arn,
+    )
     reserved = spec(capacity_reservation_id="cr-1", placement="cluster")
     assert groups.for_launch(reserved, held) == "reserved-here"  # not a group of our own
     named = spec(capacity_reservation_id="cr-1", placement_group_name="reserved-here")

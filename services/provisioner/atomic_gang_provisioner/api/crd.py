@@ -92,6 +92,8 @@ def _status_schema() -> dict[str, Any]:
         "keepWarmUntil",
         "nextAttemptAt",
         "unhealthySince",
+        "reservationEnd",
+        "waitingSince",
     ):
         target = (
             conditions["items"]["properties"]
@@ -121,6 +123,8 @@ def _columns() -> list[dict[str, Any]]:
         col("Shortfalls", ".status.consecutiveShortfalls", "integer", priority=1),
         col("Error", ".status.lastErrorReason", priority=1),
         col("Spread", ".status.spread", "integer", priority=1),
+        col("Reservation", ".status.reservationId", priority=1),
+        col("Ends", ".status.reservationEnd", priority=1),
     ]
 
 

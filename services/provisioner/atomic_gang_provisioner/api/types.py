@@ -167,6 +167,9 @@ class Claim(_Model):
 class GangNodePoolSpec(_Model):
     shape: PoolShape
     keepWarmTTL: str = Field(default="10m", description="From the latest claimant.")
+    minRuntime: str | None = Field(
+        default=None, description="From the latest claimant: Go duration it needs in a block."
+    )
     claim: Claim | None = None
 
 
@@ -215,6 +218,11 @@ class GangNodePoolStatus(_Model):
     lastErrorReason: str = ""
     degradedClaimKey: str = Field(default="", description="Claim that must get Retry.")
     unhealthySince: Time | None = None
+    reservationId: str = Field(default="", description="ODCR or Capacity Block of the live set.")
+    reservationEnd: Time | None = Field(default=None, description="That reservation's EndDate.")
+    capacityBlock: bool = Field(default=False, description="The live set runs in a block.")
+    blockEndingWarned: bool = Field(default=False, description="CapacityBlockEnding was sent.")
+    waitingSince: Time | None = Field(default=None, description="Waiting for a block to start.")
     placementGroup: str = Field(default="", description="The pool's own group, while it exists.")
     networkNodes: dict[str, list[str]] | None = Field(
         default=None, description="Instance id: its network nodes, top layer first (once read)."
@@ -254,6 +262,11 @@ class StatusChange(TypedDict, total=False):
     lastErrorReason: str
     degradedClaimKey: str
     unhealthySince: datetime | None
+    reservationId: str
+    reservationEnd: datetime | None
+    capacityBlock: bool
+    blockEndingWarned: bool
+    waitingSince: datetime | None
     placementGroup: str
     networkNodes: dict[str, list[str]] | None
     spread: int

@@ -83,6 +83,11 @@ PERMANENT_ERROR: Final = "PermanentError"  # the reason of any other permanent e
 NAMED_PERMANENT: Final[dict[str, tuple[str, bool]]] = {
     "NodeRoleNotAuthorized": ("NodeRoleNotAuthorized", False),
     "SubnetNotInCluster": ("InvalidSubnet", True),
+    # No listed reservation can ever hold the gang (type, AZ, size, state): the Job is wrong.
+    "CapacityReservationMismatch": ("CapacityReservationMismatch", True),
+    # Only blocks with too little time left, or past their drain point: Kueue requeues.
+    "CapacityBlockTooShort": ("CapacityBlockTooShort", False),
+    "CapacityBlockEnding": ("CapacityBlockEnding", False),
     "EfaNotSupported": ("EfaNotSupported", True),
     "EfaSecurityGroup": ("EfaSecurityGroup", True),
     "PlacementGroupConflict": ("PlacementGroupConflict", True),

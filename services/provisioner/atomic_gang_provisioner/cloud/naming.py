@@ -34,18 +34,21 @@ def _fit(text: str, limit: int) -> str:
     return f"{text[: limit - 9]}-{_digest(text, 8)}"
 
 
-def client_token(*, pool: str, generation: int, zone: str) -> str:
+def client_token(*, pool: str, generation: int, zone: str, reservation: str = "") -> str:
     """EC2 ClientToken for one launch attempt: ≤64 ASCII chars, stable across restarts.
 
-    ``zone`` is the AZ for RunInstances (idempotency is zonal) or ``fleet``.
+    ``zone`` is the AZ for RunInstances (idempotency is zonal) or ``fleet``;
+    ``reservation`` the ODCR or block targeted, so that trying the next listed
+    one in the same AZ is a new request, not a parameter mismatch.
     """
     if generation < 0:
         raise ValueError("generation must be >= 0")
-    readable = f"ag-{pool}-g{generation}-{zone}"
+    where = f"{zone}-{reservation}" if reservation else zone
+    readable = f"ag-{pool}-g{generation}-{where}"
     if len(readable) <= TOKEN_MAX:
         return readable
     tail = f"-g{generation}-{zone}-{_digest(readable, 10)}"
-    return f"ag-{pool[: TOKEN_MAX - 3 - len(tail)]}{tail}"
+    return f"ag-{pool[: max(0, TOKEN_MAX - 3 - len(tail))]}{tail}"
 
 
 def group_id(*, pool: str, generation: int) -> str:

@@ -18,7 +18,14 @@ from atomic_gang_provisioner.cloud.types import (
 from atomic_gang_provisioner.events import Event
 
 MetricName = Literal[
-    "acquisition", "shortfall", "satisfied", "joined", "keep_warm_reuse", "released", "spread"
+    "acquisition",
+    "shortfall",
+    "satisfied",
+    "joined",
+    "keep_warm_reuse",
+    "released",
+    "block_wait",
+    "spread",
 ]
 
 
@@ -33,6 +40,11 @@ class Knobs:
     backoff_max: float = 300.0
     health_grace: timedelta = timedelta(seconds=60)
     release_poll: float = 5.0
+    # capacityBlock.*: the drain point's lead on EndDate, the time a gang needs before
+    # it (without min-runtime), and the CapacityBlockEnding warning's lead on it.
+    block_drain_lead: timedelta = timedelta(minutes=40)
+    block_min_remaining: timedelta = timedelta(minutes=30)
+    block_warning_lead: timedelta = timedelta(minutes=10)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

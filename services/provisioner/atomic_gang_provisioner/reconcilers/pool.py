@@ -106,7 +106,9 @@ class PoolReconciler:
             ctx.must_lead()
             with self._lock:
                 fresh = self._fresh.pop(pool.name, None) == plan.acquire.generation
-            request = replace(plan.acquire, adopt=not fresh)
+            request = replace(
+                plan.acquire, adopt=not fresh, also_reservations=self._wanted(pool.name)
+            )
             result = ctx.cloud.acquire(request)
             ctx.faults.after_launch()
             plan = machine.after_acquire(
@@ -125,6 +127,20 @@ class PoolReconciler:
             ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
         self._label(pool, plan.label_nodes)
         return plan
+
+    def _wanted(self, name: str) -> tuple[str, ...]:
+        """Reservations other claimed pools still acquire for: described in the same
+        DescribeCapacityReservations call as this pool's."""
+        out: dict[str, None] = {}
+        for obj in self.ctx.pools.list():
+            other = GangNodePool.from_dict(dict(obj))
+            if other.name == name or other.spec.claim is None:
+                continue
+            if other.status.phase in ("Idle", "Acquiring"):
+                shape = other.spec.shape
+                ids = (shape.capacityReservationId or "").split(",")
+                out.update((i.strip(), None) for i in ids if i.strip())
+        return tuple(out)
 
     def _label(self, pool: GangNodePool, nodes: tuple[NodeLabels, ...]) -> None:
         """The network-node-layer labels a Node lacks. A label is a hint for schedulers,
@@ -186,7 +202,8 @@ class PoolReconciler:
                 self._fresh.pop(pool.name, None)
 
     def _write_status(self, pool: GangNodePool, plan: Plan) -> None:
-        status = plan.status.model_dump(mode="json")
+        # None fields are left out, as to_dict does: kubectl shows a null column as "<no value>".
+        status = plan.status.model_dump(mode="json", exclude_none=True)
         try:
             self._remember(
                 self.ctx.client.replace_status(POOLS, {**pool.to_dict(), "status": status})
@@ -232,5 +249,7 @@ class PoolReconciler:
             m.keep_warm_reuses.inc()
         elif metric.name == "released":
             m.released.inc(metric.value)
+        elif metric.name == "block_wait":
+            m.block_wait.observe(metric.value)
         elif metric.name == "spread":
             m.spread.labels(labels["pool"]).set(metric.value)

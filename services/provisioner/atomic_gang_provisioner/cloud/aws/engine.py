@@ -1,9 +1,9 @@
 """``Ec2Provider``: the boto3 implementation of the CloudProvider Protocol.
 
 It wires the resolver (cluster, subnets, AMI, profile, EFA checks), the
-launch-template manager, the placement groups, the acquirer, the releaser, the
-inventory and the topology reader around one retrying caller. Clock, monotonic
-time and sleeper are injected for tests.
+launch-template manager, the placement groups, the reservation book, the planner
+and acquirer, the releaser, the inventory and the topology reader around one
+retrying caller. Clock, monotonic time and sleeper are injected for tests.
 """
 
 from __future__ import annotations
@@ -14,30 +14,27 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from atomic_gang import GangSpec
-from atomic_gang_provisioner.cloud import naming
-from atomic_gang_provisioner.cloud.aws import efa
 from atomic_gang_provisioner.cloud.aws.access import AwsAuthReader
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer, failure
 from atomic_gang_provisioner.cloud.aws.calls import Caller
-from atomic_gang_provisioner.cloud.aws.cluster import (
-    Resolver,
-    describe_reservation,
-    fit_reservation,
-)
+from atomic_gang_provisioner.cloud.aws.cluster import Resolver
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
-from atomic_gang_provisioner.cloud.aws.launch import LaunchNetwork, LaunchPlan, base_template_data
 from atomic_gang_provisioner.cloud.aws.placement import UNKNOWN as UNKNOWN_GROUP
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
+from atomic_gang_provisioner.cloud.aws.planner import Planner
 from atomic_gang_provisioner.cloud.aws.release import Releaser
+from atomic_gang_provisioner.cloud.aws.reservations import ReservationBook, SawReservation
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.aws.topology import TopologyReader
 from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.reservations import Reservation
 from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
     Instance,
+    Launched,
     PermanentFailure,
     PlacementGroup,
     ReleaseRequest,
@@ -45,7 +42,6 @@ from atomic_gang_provisioner.cloud.types import (
     RetryLater,
     TopologyRead,
 )
-from atomic_gang_provisioner.cloud.userdata import user_data, user_data_b64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +49,8 @@ class EngineConfig:
     cluster: str
     backoff: Backoff = field(default_factory=Backoff)
     cache_ttl_seconds: float = 600.0
+    # DescribeCapacityReservations answers: short, since available counts move.
+    reservation_ttl_seconds: float = 10.0
     eni_wait_seconds: float = 60.0
     eni_poll_seconds: float = 2.0
     # iam.selfManageInstanceProfile: create the convention-named profile when missing.
@@ -74,6 +72,7 @@ class Ec2Provider:
         monotonic: Callable[[], float] = time.monotonic,
         on_call: Callable[[str, str], None] | None = None,
         aws_auth: AwsAuthReader | None = None,
+        on_reservation: SawReservation | None = None,
     ) -> None:
         self.config = config
         self._clients = clients
@@ -91,13 +90,7 @@ class Ec2Provider:
         self._groups = PlacementGroups(clients=clients, caller=self._caller, cluster=config.cluster)
         self._topology = TopologyReader(clients=clients, caller=self._caller, monotonic=monotonic)
         self._inv = Inventory(clients=clients, caller=self._caller, cluster=config.cluster)
-        self._acquirer = Acquirer(
-            clients=clients,
-            caller=self._caller,
-            inventory=self._inv,
-            templates=self._templates,
-            wall=wall,
-        )
+        self._wire_launches(wall=wall, monotonic=monotonic, on_reservation=on_reservation)
         self._releaser = Releaser(
             clients=clients,
             caller=self._caller,
@@ -108,16 +101,48 @@ class Ec2Provider:
             poll_seconds=config.eni_poll_seconds,
         )
 
+    def _wire_launches(
+        self,
+        *,
+        wall: Callable[[], datetime],
+        monotonic: Callable[[], float],
+        on_reservation: SawReservation | None,
+    ) -> None:
+        """The launch side: the acquirer, the reservation book and the planner over both."""
+        clients, config = self._clients, self.config
+        self._acquirer = Acquirer(
+            clients=clients,
+            caller=self._caller,
+            inventory=self._inv,
+            templates=self._templates,
+            wall=wall,
+        )
+        self._book = ReservationBook(
+            ec2=clients.ec2,
+            caller=self._caller,
+            monotonic=monotonic,
+            wall=wall,
+            ttl_seconds=config.reservation_ttl_seconds,
+            on_read=on_reservation,
+        )
+        self._planner = Planner(
+            cluster=config.cluster,
+            resolver=self._resolver,
+            templates=self._templates,
+            groups=self._groups,
+            acquirer=self._acquirer,
+            book=self._book,
+            wall=wall,
+        )
+
     def acquire(self, request: AcquireRequest) -> AcquireResult:
         try:
             adopted = self._acquirer.adopt(request) if request.adopt else None
+            if isinstance(adopted, Launched):
+                return self._planner.with_reservation(adopted)
             if adopted is not None:
                 return adopted
-            plan = self._plan(request)
-            if request.spec.mode == "fleet":
-                result = self._acquirer.fleet(plan, self._user_data_b64(plan))
-            else:
-                result = self._acquirer.zone_by_zone(plan)
+            result = self._planner.acquire(request)
         except CloudError as err:
             return failure(err)
         return self._own_group_gone(request.spec, result)
@@ -131,59 +156,10 @@ class Ec2Provider:
             return RetryLater(code=result.code, message=result.message)
         return result
 
-    def _efa(self, spec: GangSpec, security_group: str) -> int:
-        """EFA interfaces per instance, its prerequisites checked (raises if unmet)."""
-        if spec.efa is None:
-            return 0
-        count = efa.interface_count(spec, self._resolver.instance_type(spec.instance_type))
-        self._resolver.efa_security_group(security_group)
-        return count
-
-    def _plan(self, request: AcquireRequest) -> LaunchPlan:
-        spec, cluster = request.spec, self.config.cluster
-        info = self._resolver.cluster()
-        placements = self._resolver.placements(spec)
-        efa_interfaces = self._efa(spec, info.security_group_id)
-        data = base_template_data(
-            spec=spec,
-            ami=self._resolver.ami(spec),
-            profile=self._resolver.instance_profile(spec),
-            security_group=info.security_group_id,
-            efa_interfaces=efa_interfaces,
-        )
-        # Before anything is created or launched: a node that cannot join only bills.
-        self._resolver.authorize_node_role(spec.node_role_arn)
-        reservation = None
-        if spec.capacity_reservation_id:
-            reservation = describe_reservation(
-                self._clients, self._caller, spec.capacity_reservation_id
-            )
-            placements = fit_reservation(spec, reservation, placements)
-        if not placements:
-            raise CloudError("NoPlacement", "no subnet in any requested or cluster AZ fits")
-        group = self._groups.for_launch(spec, reservation)
-        template = self._templates.ensure(
-            name=naming.launch_template_name(cluster=cluster, spec=spec),
-            data=data,
-            tags=naming.ownership_tags(cluster=cluster, pool=spec.pool),
-        )
-        labels = naming.node_labels(spec=spec, generation=request.generation)
-        return LaunchPlan(
-            spec=spec,
-            generation=request.generation,
-            template=template,
-            base_data=data,
-            placements=placements,
-            user_data=user_data(join=info.join, labels=labels, pool=spec.pool),
-            tags=naming.group_tags(cluster=cluster, spec=spec, generation=request.generation),
-            reservation=reservation,
-            network=LaunchNetwork(group, efa_interfaces, info.security_group_id),
-        )
-
-    def _user_data_b64(self, plan: LaunchPlan) -> str:
-        info = self._resolver.cluster()
-        labels = naming.node_labels(spec=plan.spec, generation=plan.generation)
-        return user_data_b64(join=info.join, labels=labels, pool=plan.spec.pool)
+    def reservations(
+        self, ids: Sequence[str], *, also: Sequence[str] = ()
+    ) -> dict[str, Reservation | None]:
+        return self._book.get(ids, also=also)
 
     def warm_up(self) -> None:
         """Resolve the cluster and its subnets before the first gang, so it pays no

@@ -17,8 +17,9 @@ from typing import Any
 from atomic_gang import GangSpec
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws import efa, parse
-from atomic_gang_provisioner.cloud.aws.cluster import Placement, Reservation
+from atomic_gang_provisioner.cloud.aws.cluster import Placement
 from atomic_gang_provisioner.cloud.aws.templates import TemplateRef
+from atomic_gang_provisioner.cloud.reservations import Reservation
 from atomic_gang_provisioner.cloud.types import Instance
 
 TAGGED = ("instance", "volume", "network-interface")
@@ -175,4 +176,7 @@ def exactly_n(instances: list[Instance], n: int) -> bool:
 
 
 def token_for(plan: LaunchPlan, zone: str) -> str:
-    return naming.client_token(pool=plan.spec.pool, generation=plan.generation, zone=zone)
+    rid = plan.reservation.reservation_id if plan.reservation else ""
+    return naming.client_token(
+        pool=plan.spec.pool, generation=plan.generation, zone=zone, reservation=rid
+    )

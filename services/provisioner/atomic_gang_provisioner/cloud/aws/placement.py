@@ -17,9 +17,9 @@ from atomic_gang import GangSpec, keys
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws import parse
 from atomic_gang_provisioner.cloud.aws.calls import Caller
-from atomic_gang_provisioner.cloud.aws.cluster import Reservation
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.reservations import Reservation
 from atomic_gang_provisioner.cloud.types import PlacementGroup
 
 DUPLICATE = "InvalidPlacementGroup.Duplicate"
@@ -50,7 +50,7 @@ class PlacementGroups:
             if spec.placement_group_name not in (None, held):
                 raise CloudError(
                     "CapacityReservationMismatch",
-                    f"capacity reservation {spec.capacity_reservation_id} sits in placement"
+                    f"capacity reservation {reservation.reservation_id} sits in placement"
                     f" group {held}; the pool asks for {spec.placement_group_name}",
                 )
             return held

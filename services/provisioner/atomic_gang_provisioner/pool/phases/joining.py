@@ -23,7 +23,7 @@ from atomic_gang_provisioner.pool.model import (
     seconds_until,
     update,
 )
-from atomic_gang_provisioner.pool.phases import releasing, topology
+from atomic_gang_provisioner.pool.phases import block, releasing, topology
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
@@ -43,6 +43,10 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
                 "releasing the whole set"
             ),
         )
+    if block.draining(status, now, observed.knobs):
+        return releasing.begin(
+            pool, status, reason=block.ENDING, message=block.drain_message(status, observed.knobs)
+        )
     if status.joinDeadline is not None and now >= status.joinDeadline:
         return releasing.begin(
             pool,
@@ -54,7 +58,8 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             ),
         )
     if h.ready < want:
-        return Plan(status=status, requeue_after=seconds_until(status.joinDeadline, now))
+        due = [t for t in (status.joinDeadline, block.drain_point(status, observed.knobs)) if t]
+        return Plan(status=status, requeue_after=seconds_until(min(due, default=None), now))
     if observed.instances is None:
         return Plan(status=status, describe=True)
     placed = topology.gate(pool, status, observed)

@@ -22,6 +22,7 @@ from atomic_gang_provisioner.pool.model import (
     has_resources,
     update,
 )
+from atomic_gang_provisioner.pool.phases import block
 
 # A set released for these counts as a failed attempt (of acquireAttemptsBeforeRetry).
 COUNTED = frozenset({"JoinTimeout", "TopologySpread"})
@@ -86,20 +87,23 @@ def after_release(
 
 
 def _cleared(status: GangNodePoolStatus) -> GangNodePoolStatus:
-    return update(
-        status,
-        instanceIds=[],
-        fleetIds=[],
-        pendingEnis=[],
-        readyCount=0,
-        activeGroup="",
-        keepWarmUntil=None,
-        joinDeadline=None,
-        launchedAt=None,
-        satisfiedAt=None,
-        unhealthySince=None,
-        networkNodes=None,
-        spread=0,
+    """``status`` without the released set: no instances, no network, no reservation."""
+    return block.forget(
+        update(
+            status,
+            instanceIds=[],
+            fleetIds=[],
+            pendingEnis=[],
+            readyCount=0,
+            activeGroup="",
+            keepWarmUntil=None,
+            joinDeadline=None,
+            launchedAt=None,
+            satisfiedAt=None,
+            unhealthySince=None,
+            networkNodes=None,
+            spread=0,
+        )
     )
 
 
