@@ -11,7 +11,7 @@ during a rolling upgrade an older replica reads what a newer one wrote.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Self, TypedDict
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -235,42 +235,6 @@ class GangNodePoolStatus(_Model):
             "Workload reconciler reads of this status."
         ),
     )
-
-
-class StatusChange(TypedDict, total=False):
-    """The fields of :class:`GangNodePoolStatus`, as keyword arguments that mypy checks
-    (``pool.model.update``); a test keeps the two lists equal."""
-
-    phase: Phase
-    observedGeneration: int
-    claimKey: str
-    acquireGeneration: int
-    activeGeneration: int
-    activeGroup: str
-    instanceIds: list[str]
-    fleetIds: list[str]
-    pendingEnis: list[str]
-    readyCount: int
-    acquiringSince: datetime | None
-    launchedAt: datetime | None
-    joinDeadline: datetime | None
-    satisfiedAt: datetime | None
-    keepWarmUntil: datetime | None
-    consecutiveShortfalls: int
-    nextAttemptAt: datetime | None
-    lastError: str
-    lastErrorReason: str
-    degradedClaimKey: str
-    unhealthySince: datetime | None
-    reservationId: str
-    reservationEnd: datetime | None
-    capacityBlock: bool
-    blockEndingWarned: bool
-    waitingSince: datetime | None
-    placementGroup: str
-    networkNodes: dict[str, list[str]] | None
-    spread: int
-    conditions: list[Condition]
 
 
 class GangNodePool(_Model):
