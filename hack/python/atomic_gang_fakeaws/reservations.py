@@ -58,6 +58,9 @@ class ReservationSpec(BaseModel):
         default="targeted", alias="instanceMatchCriteria"
     )
     platform: str = Field(default=LINUX, alias="instancePlatform")
+    placement_group: str | None = Field(
+        default=None, alias="placementGroup", description="a cluster placement group it sits in"
+    )
 
     @model_validator(mode="after")
     def _end_after_start(self) -> ReservationSpec:
@@ -87,6 +90,7 @@ class CapacityReservation:
     tenancy: str = "default"
     match_criteria: str = "targeted"
     platform: str = LINUX
+    placement_group: str | None = None
 
     @classmethod
     def from_spec(
@@ -110,6 +114,7 @@ class CapacityReservation:
             tenancy=spec.tenancy,
             match_criteria=spec.instance_match_criteria,
             platform=spec.platform,
+            placement_group=spec.placement_group,
             account=account,
         )
 
@@ -169,6 +174,10 @@ class CapacityReservation:
         }
         if self.end is not None:
             out["EndDate"] = self.end
+        if self.placement_group:
+            out["PlacementGroupArn"] = (
+                f"arn:aws:ec2:{self.region}:{self.account}:placement-group/{self.placement_group}"
+            )
         if self.block:
             digest = hashlib.sha256(self.reservation_id.encode()).hexdigest()[:17]
             out["CapacityBlockId"] = f"cb-{digest}"

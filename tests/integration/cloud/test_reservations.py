@@ -168,6 +168,36 @@ def test_a_full_reservation_at_launch_moves_on_to_the_next_listed(
     assert {i.capacity_reservation_id for i in live()} == {"cr-n2"}
 
 
+def test_a_reservation_in_another_placement_group_moves_on_to_the_next_listed(
+    provider: Ec2Provider,
+    make_spec: Spec,
+    fake: FakeAws,
+    clock: FakeClock,
+    admin: dict[str, Any],
+) -> None:
+    """Its capacity sits in a group the Job did not name: judged unfit, never launched."""
+    for group in ("theirs", "mine"):
+        admin["ec2"].create_placement_group(GroupName=group, Strategy="cluster")
+    block(fake, clock, "cr-g1", zone="us-east-1a", placement_group="theirs")
+    block(fake, clock, "cr-g2", zone="us-east-1a", placement_group="mine")
+    spec = make_spec(count=4, capacity_reservation_id="cr-g1,cr-g2", placement_group_name="mine")
+    result = provider.acquire(AcquireRequest(spec=spec, generation=0))
+    assert isinstance(result, Launched)
+    assert result.reservation is not None
+    assert result.reservation.reservation_id == "cr-g2"
+    (run,) = launches(fake)
+    assert run["params"]["Placement.GroupName"] == "mine"
+    alone = make_spec(
+        pool="alone", count=4, capacity_reservation_id="cr-g1", placement_group_name="mine"
+    )
+    refused = provider.acquire(AcquireRequest(spec=alone, generation=0))
+    assert isinstance(refused, PermanentFailure)
+    assert refused.code == "CapacityReservationMismatch"
+    assert "cr-g1 sits in placement group theirs" in refused.message
+    assert "atomic-gang.k8s.aws/placement-group-name" in refused.message
+    assert len(launches(fake)) == 1
+
+
 def test_min_runtime_skips_a_block_ending_too_soon_for_the_next(
     provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
 ) -> None:

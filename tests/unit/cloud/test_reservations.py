@@ -58,6 +58,7 @@ def block(**fields: Any) -> Reservation:
 
 
 def verdict(res: Reservation | None, *, now: datetime = NOW, **kw: Any) -> Any:
+    kw.setdefault("placement_group_name", "mine")
     return judge(spec(**kw), res, reservation_id="cr-a", zones=ZONES, now=now, policy=POLICY)
 
 
@@ -70,6 +71,11 @@ def verdict(res: Reservation | None, *, now: datetime = NOW, **kw: Any) -> Any:
         pytest.param(block(tenancy="dedicated"), "tenancy dedicated", id="tenancy"),
         pytest.param(block(platform="Windows"), "platform Windows", id="platform"),
         pytest.param(block(total=2, available=2), "holds 2 instances", id="too-small"),
+        pytest.param(
+            block(placement_group_arn="arn:aws:ec2:us-east-1:1:placement-group/g"),
+            "sits in placement group g; the gang asks for mine",
+            id="placement-group",
+        ),
         pytest.param(block(state="expired"), "expired (State)", id="expired"),
         pytest.param(block(state="cancelled"), "cancelled", id="cancelled"),
         pytest.param(block(state="failed"), "failed", id="failed"),

@@ -61,6 +61,11 @@ class Reservation:
     end: datetime | None = None
     placement_group_arn: str = ""  # a reservation made inside a cluster placement group
 
+    @property
+    def placement_group_name(self) -> str:
+        """The cluster placement group the capacity sits in ("" if none)."""
+        return self.placement_group_arn.rsplit("/", 1)[-1]
+
     def drain_point(self, lead: timedelta) -> datetime | None:
         """When a gang in this block must be gone (never, for an ODCR)."""
         return self.end - lead if self.capacity_block and self.end else None
@@ -161,6 +166,10 @@ def _unfit(res: Reservation, spec: GangSpec, zones: frozenset[str], zone_source:
     if res.zone not in zones:
         allowed = ", ".join(sorted(zones)) or "none"
         return f"{rid} is in AZ {res.zone}; the gang may launch in {allowed} ({zone_source})"
+    held, asked = res.placement_group_name, spec.placement_group_name
+    if held and asked not in (None, held):
+        source = keys.PLACEMENT_GROUP_NAME
+        return f"{rid} sits in placement group {held}; the gang asks for {asked} ({source})"
     if res.total < n:
         return f"{rid} holds {res.total} instances (TotalInstanceCount); the gang needs {n}"
     return None

@@ -45,15 +45,9 @@ class PlacementGroups:
         """The group the gang goes into: its reservation's (the capacity is in there), the
         user's, the pool's own, or none. Called last of the checks before a launch, as it
         may create the group: that bills nothing, but counts against the region's 500."""
-        if reservation is not None and reservation.placement_group_arn:
-            held = reservation.placement_group_arn.rsplit("/", 1)[-1]
-            if spec.placement_group_name not in (None, held):
-                raise CloudError(
-                    "CapacityReservationMismatch",
-                    f"capacity reservation {reservation.reservation_id} sits in placement"
-                    f" group {held}; the pool asks for {spec.placement_group_name}",
-                )
-            return held
+        if reservation is not None and reservation.placement_group_name:
+            # cloud.reservations judged a different placement-group-name unfit already
+            return reservation.placement_group_name
         if spec.placement_group_name:
             return spec.placement_group_name
         if spec.placement == STRATEGY:
