@@ -6,6 +6,7 @@ content type, body), not just which method a reconciler called."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -106,6 +107,9 @@ class NoCloud:
         return self._no(pool, generation)  # type: ignore[no-any-return]
 
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
+        return self._no(instance_ids)  # type: ignore[no-any-return]
+
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
         return self._no(instance_ids)  # type: ignore[no-any-return]
 
     def release(self, request: ReleaseRequest) -> ReleaseResult:

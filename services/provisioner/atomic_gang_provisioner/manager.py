@@ -169,7 +169,9 @@ class Manager:
     def _controllers(self) -> dict[str, Controller[str]]:
         pool_workers = self.server.pool_workers or self.settings.maxConcurrentPoolReconciles
         return {
-            "pool": self._controller("pool", PoolReconciler(self.ctx).reconcile, pool_workers),
+            "pool": self._controller(
+                "pool", PoolReconciler(self.ctx, requeue=self._requeue_pool).reconcile, pool_workers
+            ),
             "workload": self._controller(
                 "workload", WorkloadReconciler(self.ctx).reconcile, self.server.workload_workers
             ),
@@ -181,6 +183,9 @@ class Manager:
                 1,
             ),
         }
+
+    def _requeue_pool(self, name: str) -> None:
+        self.controllers["pool"].enqueue(name)
 
     def _wire(self) -> None:
         """Informer events become reconcile keys; handlers only enqueue."""

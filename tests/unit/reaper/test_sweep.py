@@ -5,6 +5,7 @@ once their release succeeded."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
@@ -86,6 +87,9 @@ class FakeCloud:
         raise AssertionError("unused")
 
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
+        raise AssertionError("unused")
+
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
         raise AssertionError("unused")
 
     def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:

@@ -35,6 +35,7 @@ from atomic_gang_provisioner.cloud.types import (
     ReleaseResult,
     RetryLater,
     Shortfall,
+    Waiting,
     ZoneAttempt,
 )
 
@@ -55,6 +56,7 @@ __all__ = [
     "ReleaseResult",
     "RetryLater",
     "Shortfall",
+    "Waiting",
     "ZoneAttempt",
     "classify",
     "find_leaks",

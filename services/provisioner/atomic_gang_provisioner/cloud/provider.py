@@ -8,6 +8,7 @@ instances is a no-op, ``tag`` overwrites. Results are our own frozen types.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from typing import Protocol
 
 from atomic_gang_provisioner.cloud.types import (
@@ -31,6 +32,11 @@ class CloudProvider(Protocol):
 
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         """Current state of these instances; unknown ids are simply absent."""
+        ...
+
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+        """``describe`` without waiting: the call is shared with every other pool that
+        asks within the batch window, and the Future carries this caller's answer."""
         ...
 
     def release(self, request: ReleaseRequest) -> ReleaseResult:

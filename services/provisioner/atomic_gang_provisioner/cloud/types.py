@@ -108,6 +108,9 @@ class AcquireRequest:
     # (it persisted the status that introduced the generation and has not launched since):
     # then the tag lookup before the launch is skipped. The ClientToken still applies.
     adopt: bool = True
+    # When the claim started waiting for this pool: the longest-waiting pool goes first
+    # for EC2's launch budget and for a capacity cell known to be short.
+    waiting_since: datetime | None = None
 
     @property
     def pool(self) -> str:
@@ -184,9 +187,27 @@ class RetryLater:
     terminal: ClassVar[bool] = False
     code: str
     message: str
+    retry_after: float | None = None  # EC2 throttled: when our bucket has a token again
+    # EC2 refused the call unprocessed (throttled): no set of this generation can exist,
+    # so the retry of the same ClientToken needs no adoption read first.
+    launched_nothing: bool = False
 
 
-AcquireResult = Launched | Shortfall | QuotaExceeded | PermanentFailure | RetryLater
+WaitReason = Literal["WaitingForLaunchBudget", "WaitingForCapacity"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Waiting:
+    """No launch was sent: the pool waits its turn (EC2's launch budget, or a capacity
+    cell known to be short that a pool ahead of it probes). Not an attempt."""
+
+    terminal: ClassVar[bool] = False
+    reason: WaitReason
+    message: str
+    retry_after: float
+
+
+AcquireResult = Launched | Shortfall | QuotaExceeded | PermanentFailure | RetryLater | Waiting
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -196,6 +217,7 @@ class ReleaseRequest:
     instance_ids: tuple[str, ...]
     fleet_ids: tuple[str, ...] = ()
     enis: tuple[str, ...] = ()
+    instance_type: str = ""  # its capacity cells are known short no longer
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,18 +2,22 @@
 
 The reconcile key is the pool name, so a pool is never reconciled by two
 workers at once (the anti-double-acquire guarantee on top of ClientTokens).
+A describe never holds a worker: the reconcile hands its ids to the batched
+DescribeInstances and ends; the answer requeues the pool, whose next reconcile
+decides with it (so Node events of other pools never queue behind EC2).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
 from atomic_gang_provisioner.api import FINALIZER, GangNodePool
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.types import AcquireResult, Instance, RetryLater, Waiting
 from atomic_gang_provisioner.kube.errors import ConflictError, NotFoundError
 from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.pool import machine
@@ -32,9 +36,24 @@ def _rv(obj: Mapping[str, Any]) -> int:
     return int(raw) if raw.isascii() and raw.isdigit() else -1
 
 
+Described = tuple[tuple[str, ...], "Future[tuple[Instance, ...]]"]
+
+
+def launched_nothing(result: AcquireResult) -> bool:
+    """EC2 processed no launch: the generation stays one no set can exist at."""
+    return isinstance(result, Waiting) or (
+        isinstance(result, RetryLater) and result.launched_nothing
+    )
+
+
 class PoolReconciler:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, *, requeue: Callable[[str], None] | None = None) -> None:
         self.ctx = ctx
+        # Without a queue to come back through (tests), a describe is waited for inline.
+        self._requeue = requeue
+        # Pool -> (the ids asked for, the batched describe's answer), taken by the next
+        # reconcile of the pool.
+        self._described: dict[str, Described] = {}
         # Our own last write per pool. The informer may not have delivered it yet; deciding
         # from an older cached copy would redo (or undo) a step. etcd resourceVersions are
         # increasing integers, so the newer of the two copies is the one to trust.
@@ -74,7 +93,9 @@ class PoolReconciler:
         observed = Observed(nodes=self._nodes(pool), knobs=self.ctx.knobs)
         plan = machine.decide(pool, observed, now)
         if plan.describe:
-            described: tuple[Instance, ...] = self.ctx.cloud.describe(pool.status.instanceIds)
+            described = self._describe(name, tuple(pool.status.instanceIds))
+            if described is None:
+                return Result()  # the answer requeues the pool
             plan = machine.decide(pool, replace(observed, instances=described), now)
         if plan.find is not None:
             found = self.ctx.cloud.find(pool=pool.name, generation=plan.find)
@@ -87,6 +108,21 @@ class PoolReconciler:
             return Result(requeue=True)
         return Result(requeue_after=plan.requeue_after)
 
+    def _describe(self, name: str, ids: tuple[str, ...]) -> tuple[Instance, ...] | None:
+        """The batched describe's answer for exactly these ids, or None once asked."""
+        with self._lock:
+            asked = self._described.pop(name, None)
+        if asked is not None and asked[0] == ids and asked[1].done():
+            return asked[1].result()  # its error, if any, fails this reconcile (backoff)
+        future = self.ctx.cloud.describe_later(ids)
+        if self._requeue is None:
+            return future.result()
+        with self._lock:
+            self._described[name] = (ids, future)
+        requeue = self._requeue
+        future.add_done_callback(lambda _: requeue(name))
+        return None
+
     def _perform(self, pool: GangNodePool, plan: Plan) -> Plan:
         ctx = self.ctx
         now = ctx.now()
@@ -97,6 +133,9 @@ class PoolReconciler:
             request = replace(plan.acquire, adopt=not fresh)
             result = ctx.cloud.acquire(request)
             ctx.faults.after_launch()
+            if launched_nothing(result):
+                with self._lock:  # the same ClientToken next time, without a tag lookup
+                    self._fresh[pool.name] = plan.acquire.generation
             plan = machine.after_acquire(
                 pool, plan, request=plan.acquire, result=result, now=now, knobs=ctx.knobs
             )
@@ -151,7 +190,7 @@ class PoolReconciler:
         with self._lock:
             if introduced:
                 self._fresh[pool.name] = new.acquireGeneration
-            else:
+            elif new.phase != "Acquiring" or self._fresh.get(pool.name) != new.acquireGeneration:
                 self._fresh.pop(pool.name, None)
 
     def _write_status(self, pool: GangNodePool, plan: Plan) -> None:

@@ -2,19 +2,24 @@
 
 It wires the resolver (cluster, subnets, AMI, profile), the launch-template
 manager, the acquirer, the releaser and the inventory around one retrying
-caller. Clock, monotonic time and sleeper are injected for tests.
+caller and one API budget. Before a launch, the short capacity cells and the
+launch budget decide whether the pool's turn has come (else: ``Waiting``, no
+call); after it, the cells learn from the answer. Clock, monotonic time and
+sleeper are injected for tests.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws.access import AwsAuthReader
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer, failure
+from atomic_gang_provisioner.cloud.aws.batch import Ec2Batches
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.cluster import (
     Resolver,
@@ -22,18 +27,25 @@ from atomic_gang_provisioner.cloud.aws.cluster import (
     fit_reservation,
 )
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
-from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, base_template_data
+from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, base_template_data, cell_of
 from atomic_gang_provisioner.cloud.aws.release import Releaser
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.batcher import Windows
+from atomic_gang_provisioner.cloud.budget import ApiBudget, BudgetLimits
+from atomic_gang_provisioner.cloud.capacity import DEFAULT_TTL_SECONDS, ShortCells
+from atomic_gang_provisioner.cloud.errors import CloudError, classify
+from atomic_gang_provisioner.cloud.launchgate import LaunchGate, since_of
 from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
     Instance,
+    Launched,
     ReleaseRequest,
     ReleaseResult,
+    Shortfall,
+    Waiting,
 )
 from atomic_gang_provisioner.cloud.userdata import user_data, user_data_b64
 
@@ -47,6 +59,12 @@ class EngineConfig:
     eni_poll_seconds: float = 2.0
     # iam.selfManageInstanceProfile: create the convention-named profile when missing.
     self_manage_instance_profile: bool = False
+    limits: BudgetLimits = field(default_factory=BudgetLimits)
+    batch: Windows = field(default_factory=Windows)
+    capacity_ttl_seconds: float = DEFAULT_TTL_SECONDS
+
+
+CELL_POLL = 2.0  # how often a pool behind a short cell asks again (no EC2 call)
 
 
 def _utcnow() -> datetime:
@@ -67,7 +85,12 @@ class Ec2Provider:
     ) -> None:
         self.config = config
         self._clients = clients
-        self._caller = Caller(backoff=config.backoff, sleeper=sleeper, on_call=on_call)
+        budget = ApiBudget(limits=config.limits, clock=monotonic)
+        self._caller = Caller(
+            backoff=config.backoff, sleeper=sleeper, on_call=on_call, budget=budget
+        )
+        self._gate = LaunchGate(budget=budget, clock=monotonic)
+        self._cells = ShortCells(clock=monotonic, ttl_seconds=config.capacity_ttl_seconds)
         self._resolver = Resolver(
             clients=clients,
             caller=self._caller,
@@ -78,7 +101,10 @@ class Ec2Provider:
             aws_auth=aws_auth,
         )
         self._templates = Templates(clients=clients, caller=self._caller)
-        self._inv = Inventory(clients=clients, caller=self._caller, cluster=config.cluster)
+        batches = Ec2Batches(ec2=clients.ec2, caller=self._caller, windows=config.batch)
+        self._inv = Inventory(
+            clients=clients, caller=self._caller, cluster=config.cluster, batches=batches
+        )
         self._acquirer = Acquirer(
             clients=clients,
             caller=self._caller,
@@ -101,12 +127,50 @@ class Ec2Provider:
             adopted = self._acquirer.adopt(request) if request.adopt else None
             if adopted is not None:
                 return adopted
-            plan = self._plan(request)
-            if request.spec.mode == "fleet":
-                return self._acquirer.fleet(plan, self._user_data_b64(plan))
-            return self._acquirer.zone_by_zone(plan)
+            turn = self._turn(self._plan(request), request)
+            if isinstance(turn, Waiting):
+                return turn
+            result = self._launch(turn)
         except CloudError as err:
             return failure(err)
+        self._learn(turn, result)
+        return result
+
+    def _launch(self, plan: LaunchPlan) -> AcquireResult:
+        if plan.spec.mode == "fleet":
+            return self._acquirer.fleet(plan, self._user_data_b64(plan))
+        return self._acquirer.zone_by_zone(plan)
+
+    def _turn(self, plan: LaunchPlan, request: AcquireRequest) -> LaunchPlan | Waiting:
+        """The placements whose cells this pool may try now, and then its turn for
+        EC2's launch budget; or why it waits (and no call is sent)."""
+        since, behind, open_ = since_of(request), [], []
+        for placement in plan.placements:
+            cell = cell_of(plan, placement.zone)
+            ahead = self._cells.turn(cell, pool=request.pool, since=since)
+            if ahead:
+                behind.append((ahead, cell))
+            else:
+                open_.append(placement)
+        if not open_:
+            ahead, cell = min(behind)
+            gangs = f"{ahead} gang{'s' if ahead != 1 else ''} ahead"
+            message = f"waiting for {cell}: {gangs}"
+            return Waiting(reason="WaitingForCapacity", message=message, retry_after=CELL_POLL)
+        operation = "create_fleet" if plan.spec.mode == "fleet" else "run_instances"
+        waiting = self._gate.admit(request, operation=operation)
+        return waiting or replace(plan, placements=tuple(open_))
+
+    def _learn(self, plan: LaunchPlan, result: AcquireResult) -> None:
+        """A capacity error marks its cell short; a launch there clears it."""
+        zones = {p.zone for p in plan.placements}
+        if isinstance(result, Shortfall):
+            for attempt in result.attempts:
+                if attempt.zone in zones and classify(attempt.code) == "capacity":
+                    self._cells.mark_short(cell_of(plan, attempt.zone))
+        elif isinstance(result, Launched):
+            for zone in {i.availability_zone for i in result.instances}:
+                self._cells.launched(cell_of(plan, zone), plan.spec.pool)
 
     def _plan(self, request: AcquireRequest) -> LaunchPlan:
         spec, cluster = request.spec, self.config.cluster
@@ -161,8 +225,14 @@ class Ec2Provider:
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         return self._inv.describe(instance_ids)
 
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+        return self._inv.describe_later(instance_ids)
+
     def release(self, request: ReleaseRequest) -> ReleaseResult:
-        return self._releaser.release(request)
+        result = self._releaser.release(request)
+        if request.instance_type and result.terminated:
+            self._cells.released(request.instance_type)
+        return result
 
     def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
         return self._inv.terminate(instance_ids) if instance_ids else ()

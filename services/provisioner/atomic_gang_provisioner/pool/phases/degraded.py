@@ -32,7 +32,7 @@ def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, messag
     text = f"Gang degraded: {message}; releasing the whole set, the Workload will be requeued"
     return Plan(
         status=new,
-        release=releasing.request(new),
+        release=releasing.request(pool, new),
         events=(event("GangDegraded", text, warning=True),),
     )
 
@@ -40,7 +40,7 @@ def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, messag
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
     if has_resources(status):
-        return Plan(status=status, release=releasing.request(status))
+        return Plan(status=status, release=releasing.request(pool, status))
     uid = claim_key(pool)
     if uid and uid == status.degradedClaimKey:
         return Plan(status=status)  # waiting for Kueue to evict the claimant
