@@ -73,6 +73,28 @@ class AcquireRetry(_Section):
     backoffMaxSeconds: float = Field(default=300.0, gt=0)
 
 
+class Ec2Api(_Section):
+    """Our own EC2 API budget (EC2's defaults; an account with raised limits sets its
+    own) and the batching windows of the calls many pools make at once."""
+
+    runInstancesBurst: float = Field(default=5, ge=1, description="RunInstances bucket size.")
+    runInstancesPerSecond: float = Field(default=2.0, gt=0)
+    runInstancesInstanceBurst: float = Field(default=1000, ge=1, description="Instances bucket.")
+    runInstancesInstancesPerSecond: float = Field(default=2.0, gt=0)
+    mutatingBurst: float = Field(default=50, ge=1)
+    mutatingPerSecond: float = Field(default=5.0, gt=0)
+    nonMutatingBurst: float = Field(default=100, ge=1)
+    nonMutatingPerSecond: float = Field(default=20.0, gt=0)
+    batchIdleSeconds: float = Field(default=0.01, ge=0, description="Send once this quiet.")
+    batchMaxSeconds: float = Field(default=0.1, ge=0, description="Send at the latest after.")
+
+    @model_validator(mode="after")
+    def _windows(self) -> Ec2Api:
+        if self.batchIdleSeconds > self.batchMaxSeconds:
+            raise ValueError("ec2Api needs batchIdleSeconds <= batchMaxSeconds")
+        return self
+
+
 class Iam(_Section):
     selfManageInstanceProfile: bool = False
 
@@ -115,6 +137,7 @@ class GangSettings(BaseSettings):
     acquireRetry: AcquireRetry = Field(default_factory=AcquireRetry)
     leaderElection: LeaderElection = Field(default_factory=LeaderElection)
     iam: Iam = Field(default_factory=Iam)
+    ec2Api: Ec2Api = Field(default_factory=Ec2Api)
 
     @classmethod
     def settings_customise_sources(

@@ -97,6 +97,7 @@ def test_a_throttled_launch_is_retried_after_the_hint_with_the_same_token(
     assert not clock.slept
     early = provider.acquire(replace(request, adopt=False))
     assert isinstance(early, Waiting)  # our mirror of the bucket: no call before the hint
+    assert throttled.retry_after is not None
     clock.t += throttled.retry_after
     reads = len(fake.calls("DescribeInstances"))
     result = provider.acquire(replace(request, adopt=False))

@@ -46,11 +46,8 @@ def test_template_per_shape_with_ssm_ami_profile_sg_and_imdsv2(
     spec = make_spec()
     assert isinstance(provider.acquire(AcquireRequest(spec=spec, generation=0)), Launched)
     found = _template(admin)
-    assert (
-        found["template"]["LaunchTemplateName"]
-        == f"atomic-gang-{CLUSTER}-train-{spec.shape_hash()}"
-    )
     data = found["data"]
+    assert found["template"]["LaunchTemplateName"].startswith(f"atomic-gang-{CLUSTER}-shape-")
     assert data["ImageId"] == fake_ami(AMI_PATH)
     assert data["IamInstanceProfile"] == {"Name": world.instance_profile}
     assert data["MetadataOptions"]["HttpTokens"] == "required"
@@ -60,6 +57,23 @@ def test_template_per_shape_with_ssm_ami_profile_sg_and_imdsv2(
     assert data["SecurityGroupIds"] == [cluster_sg]
     lt_tags = {t["Key"]: t["Value"] for t in found["template"].get("Tags", [])}
     assert lt_tags["atomic-gang.k8s.aws/managed"] == "true"
+    assert "atomic-gang.k8s.aws/pool" not in lt_tags  # shared by every pool of the shape
+
+
+def test_a_new_pool_of_a_known_shape_costs_no_template_call_and_keeps_its_labels(
+    provider: Ec2Provider, make_spec: Spec, admin: dict[str, Any], fake: FakeAws
+) -> None:
+    first = provider.acquire(AcquireRequest(spec=make_spec(pool="first"), generation=0))
+    assert isinstance(first, Launched)
+    fake.clear_calls()
+    second = provider.acquire(AcquireRequest(spec=make_spec(pool="second"), generation=3))
+    assert isinstance(second, Launched)
+    assert [c for c in fake.calls() if "LaunchTemplate" in c["action"]] == []
+    assert len(admin["ec2"].describe_launch_templates()["LaunchTemplates"]) == 1
+    flags = node_config(admin, second.instance_ids[0])["spec"]["kubelet"]["flags"]
+    labels = dict(kv.split("=", 1) for kv in flag(flags, "--node-labels").split(","))
+    assert labels["atomic-gang.k8s.aws/pool"] == "second"
+    assert labels["atomic-gang.k8s.aws/generation"] == "3"
 
 
 def test_explicit_ami_wins_over_ssm(

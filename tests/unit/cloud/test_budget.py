@@ -73,3 +73,12 @@ def test_a_throttle_from_ec2_empties_our_bucket_and_hints_the_refill() -> None:
 def test_bad_limits_are_refused() -> None:
     with pytest.raises(ValueError, match="capacity"):
         BucketSpec(0, 1)
+
+
+def test_a_refill_that_falls_short_by_a_rounding_error_counts_as_whole() -> None:
+    clock = Clock()
+    clock.t = 1000.0
+    budget = ApiBudget(limits=BudgetLimits(non_mutating=BucketSpec(1, 3)), clock=clock)
+    budget.take("describe_instances")
+    clock.t += budget.wait("describe_instances")  # 1/3 s: not exact in floating point
+    assert budget.take("describe_instances") == 0.0

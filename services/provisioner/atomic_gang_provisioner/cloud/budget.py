@@ -18,6 +18,7 @@ from typing import Final, Literal
 ActionClass = Literal["run_instances", "mutating", "non_mutating"]
 LAUNCH_INSTANCES: Final = "run_instances/instances"
 READ_PREFIXES: Final = ("describe_", "get_", "list_")
+EPSILON: Final = 1e-6  # of a token: float refills never quite reach a whole one
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +64,8 @@ class TokenBucket:
     def wait(self, n: float, reserve: float = 0.0) -> float:
         """Seconds until ``n`` tokens, plus ``reserve`` left over, are here (after a
         refill); 0 when they are. A request larger than the bucket waits for a full one."""
-        need = min(n, self.spec.capacity) + reserve
-        return max(0.0, (need - self.level) / self.spec.per_second)
+        short = min(n, self.spec.capacity) + reserve - self.level
+        return short / self.spec.per_second if short > EPSILON else 0.0
 
 
 class ApiBudget:

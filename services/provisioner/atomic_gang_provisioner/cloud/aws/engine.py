@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
+from atomic_gang import GangSpec
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws.access import AwsAuthReader
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer, failure
@@ -30,7 +32,7 @@ from atomic_gang_provisioner.cloud.aws.inventory import Inventory
 from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, base_template_data, cell_of
 from atomic_gang_provisioner.cloud.aws.release import Releaser
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
-from atomic_gang_provisioner.cloud.aws.templates import Templates
+from atomic_gang_provisioner.cloud.aws.templates import TemplateRef, Templates, digest
 from atomic_gang_provisioner.cloud.batcher import Windows
 from atomic_gang_provisioner.cloud.budget import ApiBudget, BudgetLimits
 from atomic_gang_provisioner.cloud.capacity import DEFAULT_TTL_SECONDS, ShortCells
@@ -192,11 +194,7 @@ class Ec2Provider:
             placements = fit_reservation(spec, reservation, placements)
         if not placements:
             raise CloudError("NoPlacement", "no subnet in any requested or cluster AZ fits")
-        template = self._templates.ensure(
-            name=naming.launch_template_name(cluster=cluster, spec=spec),
-            data=data,
-            tags=naming.ownership_tags(cluster=cluster, pool=spec.pool),
-        )
+        template = self._template(spec, data)
         labels = naming.node_labels(spec=spec, generation=request.generation)
         return LaunchPlan(
             spec=spec,
@@ -208,6 +206,22 @@ class Ec2Provider:
             tags=naming.group_tags(cluster=cluster, spec=spec, generation=request.generation),
             reservation=reservation,
         )
+
+    def _template(self, spec: GangSpec, data: dict[str, Any]) -> TemplateRef:
+        """runinstances: the shape's shared template, named by its data (a new pool of a
+        known shape costs no call). fleet: the pool's own, since CreateFleet takes user
+        data only from a template version (one per generation)."""
+        cluster = self.config.cluster
+        if spec.mode == "fleet":
+            name = naming.launch_template_name(cluster=cluster, spec=spec)
+            tags = naming.ownership_tags(cluster=cluster, pool=spec.pool)
+        else:
+            # The SSM-recommended AMI is not part of the name: when it moves, the shape's
+            # template gets a new default version instead of a second template.
+            named = data if spec.ami_id else {k: v for k, v in data.items() if k != "ImageId"}
+            name = naming.shared_template_name(cluster=cluster, data_digest=digest(named))
+            tags = naming.cluster_tags(cluster=cluster)
+        return self._templates.ensure(name=name, data=data, tags=tags)
 
     def _user_data_b64(self, plan: LaunchPlan) -> str:
         info = self._resolver.cluster()
