@@ -45,7 +45,8 @@ def ready_node(i: int) -> dict[str, Any]:
 
 
 def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:
-    transport, cloud, requeued = RecordingTransport(), LaterCloud(), []
+    transport, cloud = RecordingTransport(), LaterCloud()
+    requeued: list[str] = []
     ctx = context(
         settings=settings(),
         transport=transport,
