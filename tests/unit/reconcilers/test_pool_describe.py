@@ -60,6 +60,8 @@ def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:
     assert cloud.asked == [tuple(IDS)]
     assert transport.writes() == []  # nothing decided yet, the worker is free
     assert requeued == []
+    reconciler.reconcile("pretrain")  # a Node event before the answer: no second describe
+    assert len(cloud.asked) == 1
     cloud.pending[0].set_result(instances())
     assert requeued == ["pretrain"]
     reconciler.reconcile("pretrain")

@@ -111,8 +111,11 @@ class PoolReconciler:
     def _describe(self, name: str, ids: tuple[str, ...]) -> tuple[Instance, ...] | None:
         """The batched describe's answer for exactly these ids, or None once asked."""
         with self._lock:
-            asked = self._described.pop(name, None)
-        if asked is not None and asked[0] == ids and asked[1].done():
+            asked = self._described.get(name)
+            if asked is not None and asked[0] == ids and not asked[1].done():
+                return None  # asked already (a Node event woke us first): its answer requeues
+            self._described.pop(name, None)
+        if asked is not None and asked[0] == ids:
             return asked[1].result()  # its error, if any, fails this reconcile (backoff)
         future = self.ctx.cloud.describe_later(ids)
         if self._requeue is None:
