@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import email
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -273,3 +274,19 @@ def test_a_new_shape_costs_one_template_call_and_a_restart_reuses_it(
     assert fake.calls("ModifyLaunchTemplate") == []
     (template,) = backend().launch_templates.values()
     assert template.default_version_number == 1
+
+
+def test_new_pools_of_one_new_shape_acquiring_together_make_one_template(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    with ThreadPoolExecutor(4) as pool:
+        results = list(
+            pool.map(
+                lambda n: provider.acquire(
+                    AcquireRequest(spec=make_spec(pool=f"p{n}", count=1), generation=0)
+                ),
+                range(4),
+            )
+        )
+    assert all(isinstance(r, Launched) for r in results)
+    assert template_calls(fake) == [("CreateLaunchTemplate", "ok")]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,12 +48,22 @@ class Templates:
         self._ec2 = clients.ec2
         self._caller = caller
         self._known: dict[str, TemplateRef] = {}
+        # One ensure per name at a time: pools of a new shape acquiring together make
+        # one CreateLaunchTemplate, the others then find it known.
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
 
     def _call(self, op: str, **params: Any) -> dict[str, Any]:
         return self._caller.call(self._ec2, op, **params)
 
     def ensure(self, *, name: str, data: dict[str, Any], tags: dict[str, str]) -> TemplateRef:
         """The template's default version, equal to ``data``; created or updated."""
+        with self._locks_lock:
+            lock = self._locks.setdefault(name, threading.Lock())
+        with lock:
+            return self._ensure(name=name, data=data, tags=tags)
+
+    def _ensure(self, *, name: str, data: dict[str, Any], tags: dict[str, str]) -> TemplateRef:
         want = digest(data)
         ref = self._known.get(name)
         if ref is None:
