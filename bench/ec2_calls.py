@@ -1,5 +1,5 @@
-"""EC2 engine: API calls per acquisition, shortfall, release and reaper sweep,
-and the engine's own CPU time per acquisition, apart from moto's.
+"""EC2 engine: API calls per acquisition, shortfall, release and reaper sweep (and
+what ``placement``/``efa`` add), and the engine's CPU time per acquisition.
 
 Runs in-process against moto plus the fidelity layer (throttling off, no
 faults), counting every call that reaches "AWS" from the layer's call log.
@@ -83,7 +83,9 @@ class Bench:
             clients=self.clients, config=EngineConfig(cluster=CLUSTER), sleeper=lambda s: None
         )
 
-    def spec(self, pool: str, mode: Mode = "runinstances", count: int = 4) -> GangSpec:
+    def spec(
+        self, pool: str, mode: Mode = "runinstances", count: int = 4, **network: Any
+    ) -> GangSpec:
         return GangSpec(
             pool=pool,
             count=count,
@@ -94,7 +96,13 @@ class Bench:
             keep_warm_ttl=GoDuration.of(minutes=10),
             max_lifetime=GoDuration.of(hours=4),
             ami_variant="nvidia",
+            **network,
         )
+
+    def launch(self, engine: Ec2Provider, spec: GangSpec, gen: int) -> tuple[Launched, Any]:
+        result, counts = self.measure(engine.acquire, AcquireRequest(spec=spec, generation=gen))
+        assert isinstance(result, Launched), result
+        return result, counts
 
     def measure(self, fn: Callable[..., Any], *args: Any) -> tuple[Any, dict[str, Any]]:
         self.fake.clear_calls()
@@ -128,6 +136,33 @@ def acquisitions(b: Bench, mode: Mode, rounds: int) -> dict[str, Any]:
             statistics.median(t - m for t, m in zip(warm_total, warm_moto, strict=True)) * 1000, 2
         ),
     }
+    return out
+
+
+def network(b: Bench) -> dict[str, Any]:
+    """``placement: cluster`` + ``efa: true`` against the same pool without them: a new
+    pool on a warm engine, its next generation, the topology read, a restarted
+    controller adopting the group, the group's deletion after release."""
+    engine = b.engine()
+    engine.acquire(AcquireRequest(spec=b.spec("warm-up"), generation=0))  # caches warm
+    out: dict[str, Any] = {}
+    cases: tuple[tuple[str, dict[str, Any]], ...] = (
+        ("plain", {}),
+        ("placement_efa", {"placement": "cluster", "efa": "max"}),
+    )
+    for label, extra in cases:
+        spec = b.spec(f"net-{label}", **extra)
+        first, out[f"{label}_new_pool"] = b.launch(engine, spec, 0)
+        engine.release(ReleaseRequest(instance_ids=first.instance_ids))
+        nxt, out[f"{label}_next_generation"] = b.launch(engine, spec, 1)
+        if extra:
+            _, out["topology_read"] = b.measure(engine.read_topology, nxt.instance_ids)
+            engine.release(ReleaseRequest(instance_ids=nxt.instance_ids))
+            restarted = b.engine()
+            restarted.acquire(AcquireRequest(spec=b.spec("warm-up-2"), generation=0))
+            again, out["restart_adopts_group"] = b.launch(restarted, spec, 2)
+            restarted.release(ReleaseRequest(instance_ids=again.instance_ids))
+            _, out["delete_group"] = b.measure(restarted.delete_placement_group, spec.pool)
     return out
 
 
@@ -218,6 +253,7 @@ def main() -> None:
         for mode in ("runinstances", "fleet"):
             report[f"acquire_{mode}"] = acquisitions(b, mode, args.acquisitions)
         report["shortfall"] = shortfalls(b)
+        report["network"] = network(b)
         report["release"] = releases(b)
     with world() as b:
         report["sweep"] = sweep(b, args.sweep)
@@ -243,6 +279,8 @@ def render(r: dict[str, Any]) -> str:
         lines.append(_row(f"shortfall {mode} (3 AZs)", c))
     for label, c in r["release"].items():
         lines.append(_row(f"release 4 instances, {label.replace('_', ' ')}", c))
+    for label, c in r["network"].items():
+        lines.append(_row(label.replace("_", " ").replace("placement efa", "placement+efa"), c))
     s = r["sweep"]
     lines += [
         "",

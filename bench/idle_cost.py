@@ -11,7 +11,10 @@ run together for its duration (then its Job is deleted). Billing is sampled ever
 0.5 s from the simulated EC2 and split by ``idle_trace.Ledger``. Throttling is off in
 both phases so only capacity limits either provisioner.
 
-Usage: .venv/bin/python -m bench.idle_cost [--jobs 48] [--seed 7] [--max-seconds 900]
+The controller's own cost metric (``atomic_gang_instance_seconds_total``) is scraped at the
+end of our phase and printed beside the ledger's figures.
+
+Usage: .venv/bin/python -m bench.idle_cost [--jobs 48] [--seed 7] [--max-seconds 900] [--ours-only]
 """
 
 from __future__ import annotations
@@ -28,17 +31,20 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import httpx
 from botocore.config import Config
+from prometheus_client.parser import text_string_to_metric_families
 
 from atomic_gang import keys
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components.cloud import FakeAws, fakeaws_endpoint
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_fakeaws.control import ControlClient
+from atomic_gang_provisioner.cost import INSTANCE_SECONDS
 from atomic_gang_provisioner.kube import KubeClient, NotFoundError
 from atomic_gang_provisioner.resources import JOBS
 from bench import system_stack as sys_stack
-from bench.idle_report import report
+from bench.idle_report import report, report_metric
 from bench.idle_trace import Ledger, Trace, TraceJob, Use, classify, make_trace
 from bench.incremental_baseline import PODS, IncrementalBaseline, baseline_job, cluster_join
 from tests.e2e.system.harness import sample_job
@@ -67,6 +73,8 @@ class PhaseResult:
     ledger: Ledger
     launches: Counter[str] = field(default_factory=Counter)
     makespan: float = 0.0
+    # atomic_gang_instance_seconds_total over the phase's pools, by state (ours only).
+    metric: dict[str, float] = field(default_factory=dict)
 
 
 class Phase:
@@ -165,7 +173,22 @@ def run_ours(ctx: Context, trace: Trace, max_seconds: float) -> PhaseResult:
     launches = Counter(
         "ok" if c["outcome"] == "ok" else c["outcome"].removeprefix("error:") for c in ours
     )
-    return PhaseResult("ours (N-or-0)", list(phase.runs.values()), phase.ledger, launches, span)
+    metric = billed_by_state(ctx, {j.name for j in trace.jobs})
+    return PhaseResult(
+        "ours (N-or-0)", list(phase.runs.values()), phase.ledger, launches, span, metric
+    )
+
+
+def billed_by_state(ctx: Context, pools: set[str]) -> dict[str, float]:
+    """What the controller's own cost metric says these pools billed, by state."""
+    text = httpx.get(f"http://127.0.0.1:{ctx.port(sys_stack.LEADER)}/metrics", timeout=10).text
+    out: dict[str, float] = {}
+    for fam in text_string_to_metric_families(text):
+        for sample in fam.samples:
+            if sample.name == INSTANCE_SECONDS + "_total" and sample.labels["pool"] in pools:
+                state = sample.labels["state"]
+                out[state] = out.get(state, 0.0) + sample.value
+    return out
 
 
 def run_baseline(ctx: Context, trace: Trace, max_seconds: float) -> PhaseResult:
@@ -205,6 +228,11 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=48)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-seconds", type=float, default=900, help="per provisioner")
+    ap.add_argument(
+        "--ours-only",
+        action="store_true",
+        help="skip the baseline: only our phase, and the cost metric against the ledger",
+    )
     args = ap.parse_args()
     trace = make_trace(jobs=args.jobs, seed=args.seed)
     with tempfile.TemporaryDirectory() as d:
@@ -212,20 +240,24 @@ def main() -> None:
             Path(d) / "stack", provisioners=1, settings=SETTINGS, boot=(2.0, 2.0)
         )
         try:
-            ours, base = _both(stack, ctx, trace, args.max_seconds)
+            ours, base = _both(stack, ctx, trace, args.max_seconds, ours_only=args.ours_only)
         finally:
             stack.down()
-    report(trace, ours, base)
+    if base is not None:
+        report(trace, ours, base)
+    report_metric(ours)
 
 
 def _both(
-    stack: Stack, ctx: Context, trace: Trace, max_seconds: float
-) -> tuple[PhaseResult, PhaseResult]:
+    stack: Stack, ctx: Context, trace: Trace, max_seconds: float, *, ours_only: bool
+) -> tuple[PhaseResult, PhaseResult | None]:
     kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
     sys_stack.set_gpu_quota(kube, 10000)
     ControlClient(fakeaws_endpoint(ctx)).set_throttling(False)
     print("phase 1: our provisioner", flush=True)
     ours = run_ours(ctx, trace, max_seconds)
+    if ours_only:
+        return ours, None
     # The baseline runs alone: our reaper would take its instances for orphans.
     stack.stop_component(sys_stack.LEADER)
     print("phase 2: the incremental baseline", flush=True)

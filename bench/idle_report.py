@@ -61,3 +61,22 @@ def report(trace: Trace, ours: PhaseResult, base: PhaseResult) -> None:
 
 def _calls(res: PhaseResult) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(res.launches.items()))
+
+
+def report_metric(ours: PhaseResult) -> None:
+    """The controller's ``atomic_gang_instance_seconds_total`` beside the bench's own
+    ledger (EC2 sampled every 0.5 s). The states are cut differently (the ledger's
+    "running" waits for all N pods, the metric's for N Ready nodes), so totals compare."""
+    m, ledger = ours.metric, ours.ledger
+    total = sum(m.values())
+    print("\n## ours: the cost metric against the bench's ledger (instance-s)\n")
+    print("| state | atomic_gang_instance_seconds_total | bench ledger (EC2 sampled) |")
+    print("|---|---|---|")
+    pairs = [("stranded", "stranded"), ("launching", "booting"), ("running", "running")]
+    for state, use in pairs:
+        print(f"| {state} / {use} | {m.get(state, 0.0):.1f} | {ledger.seconds[use]:.1f} |")
+    after = m.get("keep-warm", 0.0) + m.get("releasing", 0.0)
+    print(f"| keep-warm + releasing / tail | {after:.1f} | {ledger.seconds['tail']:.1f} |")
+    gap = (total - ledger.billed) / ledger.billed if ledger.billed else 0.0
+    print(f"| total | {total:.1f} | {ledger.billed:.1f} |")
+    print(f"\nmetric vs ledger, total: {gap:+.1%} (target: within ±5 %)")

@@ -2,7 +2,7 @@
 # Build the pinned upstream control-plane binaries from the Go module proxy and
 # cache each one by version under $ATOMIC_GANG_CACHE/bin (default ~/.cache/atomic-gang).
 # Only what is missing is rebuilt. Usage: hack/build-bins.sh [component...]
-# Components: etcd kube kueue kwok helm cert-manager kubelet containerd kube-score
+# Components: etcd kube kueue kwok helm cert-manager kubelet containerd kube-score promtool
 # (default: all). kubelet and containerd are the real node's (with runc, the CNI
 # plugins and buildah from Debian's packages: hack/install-node-deps.sh).
 # Also links the Kueue and kwok module sources (chart, CRDs, kwok stages) to
@@ -21,6 +21,9 @@ CERTMANAGER_VERSION=${CERTMANAGER_VERSION:-v1.11.5}
 CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.3.7}
 # A third-party checker of the rendered chart (fast tier).
 KUBESCORE_VERSION=${KUBESCORE_VERSION:-v1.20.0}
+# Prometheus's promtool: checks and unit-tests the chart's alert rules (fast tier) and lints
+# both services' /metrics (e2e). Prometheus v3.16.0 is Go module v0.316.0.
+PROMTOOL_VERSION=${PROMTOOL_VERSION:-v0.316.0}
 # Bumped whenever a binary's build flags change, so a cached binary built the old
 # way is never reused: the binary's cache name carries it (see bins.py BUILD_KEYS).
 HELM_BUILD=${HELM_BUILD:-rel1}  # rel1: the release Makefile's version ldflags
@@ -129,15 +132,15 @@ GO
   log "$* done"
 }
 
-build_simple() {  # name module pkg version ldflags
-  local name=$1 module=$2 pkg=$3 v=$4 ldf=$5
+build_simple() {  # name module pkg version ldflags [tags]
+  local name=$1 module=$2 pkg=$3 v=$4 ldf=$5 tags=${6:-}
   local out=$name-$v
   have "$out" && { log "$name $v cached"; return; }
   log "building $name $v"
   local dir=$SRC/$name-$v
   wrapper "$dir" "$module@$v"
   printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > "$dir/tools.go"
-  (cd "$dir" && go mod tidy -e >/dev/null && go build -trimpath -ldflags "-s -w $ldf" -o "$BIN/$out.tmp" "$pkg")
+  (cd "$dir" && go mod tidy -e >/dev/null && go build -trimpath -tags "$tags" -ldflags "-s -w $ldf" -o "$BIN/$out.tmp" "$pkg")
   mv "$BIN/$out.tmp" "$BIN/$out"
   log "$name done"
 }
@@ -178,6 +181,18 @@ build_helm() {
 build_kube_score() {
   build_simple kube-score github.com/zegl/kube-score github.com/zegl/kube-score/cmd/kube-score \
     "$KUBESCORE_VERSION" "-X main.version=${KUBESCORE_VERSION#v} -X main.commit=release -X main.date=release"
+}
+
+# promtool with the version ldflags of Prometheus's release (prometheus/common/version),
+# without the service-discovery plugins (tag remove_all_sd: no cloud SDKs, no client-go;
+# rules and metrics are all we check), which halves the build.
+build_promtool() {
+  local v=$PROMTOOL_VERSION mod=github.com/prometheus/prometheus pkg=github.com/prometheus/common/version
+  local minor=${v#v0.}; minor=${minor%%.*}  # v0.316.0 -> 316 -> Prometheus 3.16.0
+  local release="3.$(( minor - 300 )).${v##*.}"
+  build_simple promtool "$mod" "$mod/cmd/promtool" "$v" \
+    "-X $pkg.Version=$release -X $pkg.Revision=release -X $pkg.Branch=release -X $pkg.BuildUser=atomic-gang" \
+    remove_all_sd
 }
 
 # containerd 2.x, its runc shim and ctr, static (the tags of its static release).
@@ -227,7 +242,7 @@ build_cert_manager() {
 }
 
 components=("$@")
-ALL=(etcd kube kueue kwok helm cert-manager kubelet containerd kube-score)
+ALL=(etcd kube kueue kwok helm cert-manager kubelet containerd kube-score promtool)
 [[ ${#components[@]} == 0 ]] && components=("${ALL[@]}")
 for c in "${components[@]}"; do
   declare -F "build_${c//-/_}" >/dev/null || { log "unknown component '$c' (${ALL[*]})"; exit 2; }

@@ -1,4 +1,4 @@
-"""The rules of the two duration annotations, ``keep-warm-ttl`` and ``max-lifetime``."""
+"""The rules of the duration annotations: ``keep-warm-ttl``, ``max-lifetime``, ``min-runtime``."""
 
 from __future__ import annotations
 
@@ -53,3 +53,19 @@ def max_lifetime(ann: Mapping[str, str], s: GangSettings, out: Collector) -> GoD
         )
         return None
     return allowlists.lifetime(ann[keys.MAX_LIFETIME], life, s, out)
+
+
+def min_runtime(ann: Mapping[str, str], out: Collector) -> GoDuration | None:
+    """How long a gang needs a Capacity Block for (optional; no default here: the
+    provisioner falls back on capacityBlock.minRemainingSeconds)."""
+    need = _duration(ann, keys.MIN_RUNTIME, out)
+    if need is not None and need.nanoseconds <= 0:
+        out.add(
+            keys.MIN_RUNTIME,
+            "InvalidMinRuntime",
+            "must be greater than 0",
+            ann[keys.MIN_RUNTIME],
+            "the time the job needs to finish in a Capacity Block, e.g. 2h; or leave it unset",
+        )
+        return None
+    return need

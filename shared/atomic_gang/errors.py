@@ -38,6 +38,7 @@ Reason = Literal[
     "InvalidDuration",
     "KeepWarmTTLOutOfRange",
     "InvalidMaxLifetime",
+    "InvalidMinRuntime",
     "InvalidAmiVariant",
     "InvalidAmiId",
     "InvalidCapacityReservationId",
@@ -51,6 +52,12 @@ Reason = Literal[
     "ReservedToleration",
     "TooManyKeys",
     "PodsNotSpread",
+    "InvalidPlacement",
+    "PlacementExclusive",
+    "InvalidPlacementGroupName",
+    "PlacementNeedsOneZone",
+    "InvalidEfa",
+    "InvalidMaxSpread",
 ]
 
 REASONS: tuple[Reason, ...] = Reason.__args__  # type: ignore[attr-defined]

@@ -24,6 +24,11 @@ MAX_LIFETIME: Final = PREFIX + "max-lifetime"
 AMI_VARIANT: Final = PREFIX + "ami-variant"
 AMI_ID: Final = PREFIX + "ami-id"
 CAPACITY_RESERVATION_ID: Final = PREFIX + "capacity-reservation-id"
+MIN_RUNTIME: Final = PREFIX + "min-runtime"
+PLACEMENT: Final = PREFIX + "placement"
+PLACEMENT_GROUP_NAME: Final = PREFIX + "placement-group-name"
+EFA: Final = PREFIX + "efa"
+MAX_SPREAD: Final = PREFIX + "max-spread"
 
 ANNOTATION_KEYS: Final = (
     COUNT,
@@ -38,11 +43,16 @@ ANNOTATION_KEYS: Final = (
     AMI_VARIANT,
     AMI_ID,
     CAPACITY_RESERVATION_ID,
+    MIN_RUNTIME,
+    PLACEMENT,
+    PLACEMENT_GROUP_NAME,
+    EFA,
+    MAX_SPREAD,
 )
 ANNOTATION_KEY_SET: Final = frozenset(ANNOTATION_KEYS)
 LABEL_KEYS: Final = (POOL,)
 USER_KEYS: Final = (*LABEL_KEYS, *ANNOTATION_KEYS)
-# A Job defines at most 13 keys under our prefix; far more is a typo storm or an
+# A Job defines at most 18 keys under our prefix; far more is a typo storm or an
 # attack, reported once (TooManyKeys) instead of once per key.
 MAX_GANG_KEYS: Final = 64
 
@@ -53,6 +63,8 @@ GROUP: Final = PREFIX + "group"
 GENERATION: Final = PREFIX + "generation"
 KEEP_WARM_UNTIL: Final = PREFIX + "keep-warm-until"
 MAX_LIFETIME_TAG: Final = PREFIX + "max-lifetime"
+# A Capacity Block instance's cap (RFC 3339): released by then, before EC2 terminates it.
+RELEASE_BY_TAG: Final = PREFIX + "release-by"
 GANG_TAINT: Final = PREFIX + "gang"
 GANG_TAINT_EFFECT: Final = "NoSchedule"
 

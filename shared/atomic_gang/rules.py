@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from atomic_gang import allowlists, duration_rules, keys, patterns
+from atomic_gang import allowlists, duration_rules, keys, patterns, reservation_rules
 from atomic_gang.errors import Collector, Reason
+from atomic_gang.network_rules import check_network
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import AMI_VARIANTS, MODES, derive_ami_variant
 
@@ -208,25 +209,10 @@ def _pattern(
     return raw
 
 
-def _empty_means_unset(ann: Mapping[str, str], key: str) -> Mapping[str, str]:
-    """Templated manifests render an unset value as "": treat it as absent."""
-    if ann.get(key) == "":
-        return {k: v for k, v in ann.items() if k != key}
-    return ann
-
-
 def _ids(ann: Mapping[str, str], s: GangSettings, out: Collector) -> tuple[str | None, str | None]:
-    """The image and the capacity reservation: syntax, then the admin's allowlists."""
+    """The image and the capacity reservations: syntax, then the admin's allowlists."""
     ami = _pattern(ann, keys.AMI_ID, patterns.AMI_ID, "InvalidAmiId", "ami-0123456789abcdef0", out)
-    cr = _pattern(
-        _empty_means_unset(ann, keys.CAPACITY_RESERVATION_ID),  # "" is on-demand (spec)
-        keys.CAPACITY_RESERVATION_ID,
-        patterns.CAPACITY_RESERVATION_ID,
-        "InvalidCapacityReservationId",
-        "cr-0123456789abcdef0",
-        out,
-    )
-    return allowlists.ami(ami, s, out), allowlists.reservation(cr, s, out)
+    return allowlists.ami(ami, s, out), reservation_rules.reservations(ann, s, out)
 
 
 def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> dict[str, Any] | None:
@@ -243,6 +229,8 @@ def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> di
     life = duration_rules.max_lifetime(ann, s, out)
     variant = _choice(ann, keys.AMI_VARIANT, AMI_VARIANTS, "InvalidAmiVariant", out)
     ami, cr = _ids(ann, s, out)
+    need = duration_rules.min_runtime(ann, out)
+    network = check_network(ann, mode=mode, zones=zones, subnets=subnets, out=out)
     if out.total != before or None in (count, itype, region, role, ttl, life):
         return None
     assert itype is not None
@@ -259,4 +247,6 @@ def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> di
         "ami_variant": variant or derive_ami_variant(itype),
         "ami_id": ami,
         "capacity_reservation_id": cr,
+        "min_runtime": need,
+        **network,
     }

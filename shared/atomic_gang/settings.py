@@ -95,6 +95,31 @@ class Ec2Api(_Section):
         return self
 
 
+class CapacityBlock(_Section):
+    """How gangs use Capacity Blocks (EC2 terminates a block's instances 30 min before its end)."""
+
+    drainLeadSeconds: int = Field(
+        default=2400,
+        ge=1800,
+        description=(
+            "Drain point: this long before a block's EndDate the check goes to Retry "
+            "(CapacityBlockEnding) and the pool releases the block's instances; at least "
+            "1800, EC2's own termination lead."
+        ),
+    )
+    minRemainingSeconds: int = Field(
+        default=1800,
+        ge=0,
+        description="Without min-runtime, a gang starts in a block only with this much left "
+        "before the drain point.",
+    )
+    warningLeadSeconds: int = Field(
+        default=600,
+        ge=0,
+        description="The CapacityBlockEnding Event comes this long before the drain point.",
+    )
+
+
 class Iam(_Section):
     selfManageInstanceProfile: bool = False
 
@@ -138,6 +163,7 @@ class GangSettings(BaseSettings):
     leaderElection: LeaderElection = Field(default_factory=LeaderElection)
     iam: Iam = Field(default_factory=Iam)
     ec2Api: Ec2Api = Field(default_factory=Ec2Api)
+    capacityBlock: CapacityBlock = Field(default_factory=CapacityBlock)
 
     @classmethod
     def settings_customise_sources(

@@ -1,8 +1,8 @@
 """GangSpec: a Job's gang shape with every default resolved.
 
 Frozen and hashable. :meth:`GangSpec.shape_equals` decides whether a later
-claimant may reuse a pool: keep-warm TTL (and the capacity reservation used
-for the launch) may differ between sequential claimants; nothing else may.
+claimant may reuse a pool: keep-warm TTL, min-runtime (and the capacity reservations
+used for the launch) may differ between sequential claimants; nothing else may.
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ from atomic_gang.durations import GoDuration
 
 Mode = Literal["runinstances", "fleet"]
 AmiVariant = Literal["standard", "nvidia", "neuron"]
+Placement = Literal["cluster"]
+# "max": as many EFA interfaces as the type's EfaInfo.MaximumEfaInterfaces (the controller
+# reads it from DescribeInstanceTypes); a number: that many, one per network card.
+Efa = int | Literal["max"]
 
+NETWORK = frozenset({"placement", "placementGroupName", "efa", "maxSpread"})
 MODES: tuple[Mode, ...] = ("runinstances", "fleet")
 AMI_VARIANTS: tuple[AmiVariant, ...] = ("standard", "nvidia", "neuron")
 
@@ -49,10 +54,31 @@ class GangSpec(BaseModel):
     max_lifetime: GoDuration
     ami_variant: AmiVariant
     ami_id: str | None = None
+    # One id or an ordered, comma-separated list, tried in order.
     capacity_reservation_id: str | None = None
+    placement: Placement | None = None  # the controller owns a group of this strategy
+    placement_group_name: str | None = None  # or an existing group, never created or deleted
+    efa: Efa | None = None
+    max_spread: int | None = None  # bottom-layer network nodes a Ready gang may span
+    # A Capacity Block is used only with at least this much time left before its drain point.
+    min_runtime: GoDuration | None = None
+
+    @property
+    def reservation_ids(self) -> tuple[str, ...]:
+        """The Job's reservations, in the order they are tried."""
+        raw = self.capacity_reservation_id or ""
+        return tuple(dict.fromkeys(p.strip() for p in raw.split(",") if p.strip()))
 
     def shape(self) -> dict[str, object]:
         """The fields that define a pool's node set (see shape_equals)."""
+        return self._base_shape() | {
+            "placement": self.placement,
+            "placementGroupName": self.placement_group_name,
+            "efa": self.efa,
+            "maxSpread": self.max_spread,
+        }
+
+    def _base_shape(self) -> dict[str, object]:
         return {
             "count": self.count,
             "instanceType": self.instance_type,
@@ -67,7 +93,8 @@ class GangSpec(BaseModel):
         }
 
     def shape_equals(self, other: GangSpec) -> bool:
-        """Same count, type, mode, region, role, AMI, AZs/subnets and max lifetime."""
+        """Same count, type, mode, region, role, AMI, AZs/subnets, max lifetime and
+        network (placement, EFA, max spread)."""
         return self.shape() == other.shape()
 
     def shape_diff(self, other: GangSpec) -> list[str]:
@@ -77,5 +104,7 @@ class GangSpec(BaseModel):
 
     def shape_hash(self, length: int = 12) -> str:
         """A short stable digest of the shape (launch template names, tags)."""
-        blob = json.dumps(self.shape(), sort_keys=True, separators=(",", ":"))
+        # Network fields only when set: a pool without them keeps its hash (its template).
+        shape = {k: v for k, v in self.shape().items() if k not in NETWORK or v is not None}
+        blob = json.dumps(shape, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:length]

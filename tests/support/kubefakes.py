@@ -16,8 +16,10 @@ from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
     Instance,
+    PlacementGroup,
     ReleaseRequest,
     ReleaseResult,
+    TopologyRead,
 )
 from atomic_gang_provisioner.events import EventType
 from atomic_gang_provisioner.kube.client import KubeClient
@@ -129,6 +131,18 @@ class NoCloud:
 
     def recover_enis(self) -> tuple[str, ...]:
         return self._no()  # type: ignore[no-any-return]
+
+    def delete_placement_group(self, pool: str) -> bool:
+        return self._no(pool)  # type: ignore[no-any-return]
+
+    def list_placement_groups(self) -> tuple[PlacementGroup, ...]:
+        return self._no()  # type: ignore[no-any-return]
+
+    def reap_placement_group(self, name: str) -> bool:
+        return self._no(name)  # type: ignore[no-any-return]
+
+    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+        return self._no(instance_ids)  # type: ignore[no-any-return]
 
 
 def context(

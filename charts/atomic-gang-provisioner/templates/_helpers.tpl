@@ -121,6 +121,7 @@ app.kubernetes.io/component: {{ .component }}
   "ec2Api" $v.ec2Api
   "leaderElection" $le
   "iam" $v.iam
+  "capacityBlock" $v.capacityBlock
 -}}
 {{- toYaml $s -}}
 {{- end -}}
@@ -170,4 +171,13 @@ podAntiAffinity:
           matchLabels:
             {{- include "agp.selectorLabels" (dict "ctx" .ctx "component" .component) | nindent 12 }}
 {{- end -}}
+{{- end -}}
+
+{{/* An alert's runbook annotations: the docs anchor, and a URL when runbookBaseUrl is set.
+     Call with (dict "ctx" $ "alert" "AlertName"). */}}
+{{- define "agp.alert.runbook" -}}
+runbook: {{ printf "docs/operations.md#%s" (lower .alert) }}
+{{- with .ctx.Values.metrics.prometheusRule.runbookBaseUrl }}
+runbook_url: {{ printf "%s#%s" (trimSuffix "#" .) (lower $.alert) }}
+{{- end }}
 {{- end -}}

@@ -41,10 +41,14 @@ BINARIES: dict[str, tuple[str, str]] = {
     "containerd-shim-runc-v2": ("CONTAINERD", "containerd"),
     "ctr": ("CONTAINERD", "containerd"),
     "kube-score": ("KUBESCORE", "kube-score"),
+    # Checks and unit-tests the chart's alert rules; lints both services' /metrics.
+    "promtool": ("PROMTOOL", "promtool"),
 }
 # What most of the stack needs; the real node's binaries are asked for by name.
 CONTROL_PLANE: tuple[str, ...] = tuple(
-    n for n, (_, c) in BINARIES.items() if c not in ("kubelet", "containerd", "kube-score")
+    n
+    for n, (_, c) in BINARIES.items()
+    if c not in ("kubelet", "containerd", "kube-score", "promtool")
 )
 NODE: tuple[str, ...] = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr")
 

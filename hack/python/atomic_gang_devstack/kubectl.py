@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from atomic_gang_devstack import waits
 
 FIELD_MANAGER = "atomic-gang-devstack"
 
@@ -70,15 +71,19 @@ class Kubectl:
         waiting, when it reads a CRD whose status has no conditions yet: the
         window between create and the apiserver's first status write.
         """
-        deadline = time.monotonic() + timeout
         pending = set(crd_names)
-        while pending:
-            pending -= {c["metadata"]["name"] for c in self.get("crd")["items"] if _established(c)}
-            if pending and time.monotonic() > deadline:
-                missing = tuple(sorted(pending))
-                raise KubectlError(("wait-established", *missing), 1, "not Established in time")
-            if pending:
-                time.sleep(0.2)
+
+        def all_established() -> bool:
+            pending.difference_update(
+                c["metadata"]["name"] for c in self.get("crd")["items"] if _established(c)
+            )
+            return not pending
+
+        try:
+            waits.wait_until(all_established, name="kubectl", what="Established", timeout=timeout)
+        except waits.ComponentFailedError as exc:
+            missing = tuple(sorted(pending))
+            raise KubectlError(("wait-established", *missing), 1, exc.reason) from exc
 
 
 def _established(crd: dict[str, Any]) -> bool:

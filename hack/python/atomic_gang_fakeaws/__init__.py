@@ -12,20 +12,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 
 from atomic_gang_fakeaws.control import ControlClient, FakeAws
 from atomic_gang_fakeaws.patches import install_patches
 from atomic_gang_fakeaws.rules import Rule
-from atomic_gang_fakeaws.state import FakeState, activated
+from atomic_gang_fakeaws.state import FakeState, activated, utcnow
 
 
 @contextmanager
 def installed(
-    *, clock: Callable[[], float] = time.monotonic, throttling: bool = True
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    wall: Callable[[], datetime] = utcnow,
+    throttling: bool = True,
 ) -> Iterator[FakeAws]:
-    """Activate a fresh layer state for the duration (use inside ``mock_aws``)."""
+    """Activate a fresh layer state for the duration (use inside ``mock_aws``).
+
+    ``clock`` meters throttling; ``wall`` moves reservations (step both in tests).
+    """
     install_patches()
-    state = FakeState(clock=clock)
+    state = FakeState(clock=clock, wall=wall)
     state.throttler.enabled = throttling
     with activated(state):
         yield FakeAws(state)

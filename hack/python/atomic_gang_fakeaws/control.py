@@ -1,9 +1,10 @@
 """The control API, shared by the in-process facade and the HTTP server.
 
 :class:`FakeAws` wraps the active :class:`FakeState`: set capacity, add
-capacity reservations, add and clear fault rules, switch throttling, read the
-call log. :class:`ControlClient` offers the same verbs over HTTP for a layer
-started with ``python -m atomic_gang_fakeaws serve``.
+capacity reservations (``reservations.ReservationSpec``), read the layer's
+own Capacity Block terminations, add and clear fault rules, switch throttling, read the
+call log (the network verbs come from ``netcontrol``). :class:`ControlClient` offers the
+same verbs over HTTP for a layer started with ``python -m atomic_gang_fakeaws serve``.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from moto.core.models import DEFAULT_ACCOUNT_ID
 
+from atomic_gang_fakeaws.netcontrol import NetworkControl, NetworkControlClient
+from atomic_gang_fakeaws.reservations import CapacityReservation, ReservationSpec
 from atomic_gang_fakeaws.rules import Rule
-from atomic_gang_fakeaws.state import CapacityReservation, FakeState, ReservationKind
+from atomic_gang_fakeaws.state import FakeState
 
 
-class FakeAws:
+class FakeAws(NetworkControl):
     def __init__(self, state: FakeState) -> None:
         self.state = state
 
@@ -26,20 +30,19 @@ class FakeAws:
     def set_default_capacity(self, count: int | None) -> None:
         self.state.default_capacity = count
 
-    def add_reservation(
-        self,
-        reservation_id: str,
-        *,
-        zone: str,
-        instance_type: str,
-        count: int,
-        kind: ReservationKind = "default",
-        state: str = "active",
-    ) -> None:
+    def add_reservation(self, reservation_id: str, **fields: Any) -> None:
+        """Add or replace one (fields: :class:`ReservationSpec`'s, snake_case)."""
+        self.put_reservation(ReservationSpec(reservation_id=reservation_id, **fields))
+
+    def put_reservation(self, spec: ReservationSpec) -> None:
         with self.state.lock:
-            self.state.reservations[reservation_id] = CapacityReservation(
-                reservation_id, zone, instance_type, count, kind, state
+            self.state.reservations[spec.reservation_id] = CapacityReservation.from_spec(
+                spec, now=self.state.wall(), account=DEFAULT_ACCOUNT_ID
             )
+
+    def block_terminations(self) -> list[dict[str, Any]]:
+        with self.state.lock:
+            return [t.as_dict() for t in self.state.block_terminations]
 
     def add_rule(self, rule: Rule | dict[str, Any]) -> Rule:
         return self.state.add_rule(rule if isinstance(rule, Rule) else Rule(**rule))
@@ -64,7 +67,7 @@ class FakeAws:
             self.state.calls.clear()
 
 
-class ControlClient:
+class ControlClient(NetworkControlClient):
     """HTTP client for the server's ``/_fake`` API."""
 
     def __init__(self, endpoint: str) -> None:
@@ -84,7 +87,13 @@ class ControlClient:
         self._send("PUT", "/default-capacity", {"count": count})
 
     def add_reservation(self, reservation_id: str, **fields: Any) -> None:
-        self._send("POST", "/reservations", {"reservationId": reservation_id, **fields})
+        """As :meth:`FakeAws.add_reservation`; validated here, sent camelCase."""
+        spec = ReservationSpec(reservation_id=reservation_id, **fields)
+        self._send("POST", "/reservations", spec.wire())
+
+    def block_terminations(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self._send("GET", "/block-terminations")
+        return found
 
     def add_rule(self, rule: dict[str, Any]) -> dict[str, Any]:
         found: dict[str, Any] = self._send("POST", "/rules", rule)

@@ -25,6 +25,7 @@ from atomic_gang_fakeaws.state import Call, FakeState, active
 _ORIGINAL: Callable[[Any], Any] = BaseResponse.call_action
 _tls = threading.local()
 BEFORE: dict[str, Callable[[FakeState, Any], None]] = {}
+EVERY: list[Callable[[FakeState, Any], None]] = []  # before each call, e.g. the layer's clock
 
 
 def current_rule() -> Rule | None:
@@ -79,6 +80,8 @@ def _resources(action: str, params: dict[str, str]) -> int:
 
 
 def _before(state: FakeState, resp: Any, call: Call) -> Rule | None:
+    for every in EVERY:
+        every(state, resp)
     scope = f"{resp.current_account}/{resp.region}"
     metered = call.service == "ec2" and call.caller not in state.unthrottled
     if metered and not state.throttler.admit(

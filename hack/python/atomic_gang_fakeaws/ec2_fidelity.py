@@ -7,7 +7,6 @@
 * DeleteFleets(TerminateInstances) terminates every live instance of the
   fleet and tolerates a fleet whose instances are already gone.
 * DeleteLaunchTemplateVersions exists; deleted versions disappear.
-* DescribeCapacityReservations serves the layer's ODCRs and Capacity Blocks.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from moto.ec2.models.launch_templates import LaunchTemplate
 from moto.ec2.responses import EC2Response
 from moto.ec2.responses.elastic_network_interfaces import ElasticNetworkInterfaces
 
-from atomic_gang_fakeaws.capacity import Target, free
 from atomic_gang_fakeaws.errors import AwsError
 from atomic_gang_fakeaws.state import FakeState, active
 
@@ -147,40 +145,6 @@ def delete_launch_template_versions(self: Any) -> Any:
     )
 
 
-def describe_capacity_reservations(self: Any) -> Any:
-    state = active()
-    wanted = self._get_param("CapacityReservationIds", [])
-    known = state.reservations if state is not None else {}
-    missing = [r for r in wanted if r not in known]
-    if missing:
-        raise AwsError(
-            "InvalidCapacityReservationId.NotFound",
-            f"The reservation ID '{missing[0]}' does not exist",
-        )
-    out = []
-    for res in (known[r] for r in (wanted or sorted(known))):
-        available = (
-            free(state, self.ec2_backend, Target(res.zone, res.instance_type, res.reservation_id))
-            if state
-            else 0
-        )
-        out.append(
-            {
-                "CapacityReservationId": res.reservation_id,
-                "InstanceType": res.instance_type,
-                "InstancePlatform": "Linux/UNIX",
-                "AvailabilityZone": res.zone,
-                "Tenancy": "default",
-                "TotalInstanceCount": res.total,
-                "AvailableInstanceCount": available,
-                "State": res.state,
-                "InstanceMatchCriteria": "targeted",
-                "ReservationType": res.kind,
-            }
-        )
-    return ActionResult({"CapacityReservations": out})
-
-
 PATCHES: list[tuple[Any, str, Any]] = [
     (Instance, "terminate", terminate),
     (Fleet, "terminate_instances", fleet_terminate_instances),
@@ -193,6 +157,5 @@ PATCHES: list[tuple[Any, str, Any]] = [
     (LaunchTemplate, "get_version", get_version),
     (EC2Backend, "describe_launch_template_versions", describe_launch_template_versions),
     (EC2Response, "delete_launch_template_versions", delete_launch_template_versions),
-    (EC2Response, "describe_capacity_reservations", describe_capacity_reservations),
 ]
 BEFORE = {"DescribeNetworkInterfaces": tick_detaches}

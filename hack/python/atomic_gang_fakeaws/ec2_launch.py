@@ -5,6 +5,8 @@
   zonal when a subnet or AZ is given; only successful launches are recorded.
 * Capacity: see ``capacity``; instant fleets honour MinTargetCapacity, spread
   across their overrides in order, and report ``Errors`` for what is missing.
+* Reservations (``ec2_reservations``): the target and market type of the
+  request or its launch template; ``DefaultTargetCapacityType=capacity-block``.
 * Fix-ups moto lacks: the launch template's instance profile and IMDS options
   on *every* instance, primary ENI DeleteOnTermination and ENI tags, the
   request's ClientToken and ``aws:ec2:fleet-id`` on fleet instances.
@@ -26,15 +28,16 @@ from moto.ec2.responses.fleets import Fleets
 from moto.ec2.responses.instances import InstanceResponse
 from moto.ec2.utils import random_fleet_id
 
-from atomic_gang_fakeaws import capacity
+from atomic_gang_fakeaws import capacity, ec2_reservations, netlaunch
 from atomic_gang_fakeaws.dispatch import current_rule, flat_params
-from atomic_gang_fakeaws.errors import idempotent_mismatch
+from atomic_gang_fakeaws.errors import AwsError, idempotent_mismatch, insufficient_capacity
 from atomic_gang_fakeaws.state import FakeState, Idem, active
 
 _RUN = InstanceResponse.run_instances
 _FLEET = Fleets.create_fleet
 _SPEC_COUNTS = Fleet.get_launch_spec_counts
 _plan = threading.local()
+_RESERVING = ("CapacityReservationSpecification", "InstanceMarketOptions", "Placement")
 MOTO_DEFAULT_TOKEN = "ABCDE"  # noqa: S105 - what moto stores when no token is sent
 
 
@@ -111,8 +114,9 @@ def run_instances(self: Any) -> Any:
 
 def _run_instances(self: Any, state: FakeState, token: str) -> Any:
     backend = self.ec2_backend
+    data = template_data(backend, self._get_param("LaunchTemplate"))
     subnet_id, placement = (
-        self._get_param("SubnetId"),
+        self._get_param("SubnetId") or netlaunch.interface_subnet(self, data),
         self._get_param("Placement.AvailabilityZone"),
     )
     zone = backend.get_subnet(subnet_id).availability_zone if subnet_id else placement
@@ -121,29 +125,31 @@ def _run_instances(self: Any, state: FakeState, token: str) -> Any:
     seen = _replay(state, key, fp, token)
     if seen is not None:
         return ActionResult(seen)
-    request = {
-        "CapacityReservationSpecification": self._get_param("CapacityReservationSpecification")
-    }
-    data = template_data(backend, self._get_param("LaunchTemplate"))
-    target = capacity.Target(
-        zone or self.region + "a",
-        self._get_param("InstanceType") or data.get("InstanceType") or "m1.small",
-        capacity.reservation_target(request, data),
-    )
+    intent = ec2_reservations.launch_intent({k: self._get_param(k) for k in _RESERVING}, data)
+    ec2_reservations.check_market(state, intent)
+    net = netlaunch.for_run(self, backend, data)
     count = int(self._get_param("MinCount", 1))
+    target = ec2_reservations.target_for(
+        state,
+        backend,
+        intent,
+        zone=zone or self.region + "a",
+        itype=self._get_param("InstanceType") or data.get("InstanceType") or "m1.small",
+        count=count,
+    )
     if subnet_id:
         capacity.check_addresses(backend.get_subnet(subnet_id), count)
     capacity.check(state, backend, target, count)
-    result = _RUN(self)
+    net.check(state, backend, zone=target.zone, instance_type=target.instance_type, count=count)
+    with netlaunch.run_context(net):
+        result = _RUN(self)
     reservation: Any = result.result
     eni_tags = _request_tags(self, "network-interface")
     profile = self._get_param("IamInstanceProfile") or data.get("IamInstanceProfile")
     fixes = {**data, "IamInstanceProfile": profile} if profile else data
     fix_instances(backend, reservation.instances, fixes, token=token, eni_tags=eni_tags)
     with state.lock:
-        for inst in reservation.instances:
-            if target.reservation_id:
-                state.reservation_use[inst.id] = target.reservation_id
+        ec2_reservations.mark_instances(state, reservation.instances, target.reservation_id)
         state.idempotency[key] = Idem(fp, reservation)
     return result
 
@@ -164,7 +170,13 @@ def _spec_counts(self: Any, weight_to_add: float) -> Any:
 
 
 def _allocate(
-    state: FakeState, backend: Any, configs: list[dict[str, Any]], total: int
+    state: FakeState,
+    backend: Any,
+    configs: list[dict[str, Any]],
+    total: int,
+    *,
+    kind: str,
+    fit: netlaunch.FleetFit,
 ) -> tuple[list[int], list[dict[str, Any]]]:
     """Fill overrides in order from free capacity; errors name the short ones."""
     counts: list[int] = []
@@ -181,40 +193,51 @@ def _allocate(
                 else override.get("AvailabilityZone", "")
             )
             itype = override.get("InstanceType") or data.get("InstanceType", "")
-            target = capacity.Target(zone, itype, capacity.reservation_target(data))
+            try:
+                room = fit.room(data, override, zone=zone, instance_type=itype)
+            except AwsError as err:  # an invalid override launches nothing; EC2 says why
+                counts.append(0)
+                errors.append(_fleet_error(lt_spec, override, err, kind))
+                continue
+            target, refusal = ec2_reservations.fleet_target(
+                state, data, zone=zone, itype=itype, capacity_type=kind
+            )
             free = capacity.free(state, backend, target) - taken.get(target, 0)
+            free = 0 if refusal else min(free, room)
             if subnet:
                 free = min(free, backend.get_subnet(subnet).available_ip_address_count)
             n = max(0, min(free, total - sum(counts)))
             taken[target] = taken.get(target, 0) + n
+            fit.take(n)
             counts.append(n)
             if sum(counts) < total and n < total:
-                errors.append(_fleet_error(lt_spec, override, itype, zone))
+                short = (
+                    AwsError("InvalidFleetConfiguration", refusal)
+                    if refusal
+                    else insufficient_capacity(itype, zone)
+                )
+                errors.append(_fleet_error(lt_spec, override, short, kind))
     return counts, errors
 
 
 def _fleet_error(
-    lt_spec: dict[str, Any], override: dict[str, Any], itype: str, zone: str
+    lt_spec: dict[str, Any], override: dict[str, Any], err: AwsError, kind: str = "on-demand"
 ) -> dict[str, Any]:
     return {
         "LaunchTemplateAndOverrides": {
             "LaunchTemplateSpecification": lt_spec,
             "Overrides": override,
         },
-        "Lifecycle": "on-demand",
-        "ErrorCode": "InsufficientInstanceCapacity",
-        "ErrorMessage": f"We currently do not have sufficient {itype} capacity in {zone}.",
+        "Lifecycle": kind,
+        "ErrorCode": err.error_code,
+        "ErrorMessage": err.message,
     }
 
 
 def _errors_only(self: Any, code: str, message: str) -> dict[str, Any]:
     """An instant fleet that launched nothing, one error per override."""
     errors = [
-        {
-            **_fleet_error(config.get("LaunchTemplateSpecification") or {}, o, "", ""),
-            "ErrorCode": code,
-            "ErrorMessage": message,
-        }
+        _fleet_error(config.get("LaunchTemplateSpecification") or {}, o, AwsError(code, message))
         for config in self._get_param("LaunchTemplateConfigs", [])
         for o in config.get("Overrides") or [{}]
     ]
@@ -251,18 +274,22 @@ def _create_fleet(self: Any, state: FakeState, token: str | None) -> Any:
 
 def _launch_fleet(self: Any, state: FakeState, token: str | None) -> dict[str, Any]:
     backend = self.ec2_backend
-    total = int(self._get_param("TargetCapacitySpecification", {}).get("TotalTargetCapacity", 0))
+    target = self._get_param("TargetCapacitySpecification", {})
+    total = int(target.get("TotalTargetCapacity", 0))
+    kind = str(target.get("DefaultTargetCapacityType") or "on-demand")
     minimum = int(self._get_param("OnDemandOptions", {}).get("MinTargetCapacity") or 0)
-    counts, errors = _allocate(state, backend, self._get_param("LaunchTemplateConfigs", []), total)
+    fit = netlaunch.FleetFit(state, backend)
+    configs = self._get_param("LaunchTemplateConfigs", [])
+    counts, errors = _allocate(state, backend, configs, total, kind=kind, fit=fit)
     if sum(counts) < max(minimum, 1):
         return {"FleetId": random_fleet_id(), "Instances": [], "Errors": errors}
-    target = self._get_param("TargetCapacitySpecification", {})
-    if target.get("DefaultTargetCapacityType") == "capacity-block":
+    if kind == "capacity-block":
         # moto knows only spot and on-demand; a block launches like on-demand here.
         target["DefaultTargetCapacityType"] = "on-demand"
     _plan.counts = counts
     try:
-        launched: Any = _FLEET(self).result
+        with netlaunch.fleet_context(fit):
+            launched: Any = _FLEET(self).result
         result: dict[str, Any] = dict(launched)
     finally:
         _plan.counts = None
@@ -271,9 +298,8 @@ def _launch_fleet(self: Any, state: FakeState, token: str | None) -> dict[str, A
         data = template_data(backend, item["launch_spec"].launch_template_spec)
         fix_instances(backend, [item["instance"]], data, token=token, fleet_id=fleet.id)
         rid = capacity.reservation_target(data)
-        if rid:
-            state.reservation_use[item["instance"].id] = rid
-    result["Instances"] = list(result.get("Instances") or [])
+        ec2_reservations.mark_instances(state, [item["instance"]], rid)
+    result["Instances"] = [{**i, "Lifecycle": kind} for i in result.get("Instances") or []]
     if errors and sum(counts) < total:
         result["Errors"] = errors
     return result

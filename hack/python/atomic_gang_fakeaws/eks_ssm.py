@@ -2,7 +2,8 @@
 
 * DescribeCluster returns a PEM CA (base64, as EKS does), an endpoint shaped
   like ``https://<32 hex>.gr7.<region>.eks.amazonaws.com``, a cluster security
-  group created in the cluster's VPC, and a current default Kubernetes version.
+  group created in the cluster's VPC (allowing all traffic to and from itself,
+  as EFA needs), and a current default Kubernetes version.
 * SSM serves ``/aws/service/eks/optimized-ami/<v>/amazon-linux-2023/<arch>/
   <standard|nvidia|neuron>/recommended/image_id`` with a stable fake AMI id.
 """
@@ -24,6 +25,8 @@ from cryptography.x509.oid import NameOID
 from moto.ec2.models import ec2_backends
 from moto.eks.models import EKSBackend
 from moto.ssm.models import Parameter, ParameterDict
+
+from atomic_gang_fakeaws.netcontrol import allow_self
 
 DEFAULT_VERSION = "1.33"
 EKS_AMI = re.compile(
@@ -77,6 +80,7 @@ def create_cluster(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
             description="EKS created security group applied to ENI attached to EKS nodes",
             vpc_id=vpc_id,
         )
+        allow_self(ec2, group.id)  # as EFA needs; tests may take it away (netcontrol)
         vpc_config["clusterSecurityGroupId"] = group.id
         vpc_config["vpcId"] = vpc_id
     return cluster

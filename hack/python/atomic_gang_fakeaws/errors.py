@@ -42,12 +42,12 @@ class AwsError(_RESTError):
         return [("X-Amzn-ErrorType", self.error_code), ("Content-Type", self.content_type)]
 
 
-def insufficient_capacity(instance_type: str, zone: str) -> AwsError:
+def insufficient_capacity(instance_type: str, zone: str, *, detail: str = "") -> AwsError:
     return AwsError(
         "InsufficientInstanceCapacity",
         f"We currently do not have sufficient {instance_type} capacity in the Availability"
         f" Zone you requested ({zone}). Our system will be working on provisioning"
-        " additional capacity.",
+        " additional capacity." + (f" ({detail})" if detail else ""),
         status=500,
     )
 

@@ -5,9 +5,10 @@ moto (5.2) evaluates identity policies with *no* condition context, so every
 ``*``, so a statement scoped to an ARN never matches. With this patch:
 
 * ``aws:RequestTag/<k>`` comes from the request's TagSpecifications and
-  ``ec2:ResourceTag/<k>`` from the tags of the instances, fleets or ENIs acted
-  on (absent → the condition fails, as in AWS);
-* DeleteNetworkInterface is authorised against the ENI's ARN;
+  ``ec2:ResourceTag/<k>`` from the tags of the instances, fleets, ENIs or
+  placement group acted on (absent → the condition fails, as in AWS);
+* DeleteNetworkInterface is authorised against the ENI's ARN, Create- and
+  DeletePlacementGroup against the group's;
 * RunInstances/CreateFleet also need ``iam:PassRole`` on each role of the
   instance profile they pass (directly or via the launch template), with
   ``iam:PassedToService = ec2.amazonaws.com``; so does AddRoleToInstanceProfile
@@ -28,12 +29,17 @@ from moto.ec2.models import ec2_backends
 from moto.iam.access_control import IAMPolicy, IAMRequestBase, PermissionResult
 from moto.iam.models import iam_backends
 
+from atomic_gang_fakeaws import placement
 from atomic_gang_fakeaws.state import active
 
 ABSENT = "\x00absent"
 _ORIGINAL = IAMRequestBase.check_action_permitted
 _CREATE_REQUEST = IAMRequestBase._create_aws_request
-ARN_RESOURCES = {"ec2:DeleteNetworkInterface": ("NetworkInterfaceId", "network-interface")}
+ARN_RESOURCES = {
+    "ec2:DeleteNetworkInterface": ("NetworkInterfaceId", "network-interface"),
+    "ec2:CreatePlacementGroup": ("GroupName", "placement-group"),
+    "ec2:DeletePlacementGroup": ("GroupName", "placement-group"),
+}
 PROFILE_ACTIONS = frozenset(
     {"iam:CreateInstanceProfile", "iam:AddRoleToInstanceProfile", "iam:GetInstanceProfile"}
 )
@@ -71,6 +77,8 @@ def request_tags(params: dict[str, str]) -> dict[str, str]:
 
 def _resource_tags(req: Any, params: dict[str, str]) -> list[dict[str, str]]:
     backend = ec2_backends[req.account_id][req._region]
+    if req._action == "ec2:DeletePlacementGroup":
+        return placement.resource_tags(backend, params)
     ids = [v for k, v in params.items() if re.fullmatch(r"(InstanceId|FleetId|ResourceId)\.\d+", k)]
     if "NetworkInterfaceId" in params:
         ids.append(params["NetworkInterfaceId"])

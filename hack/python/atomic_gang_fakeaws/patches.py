@@ -13,10 +13,15 @@ from atomic_gang_fakeaws import (
     dispatch,
     ec2_fidelity,
     ec2_launch,
+    ec2_reservations,
+    efa,
     eks_access,
     eks_ssm,
     iam_conditions,
+    netlaunch,
     perf,
+    placement,
+    topology,
 )
 
 _lock = threading.Lock()
@@ -31,10 +36,13 @@ def install_patches() -> None:
     with _lock:
         if _done:
             return
-        modules = (dispatch, ec2_launch, ec2_fidelity, eks_ssm, eks_access, iam_conditions, perf)
+        modules = [dispatch, ec2_launch, ec2_fidelity, ec2_reservations, eks_ssm, eks_access]
+        modules += [iam_conditions, perf, placement, efa, netlaunch, topology]
         for module in modules:
             for owner, name, fn in module.PATCHES:
                 patch(owner, name, fn)
         dispatch.BEFORE.update(ec2_fidelity.BEFORE)
+        dispatch.EVERY.append(ec2_reservations.EVERY)
+        ec2_reservations.install_filters()
         eks_access.install_urls()
         _done.append(True)

@@ -3,7 +3,8 @@
 The middleware serves the JSON control API under ``/_fake`` and, when a
 ``lost_response`` or ``timeout`` rule fired for a request, shuts the client's
 socket instead of answering, so a controller in another process sees a dropped
-connection after the side effect, exactly like a lost EC2 response.
+connection after the side effect, exactly like a lost EC2 response. A ticker
+thread applies EC2's end of each Capacity Block in real time.
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ from werkzeug.wrappers import Request, Response
 
 from atomic_gang_fakeaws.control import FakeAws
 from atomic_gang_fakeaws.dispatch import take_drop_flag
+from atomic_gang_fakeaws.ec2_reservations import expire_blocks
+from atomic_gang_fakeaws.netcontrol import ROUTES as NETWORK_ROUTES
 from atomic_gang_fakeaws.patches import install_patches
+from atomic_gang_fakeaws.reservations import ReservationSpec
 from atomic_gang_fakeaws.state import FakeState, activate
 
+TICK_SECONDS = 0.25
 Handler = Callable[[FakeAws, dict[str, Any], Request], Any]
 
 
@@ -37,14 +42,7 @@ def _capacity(fake: FakeAws, body: dict[str, Any], _: Request) -> Any:
 
 
 def _reservation(fake: FakeAws, body: dict[str, Any], _: Request) -> Any:
-    fake.add_reservation(
-        body["reservationId"],
-        zone=body["zone"],
-        instance_type=body["instanceType"],
-        count=int(body["count"]),
-        kind=body.get("kind", "default"),
-        state=body.get("state", "active"),
-    )
+    fake.put_reservation(ReservationSpec.model_validate(body))
     return {"ok": True}
 
 
@@ -57,6 +55,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("PUT", "/capacity"): _capacity,
     ("PUT", "/default-capacity"): lambda f, b, r: f.set_default_capacity(b.get("count")),
     ("POST", "/reservations"): _reservation,
+    ("GET", "/block-terminations"): lambda f, b, r: f.block_terminations(),
     ("POST", "/rules"): lambda f, b, r: f.add_rule(b).model_dump(),
     ("GET", "/rules"): lambda f, b, r: [x.model_dump() for x in f.state.rules],
     ("DELETE", "/rules"): lambda f, b, r: f.clear_rules(),
@@ -64,6 +63,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("PUT", "/eni-detach-polls"): lambda f, b, r: f.set_eni_detach_polls(int(b["polls"])),
     ("GET", "/calls"): _calls,
     ("DELETE", "/calls"): lambda f, b, r: f.clear_calls(),
+    **NETWORK_ROUTES,
 }
 
 
@@ -118,6 +118,13 @@ class ThreadedFakeServer:
             host, port, make_app(self.state), threaded=True, request_handler=MotoRequestHandler
         )
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, daemon=True)
+
+    def _tick(self) -> None:
+        """Real time moves the reservations: EC2 ends a block whether or not anyone calls."""
+        while not self._stop.wait(TICK_SECONDS):
+            expire_blocks(self.state)
 
     @property
     def endpoint(self) -> str:
@@ -127,9 +134,12 @@ class ThreadedFakeServer:
 
     def start(self) -> ThreadedFakeServer:
         self._thread.start()
+        self._ticker.start()
         return self
 
     def stop(self) -> None:
+        self._stop.set()
         self._server.shutdown()
         self._thread.join()
+        self._ticker.join()
         activate(None)

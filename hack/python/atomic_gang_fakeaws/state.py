@@ -1,5 +1,8 @@
 """The layer's mutable world: capacity, reservations, rules, the call log,
-idempotency records and throttling buckets.
+idempotency records, throttling buckets and the layer's two clocks.
+
+``clock`` is monotonic (throttling buckets); ``wall`` is the UTC time that moves
+reservations through their states. Tests step both; a server uses real time.
 
 One :class:`FakeState` is *active* at a time (module global, guarded by a
 lock); the moto patches consult it and behave like plain moto when none is.
@@ -12,22 +15,17 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Any
 
+from atomic_gang_fakeaws.network import NetworkKnobs
+from atomic_gang_fakeaws.reservations import BlockTermination, CapacityReservation
 from atomic_gang_fakeaws.rules import Rule
 from atomic_gang_fakeaws.throttle import Throttler
 
-ReservationKind = Literal["default", "capacity-block"]
 
-
-@dataclass
-class CapacityReservation:
-    reservation_id: str
-    zone: str
-    instance_type: str
-    total: int
-    kind: ReservationKind = "default"
-    state: str = "active"
+def utcnow() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass
@@ -67,11 +65,14 @@ class Idem:
 @dataclass
 class FakeState:
     clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], datetime] = utcnow
     server_mode: bool = False
     default_capacity: int | None = None
     capacity: dict[tuple[str, str], int] = field(default_factory=dict)
     reservations: dict[str, CapacityReservation] = field(default_factory=dict)
     reservation_use: dict[str, str] = field(default_factory=dict)
+    # What the layer itself did when a Capacity Block reached EndDate - 30 min.
+    block_terminations: list[BlockTermination] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     idempotency: dict[tuple[str, ...], Idem] = field(default_factory=dict)
@@ -80,6 +81,7 @@ class FakeState:
     # IMDS and kubelet, which EC2 does not throttle against the controller.
     unthrottled: set[str] = field(default_factory=set)
     pending_detach: dict[str, tuple[Any, Any, int]] = field(default_factory=dict)
+    network: NetworkKnobs = field(default_factory=NetworkKnobs)
     lock: threading.RLock = field(default_factory=threading.RLock)
     throttler: Throttler = field(init=False)
 

@@ -2,8 +2,9 @@
 
 Figures from the EC2 throttling page: RunInstances 5 burst at 2/s (and 1000
 instances at 2/s), TerminateInstances 100 at 5/s (1000 instances at 20/s),
-CreateTags 100 at 10/s, other mutating calls 50 at 5/s, non-mutating 100 at
-20/s. A call is refused (RequestLimitExceeded, 503) if any bucket is short.
+CreateTags 100 at 10/s, DescribeInstanceTopology 1 at 1/s (reported, not
+documented), other mutating calls 50 at 5/s, non-mutating 100 at 20/s. A call
+is refused (RequestLimitExceeded, 503) if any bucket is short.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ REQUEST_BUCKETS: dict[str, tuple[float, float]] = {
     "RunInstances": (5, 2),
     "TerminateInstances": (100, 5),
     "CreateTags": (100, 10),
+    "DescribeInstanceTopology": (1, 1),  # its own, tiny budget
 }
 RESOURCE_BUCKETS: dict[str, tuple[float, float]] = {
     "RunInstances": (1000, 2),

@@ -6,7 +6,9 @@ import argparse
 import sys
 
 from atomic_gang.errors import REASONS
-from atomic_gang.settings import SettingsError, load_settings
+from atomic_gang.settings import DEFAULT_CONTROLLER_NAME, SettingsError, load_settings
+from atomic_gang_cli.explain import gather, render
+from atomic_gang_cli.kube import ClusterUnreachableError, Reader
 from atomic_gang_cli.validate import run
 
 
@@ -38,11 +40,64 @@ def _parser() -> argparse.ArgumentParser:
         "limits and allowlists; without it the built-in defaults apply",
     )
     sub.add_parser("reasons", help="list the stable reason codes of violations")
+    _explain_parser(sub)
     return parser
+
+
+def _explain_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    e = sub.add_parser(
+        "explain",
+        help="why is my gang Job pending? a timeline and the one reason it waits",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Read the Job, its Kueue Workload, our AdmissionCheck on it, its GangNodePool\n"
+            "and the Events of all three; print a short timeline and the one reason the\n"
+            "Job waits: quota, capacity shortfall n/K, waiting for a capacity block to\n"
+            "start, joining k/N, or a permanent error and its fix.\n\n"
+            "Needs only read access: get jobs, list workloads and events in the Job's\n"
+            "namespace, get admissionchecks and gangnodepools (cluster-scoped), and list\n"
+            "events in 'default' for the pool's Events (docs/operations.md: RBAC).\n"
+            "What RBAC forbids is reported, not fatal.\n\n"
+            "exit status: 0 explained, 1 no such Job, 2 cluster unreachable\n\n"
+            "examples:\n"
+            "  atomic-gang explain team-a/train-llm\n"
+            "  atomic-gang explain --kubeconfig ~/.kube/prod --context eks-prod team-a/train-llm"
+        ),
+    )
+    e.add_argument("job", metavar="NAMESPACE/JOB", help="the Job, as <namespace>/<name>")
+    e.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    e.add_argument("--context", help="kubeconfig context (default: the current one)")
+    e.add_argument(
+        "--controller-name",
+        default=DEFAULT_CONTROLLER_NAME,
+        help="controllerName of our AdmissionCheck (the chart value; default %(default)s)",
+    )
+    e.add_argument("--limit", type=int, default=15, help="timeline entries shown (newest)")
+
+
+def _explain(args: argparse.Namespace) -> int:
+    namespace, _, name = args.job.partition("/")
+    if not namespace or not name or "/" in name:
+        sys.stderr.write(f"atomic-gang explain: {args.job!r} is not <namespace>/<job>\n")
+        return 2
+    try:
+        reader = Reader.from_kubeconfig(args.kubeconfig, context=args.context)
+        seen = gather(reader, namespace, name, controller_name=args.controller_name)
+    except ClusterUnreachableError as exc:
+        sys.stderr.write(f"atomic-gang explain: {exc}\n")
+        return 2
+    if seen is None:
+        denied = f" ({'; '.join(reader.denied)})" if reader.denied else ""
+        sys.stderr.write(f"atomic-gang explain: no Job {namespace}/{name}{denied}\n")
+        return 1
+    sys.stdout.write(render(seen, limit=args.limit))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if args.command == "explain":
+        sys.exit(_explain(args))
     if args.command == "reasons":
         sys.stdout.write("\n".join(REASONS) + "\n")
         sys.exit(0)

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         settings=settings,
         server=server,
         client=client,
-        cloud=_cloud(settings, server, client),
+        cloud=_cloud(settings, server, client, metrics),
         metrics=metrics,
         faults=Faults(crash_after_launch=os.environ.get(CRASH_AFTER_LAUNCH) == "1"),
     )
@@ -145,7 +145,9 @@ def budget_limits(api: Ec2Api) -> BudgetLimits:
     )
 
 
-def _cloud(settings: GangSettings, server: ServerSettings, client: KubeClient) -> Ec2Provider:
+def _cloud(
+    settings: GangSettings, server: ServerSettings, client: KubeClient, metrics: ProvisionerMetrics
+) -> Ec2Provider:
     api = settings.ec2Api
     return Ec2Provider(
         clients=make_clients(region=settings.defaults.region),
@@ -157,4 +159,6 @@ def _cloud(settings: GangSettings, server: ServerSettings, client: KubeClient) -
             batch=Windows(idle_seconds=api.batchIdleSeconds, max_seconds=api.batchMaxSeconds),
         ),
         aws_auth=aws_auth_reader(client),
+        on_call=metrics.aws_call,
+        on_reservation=metrics.saw_reservation,
     )

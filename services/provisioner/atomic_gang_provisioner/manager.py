@@ -93,6 +93,9 @@ def knobs(settings: GangSettings) -> Knobs:
         backoff_base=settings.acquireRetry.backoffBaseSeconds,
         backoff_max=settings.acquireRetry.backoffMaxSeconds,
         health_grace=timedelta(seconds=settings.healthGraceSeconds),
+        block_drain_lead=timedelta(seconds=settings.capacityBlock.drainLeadSeconds),
+        block_min_remaining=timedelta(seconds=settings.capacityBlock.minRemainingSeconds),
+        block_warning_lead=timedelta(seconds=settings.capacityBlock.warningLeadSeconds),
     )
 
 
@@ -196,6 +199,19 @@ class Manager:
         i["nodes"].add_handlers(_both(self.on_node))
         i["jobs"].add_handlers(Handlers.for_all(self.on_job))
         i["checks"].add_handlers(Handlers.for_all(self.on_check))
+        self._wire_observers()
+
+    def _wire_observers(self) -> None:
+        """The cost ledger follows every pool version; the pool gauges read the cache."""
+        cost = self.metrics.cost
+        cost.exporting = self._is_leading
+        self.informers["pools"].add_handlers(
+            Handlers(
+                on_add=cost.seen, on_update=lambda _old, new: cost.seen(new), on_delete=cost.gone
+            )
+        )
+        self.metrics.pool_stats.pools = self.informers["pools"].list
+        self.metrics.pool_stats.exporting = self._is_leading
 
     def _recheck_checks(self) -> None:
         for check in self.informers["checks"].list():

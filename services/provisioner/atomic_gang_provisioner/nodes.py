@@ -7,8 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from atomic_gang import keys
+from atomic_gang_provisioner.cloud.topology import LAYER_LABEL
 from atomic_gang_provisioner.pool.model import NodeView
 from atomic_gang_provisioner.timestamps import parse_rfc3339
+
+LAYER_PREFIX = LAYER_LABEL.split("{", 1)[0]
 
 
 def instance_id(provider_id: str) -> str:
@@ -50,4 +53,7 @@ def node_view(node: Mapping[str, Any]) -> NodeView | None:
         ready_since=since,
         pool=labels.get(keys.POOL),
         group=labels.get(keys.GROUP),
+        topology_labels=tuple(
+            sorted((k, str(v)) for k, v in labels.items() if k.startswith(LAYER_PREFIX))
+        ),
     )

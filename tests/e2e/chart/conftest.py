@@ -160,7 +160,8 @@ PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator@v0.85.
 
 @pytest.fixture(scope="session")
 def service_monitor_crd(local_stack: LocalStack) -> str:
-    """The ServiceMonitor CRD from the Prometheus Operator's module zip (Go module proxy)."""
+    """The ServiceMonitor and PrometheusRule CRDs from the Prometheus Operator's module zip
+    (Go module proxy)."""
     done = subprocess.run(
         ["go", "mod", "download", "-json", PROMETHEUS_OPERATOR],
         capture_output=True,
@@ -170,10 +171,11 @@ def service_monitor_crd(local_stack: LocalStack) -> str:
         env={**os.environ, "GOFLAGS": "-mod=mod"},
     )
     crd = Path(json.loads(done.stdout)["Dir"]) / "example" / "prometheus-operator-crd"
-    path = crd / "monitoring.coreos.com_servicemonitors.yaml"
-    local_stack.kube.run("apply", "--server-side", "-f", str(path))
+    for kind in ("servicemonitors", "prometheusrules"):
+        path = crd / f"monitoring.coreos.com_{kind}.yaml"
+        local_stack.kube.run("apply", "--server-side", "-f", str(path))
     name = "servicemonitors.monitoring.coreos.com"
-    local_stack.ctx.kubectl.wait_established([name])
+    local_stack.ctx.kubectl.wait_established([name, "prometheusrules.monitoring.coreos.com"])
     return name
 
 

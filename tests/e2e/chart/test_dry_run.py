@@ -47,7 +47,11 @@ CASES: dict[str, dict[str, Any]] = {
     "static": {"auth": {"mode": "static", "static": {"secretName": "aws"}}},
     "node": {"auth": {"mode": "node"}},
     "everything-optional": {
-        "metrics": {"serviceMonitor": {"enabled": True}},
+        "metrics": {
+            "serviceMonitor": {"enabled": True},
+            "prometheusRule": {"enabled": True, "runbookBaseUrl": "https://example.com/ops"},
+            "dashboards": {"enabled": True},
+        },
         "nodeBootstrap": {"enabled": True},
         "allowedNodeRoleArns": [
             BASE["defaults"]["nodeRoleArn"],
@@ -92,3 +96,6 @@ def test_server_side_dry_run_accepts_every_object(
     assert (
         "customresourcedefinition.apiextensions.k8s.io/gangnodepools.atomic-gang.k8s.aws" in applied
     )
+    if case == "everything-optional":
+        assert f"prometheusrule.monitoring.coreos.com/{RELEASE}-alerts" in applied
+        assert f"configmap/{RELEASE}-dashboard" in applied

@@ -86,6 +86,9 @@ def test_rbac_grants_the_controller_exactly_its_needs(release: Release) -> None:
         _can("update", "gangnodepools", ag, "status"),
         _can("update", "gangnodepools", ag, "finalizers"),
         _can("watch", "nodes"),
+        # Only our topology labels, on our nodes: the node-labels admission policy
+        # holds the patch to that (tests/integration/kube/test_node_label_policy.py).
+        _can("patch", "nodes"),
         _can("list", "jobs", "batch"),
         _can("patch", "events", ns=JOBS_NS),
         _can("update", "leases", "coordination.k8s.io", ns=NS),
@@ -96,7 +99,8 @@ def test_rbac_grants_the_controller_exactly_its_needs(release: Release) -> None:
         _can("update", "workloads", kq, ns=JOBS_NS),
         _can("create", "leases", "coordination.k8s.io", ns="kube-system"),
         _can("create", "pods", ns=JOBS_NS),
-        _can("patch", "nodes"),
+        _can("delete", "nodes"),
+        _can("update", "nodes", sub="status"),
     ]
 
     got = access_reviews(release.kube, SA, SA_GROUPS, allowed + denied)

@@ -13,6 +13,15 @@ from tests.e2e.conftest import LocalStack
 from tests.e2e.jobs import gang_job
 from tests.e2e.provisioner.harness import World
 
+FIGURES: dict[str, str] = {}  # measured by the tests, printed in the terminal summary
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if FIGURES:
+        terminalreporter.section("provisioner e2e figures")
+        for what, value in FIGURES.items():
+            terminalreporter.write_line(f"{what}: {value}")
+
 
 @pytest.fixture(scope="session")
 def world(local_stack: LocalStack) -> Iterator[World]:

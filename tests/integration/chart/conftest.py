@@ -77,13 +77,34 @@ POSITIVE: dict[str, dict[str, Any] | None] = {
         }
     },
     "extras": {
-        "metrics": {"serviceMonitor": {"enabled": True}},
+        "metrics": {
+            "serviceMonitor": {"enabled": True},
+            "prometheusRule": {"enabled": True},
+            "dashboards": {"enabled": True},
+        },
         "nodeBootstrap": {"enabled": True},
         "clusterName": LONG_CLUSTER,
         "allowedNodeRoleArns": [
             REQUIRED["defaults"]["nodeRoleArn"],
             "arn:aws:iam::123456789012:role/team/second",
         ],
+    },
+    "alerts-custom": {
+        "metrics": {
+            "prometheusRule": {
+                "enabled": True,
+                "labels": {"release": "kube-prometheus"},
+                "runbookBaseUrl": "https://example.com/ops/operations.md",
+                "gangPendingSeconds": 600,
+                "certificateExpiryDays": 30,
+            },
+            "dashboards": {
+                "enabled": True,
+                "labels": {"team": "ml"},
+                "annotations": {"grafana_folder": "ML"},
+            },
+        },
+        "webhook": {"name": "gang-jobs.example.com"},
     },
     "no-webhook-no-le": {
         "webhook": {"enabled": False},
@@ -115,6 +136,10 @@ NEGATIVE: dict[str, tuple[dict[str, Any], str]] = {
     "dev-url-plain-http": ({"webhook": {"devUrl": "http://127.0.0.1:9443"}}, "/webhook/devUrl"),
     "bad-integration-mode": ({"integrationMode": "job"}, "/integrationMode"),
     "bad-failure-policy": ({"webhook": {"failurePolicy": "Retry"}}, "/webhook/failurePolicy"),
+    "bad-runbook-url": (
+        {"metrics": {"prometheusRule": {"runbookBaseUrl": "docs/operations.md"}}},
+        "/metrics/prometheusRule/runbookBaseUrl",
+    ),
 }
 
 

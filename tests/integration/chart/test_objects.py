@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.integration.chart.render import NAMESPACE, RELEASE, Rendered
 
 CLUSTER_SCOPED = {
@@ -42,8 +44,9 @@ def test_default_install_creates_every_piece(default: Rendered) -> None:
     once = ["AdmissionCheck", "ClusterQueue", "ClusterRole", "ClusterRoleBinding", "ConfigMap"]
     once += ["LocalQueue", "ResourceFlavor", "ServiceAccount", "ServiceAccount"]
     once += ["ValidatingWebhookConfiguration"]
-    once += ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
     twice += ["Role", "RoleBinding"]  # the Lease's, and kube-system/aws-auth's
+    # The gang-nodes policy, and the node-labels one that bounds the controller's patch.
+    twice += ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
 
     assert default.kinds == sorted(once + twice * 2)
 
@@ -181,3 +184,13 @@ def test_optional_pieces_switch_off(renders: dict[str, Rendered]) -> None:
     assert r.of("ServiceAccount") == []  # serviceAccount.create=false
     pod = r.one("Deployment", "-controller")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "pre-made"
+
+
+@pytest.mark.parametrize("suffix", ["-controller", "-webhook"])
+def test_probes_tolerate_a_node_short_of_cpu(default: Rendered, suffix: str) -> None:
+    c = _container(default.one("Deployment", suffix))
+    # kubelet's default timeout (1 s) turns a starved node's slow answers into restarts.
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert c[probe]["timeoutSeconds"] >= 5, probe
+    start = c["startupProbe"]
+    assert start["periodSeconds"] * start["failureThreshold"] >= 120  # liveness waits for it

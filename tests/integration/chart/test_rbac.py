@@ -23,7 +23,7 @@ CLUSTER_RULES = {
     ("atomic-gang.k8s.aws", "gangnodepools"): {"get", "list", "watch", "create", "patch"},
     ("atomic-gang.k8s.aws", "gangnodepools/status"): {"get", "update", "patch"},
     ("atomic-gang.k8s.aws", "gangnodepools/finalizers"): {"update"},
-    ("", "nodes"): {"get", "list", "watch"},
+    ("", "nodes"): {"get", "list", "watch", "patch"},
     ("batch", "jobs"): {"get", "list", "watch"},
     ("", "events"): {"create", "patch"},
 }

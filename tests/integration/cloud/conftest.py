@@ -95,7 +95,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def fake(clock: FakeClock) -> Iterator[FakeAws]:
-    with mock_aws(), installed(clock=clock.monotonic) as layer:
+    with mock_aws(), installed(clock=clock.monotonic, wall=clock.now) as layer:
         yield layer
 
 
@@ -131,6 +131,7 @@ def make_provider(clients: AwsClients, clock: FakeClock) -> Factory:
             wall=clock.now,
             monotonic=clock.monotonic,
             aws_auth=overrides.pop("aws_auth", None),
+            on_reservation=overrides.pop("on_reservation", None),
         )
 
     return build

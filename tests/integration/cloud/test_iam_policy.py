@@ -102,6 +102,16 @@ def attach_cni_eni(world: World, instance_id: str) -> str:
     return str(eni.id)
 
 
+def error_codes(probes: dict[str, Callable[[], Any]]) -> dict[str, str]:
+    """Each probe must fail; the AWS error code it failed with, by name."""
+    out = {}
+    for name, probe in probes.items():
+        with pytest.raises(ClientError) as err:
+            probe()
+        out[name] = str(err.value.response["Error"]["Code"])
+    return out
+
+
 def test_whole_lifecycle_is_allowed(
     controller: tuple[Ec2Provider, Keyed], make_spec: Spec, fake: FakeAws, world: World
 ) -> None:
@@ -149,6 +159,46 @@ def test_whole_lifecycle_is_allowed(
     } <= actions
 
 
+def test_capacity_blocks_and_reservation_lists_are_allowed(
+    controller: tuple[Ec2Provider, Keyed], make_spec: Spec, fake: FakeAws
+) -> None:
+    """Issue 17's calls: one batched describe (an unknown id halves the batch), a
+    block launched by RunInstances and by an instant fleet, the next listed one tried."""
+    engine, _ = controller
+    for rid, zone in (
+        ("cr-0000000000000blk1", "us-east-1a"),
+        ("cr-0000000000000blk2", "us-east-1b"),
+    ):
+        fake.add_reservation(rid, zone=zone, instance_type=TYPE, count=2, kind="capacity-block")
+
+    def blocks() -> None:
+        found = engine.reservations(
+            ["cr-0000000000000blk1"], also=["cr-0000000000000blk2", "cr-0000000000000none"]
+        )
+        assert found["cr-0000000000000blk1"] is not None
+        listed = "cr-0000000000000none,cr-0000000000000blk1"
+        runs = make_spec(pool="b1", count=2, capacity_reservation_id=listed)
+        fleet = make_spec(
+            pool="b2", mode="fleet", count=2, capacity_reservation_id="cr-0000000000000blk2"
+        )
+        for spec in (runs, fleet):
+            done = engine.acquire(AcquireRequest(spec=spec, generation=0))
+            assert isinstance(done, Launched)
+            # the drain: the pool releases a block's set itself, before EC2 does
+            assert engine.release(ReleaseRequest(instance_ids=done.instance_ids)).done
+
+    enforced(blocks)
+    assert denied_calls(fake) == []
+    assert {
+        "DescribeCapacityReservations",
+        "RunInstances",
+        "CreateFleet",
+        "TerminateInstances",
+    } <= {c["action"] for c in fake.calls()}
+    (run,) = [c for c in fake.calls("RunInstances") if c["outcome"] == "ok"]
+    assert keys.RELEASE_BY_TAG in run["params"].values()  # the reaper's cap, tagged at launch
+
+
 def test_launch_template_update_is_allowed(
     controller: tuple[Ec2Provider, Keyed], make_spec: Spec, fake: FakeAws
 ) -> None:
@@ -178,7 +228,6 @@ def test_calls_outside_the_policy_are_denied(
     unmanaged_id = unmanaged.instances[0].id
 
     def attempts() -> dict[str, str]:
-        out = {}
         probes: dict[str, Callable[[], Any]] = {
             "not-in-policy": lambda: ec2.create_vpc(CidrBlock="10.9.0.0/16"),
             "launch-without-managed-tag": lambda: ec2.run_instances(
@@ -186,11 +235,7 @@ def test_calls_outside_the_policy_are_denied(
             ),
             "terminate-unmanaged": lambda: ec2.terminate_instances(InstanceIds=[unmanaged_id]),
         }
-        for name, probe in probes.items():
-            with pytest.raises(ClientError) as err:
-                probe()
-            out[name] = str(err.value.response["Error"]["Code"])
-        return out
+        return error_codes(probes)
 
     codes = enforced(attempts)
     assert set(codes) == {"not-in-policy", "launch-without-managed-tag", "terminate-unmanaged"}

@@ -168,11 +168,13 @@ def test_odcr_targeting(provider: Ec2Provider, make_spec: Spec, fake: FakeAws) -
     ] == ("cr-0123456789abcdef0")
     assert "InstanceMarketOptions.MarketType" not in p
     assert {i.availability_zone for i in result.instances} == {"us-east-1b"}
-    # The reservation is now full: the next gang into it is a shortfall.
+    # The reservation is now full: the next gang into it is a shortfall, read, not launched.
     other = make_spec(pool="other", count=1, capacity_reservation_id="cr-0123456789abcdef0")
     short = provider.acquire(AcquireRequest(spec=other, generation=0))
     assert isinstance(short, Shortfall)
-    assert short.attempts[0].code == "ReservationCapacityExceeded"
+    assert short.attempts[0].code == "ReservationCapacityShort"
+    assert "0/2 available" in short.attempts[0].message
+    assert len(fake.calls("RunInstances")) == 1
 
 
 def test_capacity_block_adds_its_market_type(

@@ -66,12 +66,13 @@ class Kubectl:
         assert done.returncode == 0, done.stderr
 
 
-def _policy_docs() -> list[dict[str, Any]]:
+def policy_docs(template: str = "templates/gang-node-policy.yaml") -> list[dict[str, Any]]:
+    """A chart template's objects, rendered with the pinned helm."""
     helm = Bins.load().path("helm")
     out = subprocess.run(
         [
             *(str(helm), "template", "agp", str(CHART), "--namespace", "atomic-gang-system"),
-            *("--kube-version", KUBE_VERSION, "--show-only", "templates/gang-node-policy.yaml"),
+            *("--kube-version", KUBE_VERSION, "--show-only", template),
             *("--values", "-"),
         ],
         input=yaml.safe_dump(REQUIRED),
@@ -113,7 +114,7 @@ def kubectl(control_plane: ControlPlane) -> Iterator[Kubectl]:
     bins = Bins.load()
     bins.ensure(("kubectl", "helm"))
     ctl = Kubectl(bins.path("kubectl"), control_plane.kubeconfig)
-    docs = _policy_docs()
+    docs = policy_docs()
     ctl.apply(*docs)
     yield ctl
     # The session's API server is shared with the other kube tests.

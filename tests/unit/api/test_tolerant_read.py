@@ -38,7 +38,7 @@ def newer_object() -> dict[str, Any]:
     obj = launched().model_copy(update={"status": base}).to_dict()
     obj["futureTopLevel"] = True
     obj["spec"]["priorityClass"] = "high"
-    obj["spec"]["shape"]["efa"] = {"interfaces": 4}
+    obj["spec"]["shape"]["hugepages"] = {"interfaces": 4}
     obj["spec"]["claim"]["tenant"] = "team-a"
     obj["status"].update(copy.deepcopy(NEWER))
     obj["status"]["conditions"][0]["severity"] = "Info"
@@ -95,5 +95,5 @@ def test_the_pool_reconciler_reconciles_a_newer_pool_and_writes_its_fields_back(
     (put,) = [w for w in transport.writes() if w.path.endswith("/status")]
     assert put.body["status"]["phase"] == "Releasing"
     assert {k: put.body["status"][k] for k in NEWER} == NEWER
-    assert put.body["spec"]["shape"]["efa"] == {"interfaces": 4}
+    assert put.body["spec"]["shape"]["hugepages"] == {"interfaces": 4}
     assert put.body["futureTopLevel"] is True

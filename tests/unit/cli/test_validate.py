@@ -90,6 +90,32 @@ def test_one_line_per_violation(
     assert lines[1].startswith(f"{path}:Job/bad: {k.MODE}: must be one of runinstances, fleet")
 
 
+def test_reservation_lists_and_min_runtime_are_checked(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    listed = gang_job(
+        name="listed",
+        annotations={
+            k.CAPACITY_RESERVATION_ID: "cr-0123456789abcdef0, cr-00000000",
+            k.MIN_RUNTIME: "3h",
+        },
+    )
+    bad = gang_job(
+        name="bad",
+        annotations={k.CAPACITY_RESERVATION_ID: "cr-00000000,od-1", k.MIN_RUNTIME: "3 hours"},
+    )
+    path = _write(tmp_path, "jobs.yaml", listed, bad)
+    code, out, _ = _run(capsys, "validate", "--config", config, str(path))
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(
+        f"{path}:Job/bad: {k.CAPACITY_RESERVATION_ID}: every entry must be a cr-… id"
+        " ('od-1' is not)"
+    )
+    assert lines[1].startswith(f"{path}:Job/bad: {k.MIN_RUNTIME}: is not a Go duration")
+
+
 def test_cronjob_and_list_items_are_checked(
     tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -164,3 +190,21 @@ def test_help_names_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "validate", "--help")
     assert code == 0
     assert "0 all valid, 1 some invalid, 2 unreadable" in out
+
+
+def test_network_annotations_are_checked_too(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    net: dict[str, str | None] = {k.PLACEMENT: "cluster", k.EFA: "true", k.MAX_SPREAD: "1"}
+    good = one_pod_per_node(gang_job(name="fast", annotations=net))
+    bad = one_pod_per_node(
+        gang_job(name="both", annotations={**net, k.PLACEMENT_GROUP_NAME: "team-pg"})
+    )
+    path = _write(tmp_path, "net.yaml", good, bad)
+    code, out, _ = _run(capsys, "validate", "--config", config, str(path))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{path}:Job/both: {k.PLACEMENT_GROUP_NAME}: cannot be combined with {k.PLACEMENT} "
+        f"(got 'team-pg') [PlacementExclusive]; {k.PLACEMENT} makes a group the pool owns; "
+        f"{k.PLACEMENT_GROUP_NAME} launches into an existing one: keep one of the two"
+    ]

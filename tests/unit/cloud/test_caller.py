@@ -139,3 +139,24 @@ def test_a_bad_parameter_is_our_bug_not_a_cloud_error() -> None:
     client = Scripted(ParamValidationError(report="MinCount must be an integer"))
     with pytest.raises(ParamValidationError):
         caller([]).call(client, "run_instances", MinCount="x")
+
+
+def test_every_request_is_reported_with_its_outcome() -> None:
+    """What atomic_gang_aws_calls_total counts: each attempt, throttles included."""
+    sent: list[tuple[str, str]] = []
+    backoff = Backoff(max_attempts=4, base_seconds=1, cap_seconds=4, rng=random.Random(7))
+    c = Caller(backoff=backoff, sleeper=lambda _s: None, on_call=lambda *o: sent.append(o))
+    client = Scripted(
+        client_error("RequestLimitExceeded", 503), client_error("InsufficientInstanceCapacity", 500)
+    )
+    with pytest.raises(CloudError):
+        c.call(client, "run_instances", ClientToken="t")
+    c.call(client, "run_instances", ClientToken="t")
+    with pytest.raises(ParamValidationError):
+        c.call(Scripted(ParamValidationError(report="bad")), "run_instances")
+    assert sent == [
+        ("run_instances", "throttled"),
+        ("run_instances", "capacity"),
+        ("run_instances", "ok"),
+        ("run_instances", "unexpected"),
+    ]

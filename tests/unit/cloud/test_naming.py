@@ -45,6 +45,24 @@ def test_token_differs_by_generation_and_zone(pool: str, gen: int) -> None:
     assert base != naming.client_token(pool=pool, generation=gen, zone="us-east-1b")
 
 
+RESERVATION = st.from_regex(r"cr-[0-9a-f]{17}", fullmatch=True)
+
+
+@given(pool=POOL, gen=st.integers(min_value=0, max_value=10**12), zone=ZONE, a=RESERVATION)
+def test_each_listed_reservation_gets_a_token_of_its_own(
+    pool: str, gen: int, zone: str, a: str
+) -> None:
+    """Trying the next reservation in the same AZ must not reuse the token (EC2 would
+    answer IdempotentParameterMismatch for the changed target)."""
+    b = a[:-1] + ("0" if a[-1] != "0" else "1")
+    ta = naming.client_token(pool=pool, generation=gen, zone=zone, reservation=a)
+    tb = naming.client_token(pool=pool, generation=gen, zone=zone, reservation=b)
+    plain = naming.client_token(pool=pool, generation=gen, zone=zone)
+    assert len({ta, tb, plain}) == 3
+    assert max(len(ta), len(tb)) <= 64
+    assert set(ta) <= set(string.ascii_letters + string.digits + "-")
+
+
 def test_long_pools_differing_only_at_the_end_get_different_tokens() -> None:
     a, b = "p" * 62 + "a", "p" * 62 + "b"
     ta = naming.client_token(pool=a, generation=3, zone="us-east-1a")

@@ -7,12 +7,14 @@ Invariants after every step:
 - Satisfied means exactly N live instances, each with a Ready node of the group;
 - everything launched is either recorded in status or adoptable by its token;
 - once unclaimed and past keep-warm, reconciling leaves nothing live.
+Launches may land in a Capacity Block that ends soon (its drain and release run too),
+and an acquire may answer that the listed block has not started.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from hypothesis import settings
@@ -21,15 +23,18 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from atomic_gang_provisioner.api import Claim
 from atomic_gang_provisioner.cloud import naming
+from atomic_gang_provisioner.cloud.reservations import Reservation
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
+    AwaitingReservation,
     Instance,
     Launched,
     ReleaseRequest,
     ReleaseResult,
     RetryLater,
     Shortfall,
+    TopologyRead,
     ZoneAttempt,
 )
 from atomic_gang_provisioner.pool import machine
@@ -54,6 +59,8 @@ class FakeCloud:
     tokens: dict[int, tuple[str, ...]] = field(default_factory=dict)
     next_fault: str = ""
     seq: int = 0
+    now: datetime = T0
+    block_minutes: int = 45  # launches land in a Capacity Block ending this soon (0: none)
 
     def acquire(self, req: AcquireRequest) -> AcquireResult:
         fault, self.next_fault = self.next_fault, ""
@@ -62,6 +69,8 @@ class FakeCloud:
             return Launched(instances=self._insts(ids), client_token="t", adopted=True)
         if fault == "throttle":
             return RetryLater(code="RequestLimitExceeded", message="slow down")
+        if fault == "await":
+            return AwaitingReservation(message="Capacity Block cr-1 is not active yet")
         if self.capacity - len(self.live) < N:
             return Shortfall(
                 attempts=(
@@ -77,7 +86,21 @@ class FakeCloud:
         self.tokens[req.generation] = ids
         if fault == "lost":
             raise LostResponseError
-        return Launched(instances=self._insts(ids), client_token="t")
+        return Launched(instances=self._insts(ids), client_token="t", reservation=self._block())
+
+    def _block(self) -> Reservation | None:
+        if not self.block_minutes:
+            return None
+        return Reservation(
+            reservation_id="cr-00000001",
+            instance_type="p4d.24xlarge",
+            zone="us-east-1a",
+            state="active",
+            total=N,
+            available=0,
+            capacity_block=True,
+            end=self.now + timedelta(minutes=self.block_minutes),
+        )
 
     def _insts(self, ids: tuple[str, ...]) -> tuple[Instance, ...]:
         return tuple(
@@ -96,6 +119,9 @@ class FakeCloud:
 
     def find(self, generation: int) -> tuple[Instance, ...]:
         return tuple(i for i in self._insts(self.tokens.get(generation, ())) if i.live)
+
+    def read_topology(self, ids: tuple[str, ...]) -> TopologyRead:
+        return TopologyRead(nodes=tuple((i, ("nn-1", "nn-2")) for i in ids if i in self.live))
 
     def release(self, req: ReleaseRequest) -> ReleaseResult:
         for iid in req.instance_ids:
@@ -132,6 +158,9 @@ class PoolLifecycle(RuleBasedStateMachine):
         plan = machine.decide(self.pool, obs, self.now)
         if plan.describe:
             obs = replace(obs, instances=self.cloud.describe(tuple(self.pool.status.instanceIds)))
+            plan = machine.decide(self.pool, obs, self.now)
+        if plan.read_topology:
+            obs = replace(obs, topology=self.cloud.read_topology(plan.read_topology))
             plan = machine.decide(self.pool, obs, self.now)
         if plan.find is not None:
             obs = replace(obs, found=self.cloud.find(plan.find))
@@ -172,16 +201,30 @@ class PoolLifecycle(RuleBasedStateMachine):
     @rule(seconds=st.sampled_from([1, 30, 120, 700, 1000]))
     def tick(self, seconds: int) -> None:
         self.now += timedelta(seconds=seconds)
+        self.cloud.now = self.now
 
     @rule()
     def join_all(self) -> None:
         self.joined.update(self.cloud.live)
 
+    @rule()
+    def settle(self) -> None:
+        """Every launched node joins and the pool reconciles a few times without a crash:
+        the walk reaches Satisfied (and, in a block, its drain) often enough."""
+        for _ in range(4):
+            self.join_all()
+            self.reconcile(crash=False)
+
     @rule(k=st.integers(min_value=0, max_value=N - 1))
     def join_some(self, k: int) -> None:
         self.joined.update(sorted(self.cloud.live)[:k])
 
-    @rule(fault=st.sampled_from(["throttle", "lost", ""]))
+    @rule(minutes=st.sampled_from([0, 45, 80]))
+    def block(self, minutes: int) -> None:
+        """The next launches go into a block ending that long after them (0: on-demand)."""
+        self.cloud.block_minutes = minutes
+
+    @rule(fault=st.sampled_from(["throttle", "lost", "await", ""]))
     def inject(self, fault: str) -> None:
         self.cloud.next_fault = fault
 
@@ -206,6 +249,8 @@ class PoolLifecycle(RuleBasedStateMachine):
         if s.phase == "Satisfied":
             assert len(s.instanceIds) == N
             assert s.readyCount == N
+            assert s.spread == 1  # the set's own topology was read before it was Ready
+            assert sorted(s.networkNodes or {}) == sorted(s.instanceIds)
 
     @invariant()
     def nothing_untracked(self) -> None:

@@ -16,6 +16,7 @@ from atomic_gang_provisioner.cloud.types import (
     ReleaseResult,
     RetryLater,
     Shortfall,
+    TopologyRead,
     Waiting,
     WaitReason,
     ZoneAttempt,
@@ -234,11 +235,17 @@ def test_n_ready_nodes_need_one_describe_then_satisfied() -> None:
     assert first.describe is True
     assert first.status.phase == "Joining"
     second = machine.decide(p, observed(nodes(4), instances()), T0 + timedelta(seconds=40))
-    s = second.status
+    assert second.read_topology == tuple(IDS)  # p4d: EC2 reports its network topology
+    third = machine.decide(
+        p,
+        replace(observed(nodes(4), instances()), topology=TopologyRead()),
+        T0 + timedelta(seconds=40),
+    )
+    s = third.status
     assert s.phase == "Satisfied"
     assert (s.readyCount, s.claimKey) == (4, KEY)
-    names = {m.name: m.value for m in second.metrics}
-    assert names == {"satisfied": 45.0, "joined": 40.0}
+    names = {m.name: m.value for m in third.metrics}
+    assert names == {"spread": 0.0, "satisfied": 45.0, "joined": 40.0}
     ready = next(c for c in s.conditions if c.type == "Ready")
     assert ready.status == "True"
 

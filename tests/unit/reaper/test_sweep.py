@@ -17,8 +17,10 @@ from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
     Instance,
+    PlacementGroup,
     ReleaseRequest,
     ReleaseResult,
+    TopologyRead,
 )
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from tests.support.jobs import settings
@@ -61,6 +63,9 @@ class FakeCloud:
     requests: list[ReleaseRequest] = field(default_factory=list)
     recovered: list[tuple[str, ...] | Exception] = field(default_factory=list)
     recover_calls: int = 0
+    groups: list[PlacementGroup] = field(default_factory=list)
+    in_use: set[str] = field(default_factory=set)  # groups EC2 still counts instances in
+    reaped_groups: list[str] = field(default_factory=list)
 
     def recover_enis(self) -> tuple[str, ...]:
         self.recover_calls += 1
@@ -101,6 +106,22 @@ class FakeCloud:
     def forget_pool(self, pool: str) -> None:
         raise AssertionError("unused")
 
+    def list_placement_groups(self) -> tuple[PlacementGroup, ...]:
+        return tuple(self.groups)
+
+    def reap_placement_group(self, name: str) -> bool:
+        if name in self.in_use:
+            return False
+        self.reaped_groups.append(name)
+        self.groups = [g for g in self.groups if g.name != name]
+        return True
+
+    def delete_placement_group(self, pool: str) -> bool:
+        raise AssertionError("the reaper deletes groups by name")
+
+    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+        raise AssertionError("unused")
+
 
 def reaper(cloud: FakeCloud) -> Reaper:
     ctx = replace(
@@ -117,6 +138,12 @@ def reaped(r: Reaper, reason: str) -> float:
     return value or 0.0
 
 
+def reapable(r: Reaper, reason: str) -> float | None:
+    return r.ctx.metrics.registry.get_sample_value(
+        "atomic_gang_reapable_instances", {"reason": reason}
+    )
+
+
 def test_pending_enis_are_retried_on_the_next_sweeps_until_deleted() -> None:
     cloud = FakeCloud(
         listed=[orphan("i-1")],
@@ -129,7 +156,9 @@ def test_pending_enis_are_retried_on_the_next_sweeps_until_deleted() -> None:
     r = reaper(cloud)
     assert r.sweep() == {"orphaned": 1}  # terminated: counted although ENIs are pending
     assert r.pending_enis == {"eni-a", "eni-b"}
+    assert reapable(r, "orphaned") == 1
     assert r.sweep() == {}  # nothing listed any more, but the ENIs are not forgotten
+    assert reapable(r, "orphaned") == 0
     assert r.sweep() == {}
     assert r.pending_enis == frozenset()
     r.sweep()  # nothing left: no release call at all
@@ -150,6 +179,8 @@ def test_a_failed_release_counts_and_logs_nothing_and_is_retried(
     with caplog.at_level("WARNING", logger="atomic_gang_provisioner.reaper"):
         assert r.sweep() == {}
     assert reaped(r, "orphaned") == 0
+    assert reapable(r, "orphaned") == 2  # found, not yet gone: the gauge says so
+    assert reapable(r, "max-lifetime") == 0
     assert not [x for x in caplog.records if x.getMessage() == "reaped instance"]
     assert any("release failed" in x.getMessage() for x in caplog.records)
     assert r.pending_enis == {"eni-a"}

@@ -64,3 +64,25 @@ def test_a_workload_moves_in_the_index_when_its_checks_change() -> None:
     store.upsert("ns/a", workload("a", "atomic-gang-check"))  # Kueue added the check's state
     m.on_check({"metadata": {"name": "atomic-gang-check"}})
     assert queued(m.controllers["workload"].queue) == ["ns/a"]
+
+
+def gnp(phase: str, held: int, rv: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "resourceVersion": rv},
+        "spec": {"shape": {"count": 2}},
+        "status": {"phase": phase, "instanceIds": [f"i-{n}" for n in range(held)]},
+    }
+
+
+def test_pool_watch_events_feed_the_cost_ledger_and_only_the_leader_exports() -> None:
+    m = manager()
+    informer, cost = m.informers["pools"], m.metrics.cost
+    informer._apply({"type": "ADDED", "object": gnp("Joining", 2, "1")})
+    informer._apply({"type": "MODIFIED", "object": gnp("Satisfied", 2, "2")})
+    informer._apply({"type": "DELETED", "object": gnp("Satisfied", 2, "2")})
+    assert {state for _, state in cost.totals()} == {"launching", "running"}
+    assert m.metrics.pool_stats.pools == informer.list
+    assert not cost.exporting()  # not leading
+    m.leading.set()
+    assert cost.exporting()
+    assert m.metrics.pool_stats.exporting()

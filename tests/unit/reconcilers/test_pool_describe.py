@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from atomic_gang import keys
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
 from tests.support.jobs import settings
@@ -30,6 +30,9 @@ class LaterCloud(NoCloud):
         future: Future[tuple[Instance, ...]] = Future()
         self.pending.append(future)
         return future
+
+    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+        return TopologyRead()  # none of the instances sits in a reported topology
 
 
 def ready_node(i: int) -> dict[str, Any]:

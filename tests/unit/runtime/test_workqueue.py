@@ -173,3 +173,19 @@ class TestShutdown:
         q.add("b")
         q.add_after("c", 1)
         assert q.waiting() == 0
+
+
+def test_a_stale_delay_sharing_the_new_due_time_does_not_jump_the_line() -> None:
+    # c's first delay (due 1.0) goes stale when an earlier one wins; c is handed out,
+    # then delayed again to the same 1.0. a, delayed to 1.0 before that, goes first.
+    clock = ManualClock()
+    q: WorkQueue[str] = WorkQueue(clock=clock)
+    q.add_after("c", 1.0)
+    q.add_after("c", 0.5)
+    q.add_after("a", 1.0)
+    clock.advance(0.5)
+    assert q.get(timeout=0) == "c"
+    q.add_after("c", 0.5)
+    clock.advance(0.5)
+    q.done("c")
+    assert [q.get(timeout=0), q.get(timeout=0)] == ["a", "c"]

@@ -174,3 +174,22 @@ def test_require_one_pod_per_node_turns_the_warning_into_a_denial() -> None:
     warned = decide(parse_review(body(gang_job())), S)
     assert warned.verdict == "allowed"
     assert "kubernetes.io/hostname" in warned.warnings[0]
+
+
+def test_a_reservation_list_and_min_runtime_are_judged_together() -> None:
+    """Both new rules in one denial: a listed id twice, a min-runtime of 0s."""
+    twice = "cr-0123456789abcdef0,cr-0fedcba9876543210,cr-0123456789abcdef0"
+    job = gang_job(annotations={k.CAPACITY_RESERVATION_ID: twice, k.MIN_RUNTIME: "0s"})
+    req = parse_review(body(job, uid="cr"))
+    status = build_response(req, decide(req, S))["response"]["status"]
+    causes = {c["field"]: c["reason"] for c in status["details"]["causes"]}
+    assert causes == {
+        f"metadata.annotations[{k.CAPACITY_RESERVATION_ID}]": "InvalidCapacityReservationId",
+        f"metadata.annotations[{k.MIN_RUNTIME}]": "InvalidMinRuntime",
+    }
+    assert "cr-0123456789abcdef0 is listed twice" in status["message"]
+    ok = gang_job(
+        annotations={k.CAPACITY_RESERVATION_ID: "cr-0123456789abcdef0,cr-0fedcba9876543210"}
+    )
+    good = parse_review(body(ok, uid="ok"))
+    assert build_response(good, decide(good, S))["response"]["allowed"] is True

@@ -1,6 +1,7 @@
 """The GangNodePool API (``atomic-gang.k8s.aws/v1alpha1``): pydantic models that are
 the single source of the CRD manifest (see ``api.crd``)."""
 
+from atomic_gang_provisioner.api.status_change import StatusChange
 from atomic_gang_provisioner.api.types import (
     FINALIZER,
     GROUP,
@@ -14,7 +15,6 @@ from atomic_gang_provisioner.api.types import (
     GangNodePoolStatus,
     Phase,
     PoolShape,
-    StatusChange,
 )
 
 __all__ = [

@@ -33,8 +33,9 @@ MEANING: Final[dict[ConditionType, str]] = {
         "in the words the claimant's AdmissionCheck shows"
     ),
     CAPACITY_SHORTFALL: (
-        "the claim's last attempt fell short (InsufficientCapacity, QuotaExceeded or "
-        "JoinTimeout); the message names the attempt (of acquireAttemptsBeforeRetry), "
+        "the claim's last attempt fell short (InsufficientCapacity, QuotaExceeded, "
+        "JoinTimeout, or TopologySpread: the gang spanned more network nodes than max-spread "
+        "allows); the message names the attempt (of acquireAttemptsBeforeRetry), "
         "consecutiveShortfalls counts them. Nothing is billed"
     ),
     FAILED: (
@@ -42,8 +43,9 @@ MEANING: Final[dict[ConditionType, str]] = {
         "checkState says what the claimant's AdmissionCheck becomes (Retry or Rejected)"
     ),
     DEGRADED: (
-        "the claim's formed gang lost a member; the whole set is released and the claimant "
-        "gets Retry, so Kueue requeues it for a fresh gang"
+        "the claim's formed gang lost a member, or its Capacity Block reached its drain point "
+        "(reason CapacityBlockEnding); the whole set is released and the claimant gets Retry, "
+        "so Kueue requeues it for a fresh gang"
     ),
     RELEASED: "the pool holds no instances: nothing bills, and the next claimant may redefine it",
 }

@@ -92,6 +92,8 @@ def _status_schema() -> dict[str, Any]:
         "keepWarmUntil",
         "nextAttemptAt",
         "unhealthySince",
+        "reservationEnd",
+        "waitingSince",
     ):
         target = (
             conditions["items"]["properties"]
@@ -120,6 +122,9 @@ def _columns() -> list[dict[str, Any]]:
         col("Group", ".status.activeGroup", priority=1),
         col("Shortfalls", ".status.consecutiveShortfalls", "integer", priority=1),
         col("Error", ".status.lastErrorReason", priority=1),
+        col("Spread", ".status.spread", "integer", priority=1),
+        col("Reservation", ".status.reservationId", priority=1),
+        col("Ends", ".status.reservationEnd", priority=1),
     ]
 
 

@@ -11,7 +11,7 @@ during a rolling upgrade an older replica reads what a newer one wrote.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Self, TypedDict
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -96,6 +96,10 @@ class PoolShape(_Model):
     amiVariant: Literal["standard", "nvidia", "neuron"]
     amiId: str | None = None
     capacityReservationId: str | None = None
+    placement: Literal["cluster"] | None = None
+    placementGroupName: str | None = None
+    efa: str | None = Field(default=None, description='"max" or a count per instance.')
+    maxSpread: int | None = Field(default=None, ge=1)
 
     @property
     def summary(self) -> str:
@@ -117,6 +121,10 @@ class PoolShape(_Model):
             amiVariant=spec.ami_variant,
             amiId=spec.ami_id,
             capacityReservationId=spec.capacity_reservation_id,
+            placement=spec.placement,
+            placementGroupName=spec.placement_group_name,
+            efa=None if spec.efa is None else str(spec.efa),
+            maxSpread=spec.max_spread,
         )
 
     def gang_spec(self, *, pool: str, keep_warm_ttl: str) -> GangSpec:
@@ -134,6 +142,10 @@ class PoolShape(_Model):
             ami_variant=self.amiVariant,
             ami_id=self.amiId,
             capacity_reservation_id=self.capacityReservationId,
+            placement=self.placement,
+            placement_group_name=self.placementGroupName,
+            efa=None if self.efa is None else "max" if self.efa == "max" else int(self.efa),
+            max_spread=self.maxSpread,
         )
 
 
@@ -155,6 +167,9 @@ class Claim(_Model):
 class GangNodePoolSpec(_Model):
     shape: PoolShape
     keepWarmTTL: str = Field(default="10m", description="From the latest claimant.")
+    minRuntime: str | None = Field(
+        default=None, description="From the latest claimant: Go duration it needs in a block."
+    )
     claim: Claim | None = None
 
 
@@ -203,6 +218,16 @@ class GangNodePoolStatus(_Model):
     lastErrorReason: str = ""
     degradedClaimKey: str = Field(default="", description="Claim that must get Retry.")
     unhealthySince: Time | None = None
+    reservationId: str = Field(default="", description="ODCR or Capacity Block of the live set.")
+    reservationEnd: Time | None = Field(default=None, description="That reservation's EndDate.")
+    capacityBlock: bool = Field(default=False, description="The live set runs in a block.")
+    blockEndingWarned: bool = Field(default=False, description="CapacityBlockEnding was sent.")
+    waitingSince: Time | None = Field(default=None, description="Waiting for a block to start.")
+    placementGroup: str = Field(default="", description="The pool's own group, while it exists.")
+    networkNodes: dict[str, list[str]] | None = Field(
+        default=None, description="Instance id: its network nodes, top layer first (once read)."
+    )
+    spread: int = Field(default=0, description="Bottom-layer network nodes the gang spans.")
     conditions: list[Condition] = Field(
         default_factory=list,
         description=(
@@ -210,34 +235,6 @@ class GangNodePoolStatus(_Model):
             "Workload reconciler reads of this status."
         ),
     )
-
-
-class StatusChange(TypedDict, total=False):
-    """The fields of :class:`GangNodePoolStatus`, as keyword arguments that mypy checks
-    (``pool.model.update``); a test keeps the two lists equal."""
-
-    phase: Phase
-    observedGeneration: int
-    claimKey: str
-    acquireGeneration: int
-    activeGeneration: int
-    activeGroup: str
-    instanceIds: list[str]
-    fleetIds: list[str]
-    pendingEnis: list[str]
-    readyCount: int
-    acquiringSince: datetime | None
-    launchedAt: datetime | None
-    joinDeadline: datetime | None
-    satisfiedAt: datetime | None
-    keepWarmUntil: datetime | None
-    consecutiveShortfalls: int
-    nextAttemptAt: datetime | None
-    lastError: str
-    lastErrorReason: str
-    degradedClaimKey: str
-    unhealthySince: datetime | None
-    conditions: list[Condition]
 
 
 class GangNodePool(_Model):

@@ -10,7 +10,8 @@ returns: instance ids, fleet id, pending ENIs and ``acquireGeneration``.
   generation): it first adopts a set already tagged with that generation, then
   launches with ClientTokens derived from (pool, generation, AZ). Bump the
   generation only when the result is ``terminal`` (Launched, Shortfall,
-  QuotaExceeded, PermanentFailure); on ``RetryLater`` call again unchanged.
+  QuotaExceeded, PermanentFailure); on ``RetryLater`` call again unchanged;
+  on ``AwaitingReservation`` call again at its ``starts_at``.
 * ``find(pool=, generation=)`` is the adoption lookup alone (launches nothing).
 * ``release`` is idempotent and ENI-aware; ``ReleaseResult.done`` says when
   nothing is left (pending ENIs come back to be passed in next time).
@@ -27,6 +28,7 @@ from atomic_gang_provisioner.cloud.provider import CloudProvider
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
+    AwaitingReservation,
     Instance,
     Launched,
     PermanentFailure,
@@ -42,6 +44,7 @@ from atomic_gang_provisioner.cloud.types import (
 __all__ = [
     "AcquireRequest",
     "AcquireResult",
+    "AwaitingReservation",
     "CloudError",
     "CloudProvider",
     "ErrorClass",

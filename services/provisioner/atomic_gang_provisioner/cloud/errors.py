@@ -24,6 +24,9 @@ CAPACITY: Final = frozenset(
         "UnfulfillableCapacity",
         "MaxSpotInstanceCountExceeded",
         "InsufficientFreeAddressesInSubnet",
+        # At launch: a cluster placement group busy in another AZ (no room here now). At
+        # delete: instances still in the group; the placement module reads the code.
+        "InvalidPlacementGroup.InUse",
     }
 )
 THROTTLED: Final = frozenset(
@@ -83,6 +86,15 @@ PERMANENT_ERROR: Final = "PermanentError"  # the reason of any other permanent e
 NAMED_PERMANENT: Final[dict[str, tuple[str, bool]]] = {
     "NodeRoleNotAuthorized": ("NodeRoleNotAuthorized", False),
     "SubnetNotInCluster": ("InvalidSubnet", True),
+    # No listed reservation can ever hold the gang (type, AZ, size, state): the Job is wrong.
+    "CapacityReservationMismatch": ("CapacityReservationMismatch", True),
+    # Only blocks with too little time left, or past their drain point: Kueue requeues.
+    "CapacityBlockTooShort": ("CapacityBlockTooShort", False),
+    "CapacityBlockEnding": ("CapacityBlockEnding", False),
+    "EfaNotSupported": ("EfaNotSupported", True),
+    "EfaSecurityGroup": ("EfaSecurityGroup", True),
+    "PlacementGroupConflict": ("PlacementGroupConflict", True),
+    "InvalidPlacementGroup.Unknown": ("PlacementGroupNotFound", True),
 }
 # The reasons a pool records for them: retrying cannot help (the claimant gets Retry),
 # and those where the Job itself is at fault (it gets Rejected).
@@ -119,6 +131,10 @@ _HINTS: Final[dict[str, str]] = {
     "CapacityReservationMismatch": (
         "the reservation's AZ and instance type must match the pool's annotations"
     ),
+    "EfaNotSupported": "drop atomic-gang.k8s.aws/efa, lower it, or pick an EFA instance type",
+    "EfaSecurityGroup": "add the rules named above to the security group (we never modify it)",
+    "PlacementGroupConflict": "delete that placement group, or give the pool another name",
+    "InvalidPlacementGroup.Unknown": "check atomic-gang.k8s.aws/placement-group-name",
 }
 
 

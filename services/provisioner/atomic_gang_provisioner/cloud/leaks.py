@@ -3,12 +3,14 @@
 The adapter lists this cluster's managed instances in one paginated,
 server-side-filtered call; :func:`find_leaks` then needs only that list, the
 time and what the controller knows about its pools. Reasons, first match wins:
-``max-lifetime`` (age over the instance's max-lifetime tag, or the default),
+``max-lifetime`` (age over the instance's max-lifetime tag, or the default; for a
+Capacity Block instance also its release-by tag: the drain point caps its lifetime),
 ``keep-warm-expired`` (KeepWarmUntil tag in the past), ``orphaned`` (no such
 pool) and ``stray`` (a live pool whose status does not record it, whatever its
 generation, past a grace period: a duplicate that must never bill). A set the
 pool is acquiring (phase Acquiring, its generation) is never a stray: that is a
 launch in flight or one whose response was lost, and the pool adopts it.
+:func:`orphaned_groups` does the same for placement groups.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from atomic_gang import GoDuration
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.types import Instance, PlacementGroup
+from atomic_gang_provisioner.timestamps import rfc3339
 
 ReapReason = Literal["max-lifetime", "keep-warm-expired", "orphaned", "stray"]
 # Covers a launch whose status write is in flight, and the reaper's pool cache lagging
@@ -62,6 +65,12 @@ def _reason(
     life = inst.max_lifetime or default_max_lifetime
     if age > life.to_timedelta():
         return "max-lifetime", f"age {age} exceeds max lifetime {life}"
+    cap = inst.release_by
+    if cap is not None and cap <= now:
+        return (
+            "max-lifetime",
+            f"its Capacity Block's drain point passed (release by {rfc3339(cap)})",
+        )
     until = inst.keep_warm_until
     if until is not None and until + keep_warm_grace < now:
         return "keep-warm-expired", f"keep-warm ended at {until.isoformat()}"
@@ -109,3 +118,12 @@ def find_leaks(
         if found is not None:
             out.append(Reap(instance_id=inst.instance_id, reason=found[0], detail=found[1]))
     return tuple(out)
+
+
+def orphaned_groups(
+    groups: Iterable[PlacementGroup], *, pools: Mapping[str, PoolView]
+) -> tuple[PlacementGroup, ...]:
+    """Managed placement groups whose pool no longer exists (a pool this replica cannot
+    read still exists). Deleting one still in use fails InUse and is tried next sweep;
+    one deleted between its pool's create and launch is made again by that pool."""
+    return tuple(g for g in groups if g.pool is None or g.pool not in pools)

@@ -1,4 +1,5 @@
-"""Deterministic names: ClientTokens, group ids, launch templates, instance profiles, tags.
+"""Deterministic names: ClientTokens, group ids, launch templates, instance profiles,
+placement groups, tags.
 
 Everything here is a pure function of its inputs, so a restarted controller
 derives exactly the same token for the same (pool, generation, AZ) and EC2's
@@ -16,6 +17,7 @@ from atomic_gang import GangSpec, keys, patterns
 TOKEN_MAX: Final = 64
 PROFILE_MAX: Final = 128
 TEMPLATE_MAX: Final = 128
+PLACEMENT_GROUP_MAX: Final = 255
 LABEL_VALUE_MAX: Final = 63
 PROFILE_PREFIX: Final = "atomic-gang-instance-profile-"
 FLEET_ZONE: Final = "fleet"
@@ -32,18 +34,21 @@ def _fit(text: str, limit: int) -> str:
     return f"{text[: limit - 9]}-{_digest(text, 8)}"
 
 
-def client_token(*, pool: str, generation: int, zone: str) -> str:
+def client_token(*, pool: str, generation: int, zone: str, reservation: str = "") -> str:
     """EC2 ClientToken for one launch attempt: ≤64 ASCII chars, stable across restarts.
 
-    ``zone`` is the AZ for RunInstances (idempotency is zonal) or ``fleet``.
+    ``zone`` is the AZ for RunInstances (idempotency is zonal) or ``fleet``;
+    ``reservation`` the ODCR or block targeted, so that trying the next listed
+    one in the same AZ is a new request, not a parameter mismatch.
     """
     if generation < 0:
         raise ValueError("generation must be >= 0")
-    readable = f"ag-{pool}-g{generation}-{zone}"
+    where = f"{zone}-{reservation}" if reservation else zone
+    readable = f"ag-{pool}-g{generation}-{where}"
     if len(readable) <= TOKEN_MAX:
         return readable
     tail = f"-g{generation}-{zone}-{_digest(readable, 10)}"
-    return f"ag-{pool[: TOKEN_MAX - 3 - len(tail)]}{tail}"
+    return f"ag-{pool[: max(0, TOKEN_MAX - 3 - len(tail))]}{tail}"
 
 
 def group_id(*, pool: str, generation: int) -> str:
@@ -67,9 +72,19 @@ def launch_template_name(*, cluster: str, spec: GangSpec) -> str:
 
 def shared_template_name(*, cluster: str, data_digest: str) -> str:
     """One launch template per launch-template shape (AMI, type, profile, security
-    group), shared by every runinstances pool of that shape: the per-pool parts (user
-    data with the pool's labels, tags) go with each RunInstances."""
+    group, EFA interfaces), shared by every runinstances pool of that shape: the per-pool
+    parts (user data with the pool's labels, tags, placement group) go with each
+    RunInstances."""
     return _fit(f"atomic-gang-{cluster}-shape-{data_digest}", TEMPLATE_MAX)
+
+
+def placement_group_name(*, cluster: str, pool: str) -> str:
+    """The pool's own placement group, the same across generations and restarts:
+    ``atomic-gang-<cluster>-<pool>-<digest>`` (the digest of both keeps ``a-b``/``c``
+    apart from ``a``/``b-c``), hash-truncated at EC2's 255."""
+    return _fit(
+        f"atomic-gang-{cluster}-{pool}-{_digest(cluster + '/' + pool, 8)}", PLACEMENT_GROUP_MAX
+    )
 
 
 def cluster_tags(*, cluster: str) -> dict[str, str]:

@@ -15,8 +15,10 @@ from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
     Instance,
+    PlacementGroup,
     ReleaseRequest,
     ReleaseResult,
+    TopologyRead,
 )
 
 
@@ -64,4 +66,21 @@ class CloudProvider(Protocol):
         CNI ENIs of this cluster's shutting-down or terminated managed instances (EC2
         lists those for about an hour), ENIs still attached to them without
         DeleteOnTermination, and detached ENIs carrying our tags."""
+        ...
+
+    def delete_placement_group(self, pool: str) -> bool:
+        """Delete the pool's own placement group (once its instances are gone): True
+        when it is gone, False while EC2 still counts instances in it."""
+        ...
+
+    def list_placement_groups(self) -> tuple[PlacementGroup, ...]:
+        """This cluster's managed placement groups (the reaper's listing)."""
+        ...
+
+    def reap_placement_group(self, name: str) -> bool:
+        """Delete a managed placement group by name; as delete_placement_group."""
+        ...
+
+    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+        """The instances' network nodes: one limited, cached DescribeInstanceTopology."""
         ...

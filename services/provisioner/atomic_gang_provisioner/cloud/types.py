@@ -8,12 +8,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, Literal, TypeVar
 
 from atomic_gang import GangSpec, GoDuration, keys
 from atomic_gang_provisioner.cloud.errors import PERMANENT_ERROR
+from atomic_gang_provisioner.cloud.reservations import RESERVATION_CODES, BlockPolicy, Reservation
 from atomic_gang_provisioner.timestamps import parse_rfc3339
 
 InstanceState = Literal["pending", "running", "shutting-down", "terminated", "stopping", "stopped"]
@@ -41,6 +42,8 @@ class Instance:
     tags: Tags = ()
     client_token: str = ""
     private_dns_name: str = ""
+    capacity_reservation_id: str = ""
+    lifecycle: str = ""  # InstanceLifecycle: "" (on-demand), "spot", "capacity-block"
 
     def tag(self, key: str) -> str | None:
         for k, v in self.tags:
@@ -80,6 +83,11 @@ class Instance:
         return self._parsed(keys.KEEP_WARM_UNTIL, parse_rfc3339)
 
     @property
+    def release_by(self) -> datetime | None:
+        """A Capacity Block instance's cap: gone by then, whatever its max lifetime."""
+        return self._parsed(keys.RELEASE_BY_TAG, parse_rfc3339)
+
+    @property
     def max_lifetime(self) -> GoDuration | None:
         return self._parsed(keys.MAX_LIFETIME_TAG, GoDuration.parse)
 
@@ -104,6 +112,10 @@ class AcquireRequest:
 
     spec: GangSpec
     generation: int
+    # How a Capacity Block may be used (drain lead, time needed before the drain point).
+    block_policy: BlockPolicy = field(default_factory=BlockPolicy)
+    # Reservation ids other pools need: described in the same call as this one's.
+    also_reservations: tuple[str, ...] = ()
     # False only when the caller knows no launch at this generation can have happened
     # (it persisted the status that introduced the generation and has not launched since):
     # then the tag lookup before the launch is skipped. The ClientToken still applies.
@@ -135,6 +147,7 @@ class Launched:
     client_token: str
     fleet_id: str | None = None
     adopted: bool = False
+    reservation: Reservation | None = None  # the ODCR or Capacity Block launched into
 
     @property
     def instance_ids(self) -> tuple[str, ...]:
@@ -151,8 +164,22 @@ class Shortfall:
 
     @property
     def message(self) -> str:
-        parts = [f"{a.zone}: {a.code}" for a in self.attempts]
+        parts = [
+            a.message if a.code in RESERVATION_CODES else f"{a.zone}: {a.code}"
+            for a in self.attempts
+        ]
         return "insufficient capacity (" + "; ".join(parts) + ")"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AwaitingReservation:
+    """A listed reservation starts later (a Capacity Block, a future-dated ODCR): no
+    launch now; try again at ``starts_at`` (None: its start has passed but EC2 does not
+    show it active yet)."""
+
+    terminal: ClassVar[bool] = True  # nothing was launched: the next try may use a new token
+    message: str
+    starts_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,7 +234,15 @@ class Waiting:
     retry_after: float
 
 
-AcquireResult = Launched | Shortfall | QuotaExceeded | PermanentFailure | RetryLater | Waiting
+AcquireResult = (
+    Launched
+    | Shortfall
+    | QuotaExceeded
+    | PermanentFailure
+    | RetryLater
+    | AwaitingReservation
+    | Waiting
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,3 +267,36 @@ class ReleaseResult:
     @property
     def done(self) -> bool:
         return not self.pending_enis and not self.error
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlacementGroup:
+    """A placement group this cluster's controller created (found by its tags)."""
+
+    name: str
+    strategy: str
+    pool: str | None = None
+    state: str = "available"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyRead:
+    """DescribeInstanceTopology for a gang: each instance's network nodes, top layer first.
+
+    An instance without an entry has none (unsupported type, not running yet).
+    ``retry_after`` > 0: the client-side limiter had no token left, so the rest was not
+    asked; call again after that many seconds. ``error``: the call failed (e.g. not
+    authorised); nothing was read.
+    """
+
+    nodes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    retry_after: float = 0.0
+    error: str = ""
+
+    def of(self, instance_id: str) -> tuple[str, ...]:
+        return next((n for iid, n in self.nodes if iid == instance_id), ())
+
+    @property
+    def spread(self) -> int:
+        """Distinct bottom-layer nodes the instances span (1 is best; 0: none known)."""
+        return len({n[-1] for _, n in self.nodes if n})

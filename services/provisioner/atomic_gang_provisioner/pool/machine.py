@@ -67,6 +67,8 @@ def _finalize(pool: GangNodePool, observed: Observed) -> Plan:
             if first
             else (),
         )
+    if status.placementGroup:  # the pool's own group goes last, before the finalizer
+        return Plan(status=status, delete_group=True)
     return Plan(status=status, remove_finalizer=True)
 
 
@@ -102,10 +104,22 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             break
         plan = plan.then(step)
         moved = step.status.phase != current.status.phase
-        if step.acquire or step.release or step.describe or step.find or not moved:
+        if _acts(step) or not moved:
             break
         current = with_status(current, step.status)
     return _with_conditions(pool, plan, now, observed.knobs)
+
+
+def _acts(step: Plan) -> bool:
+    """The step asks for I/O: the executor performs it and decides again (or writes)."""
+    return bool(
+        step.acquire
+        or step.release
+        or step.describe
+        or step.find
+        or step.read_topology
+        or step.delete_group
+    )
 
 
 def _needs_write_ahead(stored: Phase, step: Plan) -> bool:
@@ -144,6 +158,22 @@ def after_release(
     pool: GangNodePool, plan: Plan, *, result: ReleaseResult, now: datetime, knobs: Knobs
 ) -> Plan:
     step = releasing.after_release(pool, plan.status, result=result, now=now, knobs=knobs)
+    return _with_conditions(pool, plan.then(step), now, knobs)
+
+
+def after_delete_group(
+    pool: GangNodePool, plan: Plan, *, deleted: bool, knobs: Knobs, now: datetime
+) -> Plan:
+    """The pool's own placement group: gone, or still counted in use by EC2 (terminated
+    instances linger there a while): not an error, ask again after the release poll."""
+    if not deleted:
+        return _with_conditions(pool, replace(plan, requeue_after=knobs.release_poll), now, knobs)
+    name = plan.status.placementGroup
+    step = Plan(
+        status=update(plan.status, placementGroup=""),
+        remove_finalizer=pool.deleting,
+        events=(event("PlacementGroupDeleted", f"Deleted placement group {name}"),),
+    )
     return _with_conditions(pool, plan.then(step), now, knobs)
 
 

@@ -9,11 +9,23 @@ from typing import Literal, Unpack
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, StatusChange
 from atomic_gang_provisioner.backoff import exponential
-from atomic_gang_provisioner.cloud.types import AcquireRequest, Instance, ReleaseRequest
+from atomic_gang_provisioner.cloud.types import (
+    AcquireRequest,
+    Instance,
+    ReleaseRequest,
+    TopologyRead,
+)
 from atomic_gang_provisioner.events import Event
 
 MetricName = Literal[
-    "acquisition", "shortfall", "satisfied", "joined", "keep_warm_reuse", "released"
+    "acquisition",
+    "shortfall",
+    "satisfied",
+    "joined",
+    "keep_warm_reuse",
+    "released",
+    "block_wait",
+    "spread",
 ]
 
 
@@ -28,6 +40,11 @@ class Knobs:
     backoff_max: float = 300.0
     health_grace: timedelta = timedelta(seconds=60)
     release_poll: float = 5.0
+    # capacityBlock.*: the drain point's lead on EndDate, the time a gang needs before
+    # it (without min-runtime), and the CapacityBlockEnding warning's lead on it.
+    block_drain_lead: timedelta = timedelta(minutes=40)
+    block_min_remaining: timedelta = timedelta(minutes=30)
+    block_warning_lead: timedelta = timedelta(minutes=10)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,6 +57,7 @@ class NodeView:
     ready_since: datetime | None = None  # Ready condition's lastTransitionTime
     pool: str | None = None
     group: str | None = None
+    topology_labels: tuple[tuple[str, str], ...] = ()  # its network-node-layer labels
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +65,7 @@ class Observed:
     nodes: tuple[NodeView, ...] = ()
     instances: tuple[Instance, ...] | None = None  # None: not described this round
     found: tuple[Instance, ...] | None = None  # None: no tag lookup this round
+    topology: TopologyRead | None = None  # None: not read this round
     knobs: Knobs
 
     def node_for(self, instance_id: str) -> NodeView | None:
@@ -70,15 +89,26 @@ class TagRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeLabels:
+    """Labels to add to one Node (only those it does not carry yet)."""
+
+    node: str
+    labels: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
-    """What to do now. At most one of ``acquire``/``release`` is set."""
+    """What to do now. At most one of ``acquire``/``release``/``delete_group`` is set."""
 
     status: GangNodePoolStatus
     acquire: AcquireRequest | None = None
     release: ReleaseRequest | None = None
+    delete_group: bool = False  # the pool's own placement group (status.placementGroup)
     tag: TagRequest | None = None
+    label_nodes: tuple[NodeLabels, ...] = ()
     describe: bool = False
     find: int | None = None  # look up (pool, generation) by tag; launches nothing
+    read_topology: tuple[str, ...] = ()  # instance ids: one DescribeInstanceTopology
     remove_finalizer: bool = False
     events: tuple[Event, ...] = ()
     metrics: tuple[Metric, ...] = ()
@@ -91,6 +121,7 @@ class Plan:
             events=self.events + other.events,
             metrics=self.metrics + other.metrics,
             tag=other.tag or self.tag,
+            label_nodes=other.label_nodes or self.label_nodes,
         )
 
 

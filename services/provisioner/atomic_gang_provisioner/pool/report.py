@@ -14,11 +14,15 @@ from typing import Literal, NamedTuple, get_args
 from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api import conditions as c
 from atomic_gang_provisioner.cloud.errors import PERMANENT_REASONS, REJECTING_REASONS
+from atomic_gang_provisioner.cloud.reservations import CODES
 from atomic_gang_provisioner.cloud.types import WaitReason
 from atomic_gang_provisioner.pool.model import Knobs, has_resources, update
+from atomic_gang_provisioner.pool.phases import block
 
-SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout"})
+SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout", "TopologySpread"})
 WAITING = frozenset(get_args(WaitReason))  # its turn for the launch budget or a short cell
+# Permanent for this start only: the listed blocks end too soon (a requeue may find a later one).
+BLOCK_TIMING = frozenset({CODES["too-short"], CODES["ending"]})
 MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 32000
 
 
@@ -47,6 +51,8 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
         return f"No instances, nothing billed; a claim acquires {shape.summary}"
     if s.phase == "Acquiring" and s.lastErrorReason in WAITING:
         return f"Acquiring {shape.summary}: {s.lastError}; holding quota, nothing billed yet"
+    if s.phase == "Acquiring" and s.lastErrorReason == block.WAITING:
+        return f"{s.lastError}; holding quota, nothing billed"
     if s.phase == "Acquiring" and s.lastErrorReason and s.consecutiveShortfalls:
         return (
             f"Acquiring {shape.summary} ({_attempt(s, knobs)}): {s.lastErrorReason}: "
@@ -57,7 +63,7 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
     if s.phase == "Joining":
         deadline = s.joinDeadline.strftime("%H:%M:%SZ") if s.joinDeadline else "?"
         return (
-            f"Launched {n}×{shape.instanceType} (group {s.activeGroup}); "
+            f"Launched {n}×{shape.instanceType} (group {s.activeGroup}){block.where(s, knobs)}; "
             f"{s.readyCount}/{n} nodes Ready; join deadline {deadline}"
         )
     if s.phase == "Releasing":
@@ -66,7 +72,7 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
     if s.phase == "KeepWarm":
         return f"Reusing the warm set of group {s.activeGroup}"
     if s.phase == "Satisfied":
-        return f"{s.readyCount}/{n} nodes of group {s.activeGroup} are Ready"
+        return f"{s.readyCount}/{n} nodes of group {s.activeGroup} are Ready{block.where(s, knobs)}"
     return f"Pool phase {s.phase}"
 
 
@@ -74,6 +80,11 @@ def _failure(pool: GangNodePool, s: GangNodePoolStatus) -> str:
     shape = pool.spec.shape.summary
     if s.lastErrorReason in REJECTING_REASONS:
         return f"Invalid gang Job: {s.lastError}"
+    if s.lastErrorReason in BLOCK_TIMING:
+        return (
+            f"Cannot start {shape} in a listed reservation now: {s.lastError}; releasing "
+            "quota so Kueue can requeue (nothing was billed)"
+        )
     if s.lastErrorReason in PERMANENT_REASONS:
         return (
             f"Cannot acquire {shape}: {s.lastError}. Retrying will not help until "

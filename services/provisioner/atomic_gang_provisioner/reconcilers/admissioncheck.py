@@ -7,6 +7,7 @@ ClusterQueue inactive instead of queueing into a black hole.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -43,8 +44,11 @@ class AdmissionCheckReconciler:
             check is None
             or (check.get("spec") or {}).get("controllerName") != self.ctx.settings.controllerName
         ):
+            with contextlib.suppress(KeyError):  # gone, or not ours (any more)
+                self.ctx.metrics.check_active.remove(name)
             return Result()
         active, reason, message = desired(check, cloud_error=self._cloud_error())
+        self.ctx.metrics.check_active.labels(name).set(1 if active else 0)
         gen = int((check.get("metadata") or {}).get("generation", 0))
         status = "True" if active else "False"
         conditions = (check.get("status") or {}).get("conditions") or []

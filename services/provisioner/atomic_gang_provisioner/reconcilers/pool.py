@@ -17,13 +17,20 @@ from dataclasses import replace
 from typing import Any
 
 from atomic_gang_provisioner.api import FINALIZER, GangNodePool
-from atomic_gang_provisioner.cloud.types import AcquireResult, Instance, RetryLater, Waiting
-from atomic_gang_provisioner.kube.errors import ConflictError, NotFoundError
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.types import (
+    AcquireResult,
+    Instance,
+    RetryLater,
+    TopologyRead,
+    Waiting,
+)
+from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFoundError
 from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import Metric, NodeView, Observed, Plan
+from atomic_gang_provisioner.pool.model import Metric, NodeLabels, NodeView, Observed, Plan
 from atomic_gang_provisioner.reconcilers.context import Context
-from atomic_gang_provisioner.resources import KUEUE_API, POOLS
+from atomic_gang_provisioner.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.workload.view import view
 
@@ -96,7 +103,11 @@ class PoolReconciler:
             described = self._describe(name, tuple(pool.status.instanceIds))
             if described is None:
                 return Result()  # the answer requeues the pool
-            plan = machine.decide(pool, replace(observed, instances=described), now)
+            observed = replace(observed, instances=described)
+            plan = machine.decide(pool, observed, now)
+        if plan.read_topology:
+            read = self._read_topology(plan.read_topology)
+            plan = machine.decide(pool, replace(observed, topology=read), now)
         if plan.find is not None:
             found = self.ctx.cloud.find(pool=pool.name, generation=plan.find)
             plan = machine.decide(pool, replace(observed, found=found), now)
@@ -126,6 +137,13 @@ class PoolReconciler:
         future.add_done_callback(lambda _: requeue(name))
         return None
 
+    def _read_topology(self, instance_ids: tuple[str, ...]) -> TopologyRead:
+        """A failed read is a fact for decide (a gang without max-spread goes on)."""
+        try:
+            return self.ctx.cloud.read_topology(instance_ids)
+        except CloudError as err:
+            return TopologyRead(error=f"{err.code}: {err.message}")
+
     def _perform(self, pool: GangNodePool, plan: Plan) -> Plan:
         ctx = self.ctx
         now = ctx.now()
@@ -133,7 +151,9 @@ class PoolReconciler:
             ctx.must_lead()
             with self._lock:
                 fresh = self._fresh.pop(pool.name, None) == plan.acquire.generation
-            request = replace(plan.acquire, adopt=not fresh)
+            request = replace(
+                plan.acquire, adopt=not fresh, also_reservations=self._wanted(pool.name)
+            )
             result = ctx.cloud.acquire(request)
             ctx.faults.after_launch()
             if launched_nothing(result):
@@ -146,10 +166,43 @@ class PoolReconciler:
             ctx.must_lead()
             released = ctx.cloud.release(plan.release)
             plan = machine.after_release(pool, plan, result=released, now=now, knobs=ctx.knobs)
+        elif plan.delete_group:
+            ctx.must_lead()
+            deleted = ctx.cloud.delete_placement_group(pool.name)
+            plan = machine.after_delete_group(pool, plan, deleted=deleted, knobs=ctx.knobs, now=now)
         if plan.tag is not None and plan.tag.instance_ids:
             ctx.must_lead()
             ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
+        self._label(pool, plan.label_nodes)
         return plan
+
+    def _wanted(self, name: str) -> tuple[str, ...]:
+        """Reservations other claimed pools still acquire for: described in the same
+        DescribeCapacityReservations call as this pool's."""
+        out: dict[str, None] = {}
+        for obj in self.ctx.pools.list():
+            other = GangNodePool.from_dict(dict(obj))
+            if other.name == name or other.spec.claim is None:
+                continue
+            if other.status.phase in ("Idle", "Acquiring"):
+                shape = other.spec.shape
+                ids = (shape.capacityReservationId or "").split(",")
+                out.update((i.strip(), None) for i in ids if i.strip())
+        return tuple(out)
+
+    def _label(self, pool: GangNodePool, nodes: tuple[NodeLabels, ...]) -> None:
+        """The network-node-layer labels a Node lacks. A label is a hint for schedulers,
+        not part of the gang: a Node that refuses it is logged, and the gang goes on."""
+        for node in nodes:
+            self.ctx.must_lead()
+            patch = {"metadata": {"labels": dict(node.labels)}}
+            try:
+                self.ctx.client.patch(NODES, node.node, patch)
+            except KubeError as err:
+                log.warning(
+                    "node label patch failed",
+                    extra={"pool": pool.name, "node": node.node, "error": str(err)},
+                )
 
     def _write(self, pool: GangNodePool, plan: Plan) -> None:
         ctx = self.ctx
@@ -197,7 +250,8 @@ class PoolReconciler:
                 self._fresh.pop(pool.name, None)
 
     def _write_status(self, pool: GangNodePool, plan: Plan) -> None:
-        status = plan.status.model_dump(mode="json")
+        # None fields are left out, as to_dict does: kubectl shows a null column as "<no value>".
+        status = plan.status.model_dump(mode="json", exclude_none=True)
         try:
             self._remember(
                 self.ctx.client.replace_status(POOLS, {**pool.to_dict(), "status": status})
@@ -243,3 +297,7 @@ class PoolReconciler:
             m.keep_warm_reuses.inc()
         elif metric.name == "released":
             m.released.inc(metric.value)
+        elif metric.name == "block_wait":
+            m.block_wait.observe(metric.value)
+        elif metric.name == "spread":
+            m.spread.labels(labels["pool"]).set(metric.value)

@@ -17,12 +17,19 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
+from typing import get_args
 
 from pydantic import ValidationError
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.leaks import PoolView, Reap, find_leaks
+from atomic_gang_provisioner.cloud.leaks import (
+    PoolView,
+    Reap,
+    ReapReason,
+    find_leaks,
+    orphaned_groups,
+)
 from atomic_gang_provisioner.cloud.types import ReleaseRequest
 from atomic_gang_provisioner.reconcilers.context import Context, NotLeaderError
 
@@ -103,7 +110,10 @@ class Reaper:
             # failure raises and the next sweep tries again).
             self._pending_enis |= set(ctx.cloud.recover_enis())
             self._recovered = True
-        reaps = self._classify()
+        pools = self._pool_views()
+        reaps = self._classify(pools)
+        self._found(reaps)
+        self._sweep_groups(pools)
         if not reaps and not self._pending_enis:
             ctx.metrics.sweeps.inc()
             return {}
@@ -126,10 +136,9 @@ class Reaper:
             return {}
         return self._record(reaps)
 
-    def _classify(self) -> tuple[Reap, ...]:
-        ctx = self.ctx
+    def _pool_views(self) -> dict[str, PoolView]:
         pools: dict[str, PoolView] = {}
-        for obj in ctx.pools.list():
+        for obj in self.ctx.pools.list():
             name = str((obj.get("metadata") or {}).get("name", ""))
             try:
                 pool = GangNodePool.from_dict(obj)
@@ -144,6 +153,10 @@ class Reaper:
                 instance_ids=frozenset(status.instanceIds),
                 adopting=status.acquireGeneration if status.phase == "Acquiring" else None,
             )
+        return pools
+
+    def _classify(self, pools: dict[str, PoolView]) -> tuple[Reap, ...]:
+        ctx = self.ctx
         # Pools first, then EC2: an instance launched after this snapshot of the pools is
         # listed but young, and the stray grace period covers it.
         return find_leaks(
@@ -155,6 +168,24 @@ class Reaper:
             # backstop for a controller that was down, so it does not race that timer.
             keep_warm_grace=KEEP_WARM_GRACE,
         )
+
+    def _found(self, reaps: tuple[Reap, ...]) -> None:
+        """What this sweep found to reap, by reason, set before the release: a release that
+        keeps failing keeps the gauge up (AtomicGangInstanceOverMaxLifetime)."""
+        counts = Counter(r.reason for r in reaps)
+        for reason in get_args(ReapReason):
+            self.ctx.metrics.reapable.labels(reason).set(counts.get(reason, 0))
+
+    def _sweep_groups(self, pools: dict[str, PoolView]) -> None:
+        """Managed placement groups whose pool is gone (listed after the pools: a group
+        of a pool created since is deleted, and that pool makes it again). One still in
+        use (its orphans are released below) is tried again next sweep."""
+        ctx = self.ctx
+        for group in orphaned_groups(ctx.cloud.list_placement_groups(), pools=pools):
+            ctx.must_lead()
+            if ctx.cloud.reap_placement_group(group.name):
+                ctx.metrics.reaped_groups.inc()
+                log.warning("reaped placement group", extra={"group": group.name})
 
     def _record(self, reaps: tuple[Reap, ...]) -> dict[str, int]:
         """Count and log what was terminated (only after the release succeeded)."""

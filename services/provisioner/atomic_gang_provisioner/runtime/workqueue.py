@@ -36,7 +36,9 @@ class WorkQueue(Generic[K]):
         self._queue: deque[K] = deque()
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
-        self._waiting: dict[K, float] = {}  # key -> earliest due time
+        # key -> (earliest due time, heap sequence): the sequence tells the live heap
+        # entry from a stale one that happens to share its due time.
+        self._waiting: dict[K, tuple[float, int]] = {}
         self._heap: list[tuple[float, int, K]] = []  # stale entries skipped lazily
         self._seq = itertools.count()
         self._shutdown = False
@@ -64,10 +66,11 @@ class WorkQueue(Generic[K]):
             if self._shutdown:
                 return
             due = self._clock() + seconds
-            if self._waiting.get(key, float("inf")) <= due:
+            if self._waiting.get(key, (float("inf"), 0))[0] <= due:
                 return
-            self._waiting[key] = due
-            heapq.heappush(self._heap, (due, next(self._seq), key))
+            entry = (due, next(self._seq))
+            self._waiting[key] = entry
+            heapq.heappush(self._heap, (*entry, key))
             self._cond.notify()  # a sleeping worker may need to wake earlier
 
     def add_rate_limited(self, key: K) -> None:
@@ -110,8 +113,8 @@ class WorkQueue(Generic[K]):
     def _promote_due_locked(self) -> None:
         now = self._clock()
         while self._heap and self._heap[0][0] <= now:
-            due, _, key = heapq.heappop(self._heap)
-            if self._waiting.get(key) == due:
+            due, seq, key = heapq.heappop(self._heap)
+            if self._waiting.get(key) == (due, seq):
                 del self._waiting[key]
                 self._add_locked(key)
 

@@ -111,14 +111,17 @@ def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan
             ),
             requeue_after_seconds=inp.retry_seconds,
         )
-    return _take(inp, current, pool, new_shape, str(spec.keep_warm_ttl))
+    return _take(inp, current, pool, new_shape, spec)
 
 
 def _create(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
     created = GangNodePool(
         metadata={"name": spec.pool, "finalizers": [FINALIZER], "labels": {keys.MANAGED: "true"}},
         spec=GangNodePoolSpec(
-            shape=PoolShape.of(spec), keepWarmTTL=str(spec.keep_warm_ttl), claim=_claim(inp)
+            shape=PoolShape.of(spec),
+            keepWarmTTL=str(spec.keep_warm_ttl),
+            minRuntime=_min_runtime(spec),
+            claim=_claim(inp),
         ),
     )
     plan = set_check(
@@ -138,9 +141,12 @@ def _create(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
 def _shape_check(pool: GangNodePool, spec: GangSpec) -> tuple[str, PoolShape | None]:
     """(why this Job can never use the pool, or ""; the shape to adopt, if any)."""
     pool_spec = pool.spec.shape.gang_spec(pool=pool.name, keep_warm_ttl=pool.spec.keepWarmTTL)
+    nothing_live = reported.holds_nothing(pool)
     if pool_spec.shape_equals(spec):
-        return "", None
-    if reported.holds_nothing(pool):
+        # Its reservations are the claimant's to name, for a set still to be launched.
+        fresh = PoolShape.of(spec)
+        return "", fresh if nothing_live and fresh != pool.spec.shape else None
+    if nothing_live:
         return "", PoolShape.of(spec)  # nothing live: the next claimant redefines the pool
     diffs = ", ".join(
         f"{k} (pool {pool_spec.shape()[k]!r}, this Job {spec.shape()[k]!r})"
@@ -152,15 +158,20 @@ def _shape_check(pool: GangNodePool, spec: GangSpec) -> tuple[str, PoolShape | N
     ), None
 
 
+def _min_runtime(spec: GangSpec) -> str | None:
+    return str(spec.min_runtime) if spec.min_runtime is not None else None
+
+
 def _take(
-    inp: Inputs, current: CheckState, pool: GangNodePool, shape: PoolShape | None, ttl: str
+    inp: Inputs, current: CheckState, pool: GangNodePool, shape: PoolShape | None, spec: GangSpec
 ) -> WorkloadPlan:
     """Claim a free pool (or one whose claimant is gone)."""
     change = SpecChange(
         pool=pool.name,
         resource_version=pool.resource_version,
         claim=_claim(inp),
-        keep_warm_ttl=ttl,
+        keep_warm_ttl=str(spec.keep_warm_ttl),
+        min_runtime=_min_runtime(spec),
         shape=shape,
     )
     message = f"Claimed pool {pool.name}; {reported.progress(pool)}"

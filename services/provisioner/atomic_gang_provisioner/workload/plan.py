@@ -39,6 +39,7 @@ class SpecChange:
     resource_version: str
     claim: Claim | None
     keep_warm_ttl: str | None = None
+    min_runtime: str | None = None  # written with keep_warm_ttl: both are the claimant's
     shape: PoolShape | None = None
 
 

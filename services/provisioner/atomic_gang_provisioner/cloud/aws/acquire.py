@@ -129,7 +129,12 @@ class Acquirer:
         self, plan: LaunchPlan, instances: list[Instance], token: str, fleet: str | None
     ) -> AcquireResult:
         if exactly_n(instances, plan.spec.count):
-            return Launched(instances=tuple(instances), client_token=token, fleet_id=fleet)
+            return Launched(
+                instances=tuple(instances),
+                client_token=token,
+                fleet_id=fleet,
+                reservation=plan.reservation,
+            )
         what = f"expected {plan.spec.count} distinct live ids, got {len(instances)}"
         ids = [i.instance_id for i in instances]
         return self._rollback(ids, [fleet] if fleet else [], "MalformedResponse", what)

@@ -74,14 +74,16 @@ def to_cloud_error(exc: Exception) -> CloudError | None:
 
 
 class Caller:
-    """Runs client methods within the budget and the retry policy; counts what it sent."""
+    """Runs client methods within the budget and the retry policy; reports every request
+    it sent with its outcome (``ok`` or the error's class: ``throttled``, ``capacity``, …)
+    to ``on_call``."""
 
     def __init__(
         self,
         *,
         backoff: Backoff,
         sleeper: Sleeper,
-        on_call: Callable[[str], None] | None = None,
+        on_call: Callable[[str, str], None] | None = None,
         budget: ApiBudget | None = None,
     ) -> None:
         self.backoff = backoff
@@ -102,13 +104,13 @@ class Caller:
         attempt = 0
         while True:
             self._take(operation, params)
-            if self.on_call is not None:
-                self.on_call(operation)
             try:
                 result: dict[str, Any] = getattr(client, operation)(**params)
+                self._sent(operation, "ok")
                 return result
             except Exception as exc:
                 err = to_cloud_error(exc)
+                self._sent(operation, "unexpected" if err is None else err.kind)
                 if err is None:
                     raise
                 if err.kind == "throttled" and self.budget is not None:
@@ -122,6 +124,10 @@ class Caller:
                     raise err from exc
             self.sleeper(self.backoff.delay(attempt))
             attempt += 1
+
+    def _sent(self, operation: str, outcome: str) -> None:
+        if self.on_call is not None:
+            self.on_call(operation, outcome)
 
     def pages(
         self, client: Any, operation: str, key: str, **params: Any

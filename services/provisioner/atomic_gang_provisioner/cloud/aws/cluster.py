@@ -1,13 +1,11 @@
 """Everything a launch needs to know that changes rarely, with a TTL cache.
 
-Join parameters, the VPC, the authentication mode and the cluster security
-group come from eks:DescribeCluster; whether the node role may join from
-``access``; AZ→subnet placement (and the Job's own subnets, checked) from
-ec2:DescribeSubnets; the AMI from the EKS-optimized AL2023 SSM parameter; the
-architecture from ec2:DescribeInstanceTypes; the instance profile is verified
-with iam:GetInstanceProfile (and, with ``iam.selfManageInstanceProfile``, created
-with the node role when missing). Caching keeps a warm acquisition at one launch
-call plus the adoption read."""
+Join parameters, VPC, authentication mode and cluster security group from eks:DescribeCluster (node
+role access: ``access``); AZ→subnet placement (the Job's own subnets checked) from
+ec2:DescribeSubnets; the AMI from the EKS-optimized AL2023 SSM parameter; architecture and EFA
+limits from ec2:DescribeInstanceTypes; the EFA self rule from DescribeSecurityGroups; the instance
+profile from iam:GetInstanceProfile (made when missing, with ``iam.selfManageInstanceProfile``).
+Caching keeps a warm acquisition at one launch call plus the adoption read."""
 
 from __future__ import annotations
 
@@ -19,6 +17,8 @@ from atomic_gang import GangSpec, patterns
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws.access import AwsAuthReader, NodeRoleAccess
 from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.aws.efa import check_security_group
+from atomic_gang_provisioner.cloud.aws.instance_types import TypeInfo, describe_type
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.userdata import ClusterJoin
@@ -166,22 +166,20 @@ class Resolver:
                 )
         return tuple(found[s] for s in spec.subnets)
 
-    def arch(self, instance_type: str) -> str:
-        def load() -> str:
-            types = self._call(
-                self._c.ec2, "describe_instance_types", InstanceTypes=[instance_type]
-            )["InstanceTypes"]
-            archs = types[0]["ProcessorInfo"]["SupportedArchitectures"] if types else []
-            return "arm64" if "arm64" in archs and "x86_64" not in archs else "x86_64"
+    def instance_type(self, name: str) -> TypeInfo:
+        """Architecture and EFA limits (one DescribeInstanceTypes, cached)."""
+        return self._cached(("type", name), lambda: describe_type(self._c.ec2, self._call, name))
 
-        return self._cached(("arch", instance_type), load)
+    def efa_security_group(self, gid: str) -> None:
+        """Raises EfaSecurityGroup unless it allows itself both ways (a yes is cached)."""
+        self._cached(("efa-sg", gid), lambda: check_security_group(self._c.ec2, self._call, gid))
 
     def ami(self, spec: GangSpec) -> str:
         if spec.ami_id:
             return spec.ami_id
         name = SSM_AMI.format(
             version=self.cluster().version,
-            arch=self.arch(spec.instance_type),
+            arch=self.instance_type(spec.instance_type).arch,
             variant=spec.ami_variant,
         )
 
@@ -249,52 +247,3 @@ class Resolver:
                 http_status=503,
             )
         return prof
-
-
-@dataclass(frozen=True, slots=True)
-class Reservation:
-    """An ODCR or a Capacity Block, as DescribeCapacityReservations reports it."""
-
-    reservation_id: str
-    zone: str
-    instance_type: str
-    capacity_block: bool
-    state: str
-
-
-def describe_reservation(clients: AwsClients, caller: Caller, reservation_id: str) -> Reservation:
-    found = caller.call(
-        clients.ec2, "describe_capacity_reservations", CapacityReservationIds=[reservation_id]
-    )["CapacityReservations"]
-    if not found:
-        raise CloudError(
-            "InvalidCapacityReservationId.NotFound", f"{reservation_id} does not exist"
-        )
-    cr = found[0]
-    return Reservation(
-        reservation_id=reservation_id,
-        zone=str(cr.get("AvailabilityZone", "")),
-        instance_type=str(cr.get("InstanceType", "")),
-        capacity_block=cr.get("ReservationType") == "capacity-block",
-        state=str(cr.get("State", "")),
-    )
-
-
-def fit_reservation(
-    spec: GangSpec, reservation: Reservation, placements: tuple[Placement, ...]
-) -> tuple[Placement, ...]:
-    """A reservation is zonal and for one instance type: keep the placements it fits."""
-    rid = reservation.reservation_id
-    if reservation.instance_type != spec.instance_type:
-        raise CloudError(
-            "CapacityReservationMismatch",
-            f"{rid} reserves {reservation.instance_type}, the pool asks for {spec.instance_type}",
-        )
-    fitting = tuple(p for p in placements if p.zone == reservation.zone)
-    if not fitting:
-        zones = ", ".join(sorted({p.zone for p in placements})) or "none"
-        raise CloudError(
-            "CapacityReservationMismatch",
-            f"{rid} is in {reservation.zone}; the pool may use {zones}",
-        )
-    return fitting

@@ -4,7 +4,9 @@
 order, a capacity error moves on to the next AZ. ``fleet``: one instant
 CreateFleet with MinTargetCapacity = N over every placement. Either way the
 answer must be exactly N distinct live ids; anything else is terminated at
-once (fleet deleted too) and reported as a shortfall.
+once (fleet deleted too) and reported as a shortfall. A placement group goes into
+the request (RunInstances) or each fleet override; EFA interfaces carry the
+subnet (in the request) and the security group, which then leave the top level.
 """
 
 from __future__ import annotations
@@ -14,13 +16,24 @@ from typing import Any
 
 from atomic_gang import GangSpec
 from atomic_gang_provisioner.cloud import naming
-from atomic_gang_provisioner.cloud.aws import parse
-from atomic_gang_provisioner.cloud.aws.cluster import Placement, Reservation
+from atomic_gang_provisioner.cloud.aws import efa, parse
+from atomic_gang_provisioner.cloud.aws.cluster import Placement
 from atomic_gang_provisioner.cloud.aws.templates import TemplateRef
 from atomic_gang_provisioner.cloud.capacity import Cell
+from atomic_gang_provisioner.cloud.reservations import Reservation
 from atomic_gang_provisioner.cloud.types import Instance
 
 TAGGED = ("instance", "volume", "network-interface")
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchNetwork:
+    """The gang's place in the network: its placement group, and its EFA interfaces per
+    instance with the security group they carry."""
+
+    placement_group: str | None = None
+    efa_interfaces: int = 0
+    security_group: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,10 +48,11 @@ class LaunchPlan:
     user_data: str
     tags: dict[str, str]
     reservation: Reservation | None = None
+    network: LaunchNetwork = LaunchNetwork()
 
 
 def base_template_data(
-    *, spec: GangSpec, ami: str, profile: str, security_group: str
+    *, spec: GangSpec, ami: str, profile: str, security_group: str, efa_interfaces: int = 0
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
         "ImageId": ami,
@@ -50,9 +64,27 @@ def base_template_data(
             "HttpEndpoint": "enabled",
         },
     }
-    if security_group:
-        data["SecurityGroupIds"] = [security_group]
+    groups = [security_group] if security_group else []
+    if efa_interfaces:  # no subnet: the request or the fleet override brings it
+        data["NetworkInterfaces"] = efa.interfaces(efa_interfaces, security_groups=groups)
+    elif groups:
+        data["SecurityGroupIds"] = groups
     return data
+
+
+def _network(plan: LaunchPlan, placement: Placement) -> dict[str, Any]:
+    """Where the instances go: the subnet, alone or inside the EFA interfaces; the group."""
+    net, out = plan.network, dict[str, Any]()
+    if net.efa_interfaces:
+        groups = [net.security_group] if net.security_group else []
+        out["NetworkInterfaces"] = efa.interfaces(
+            net.efa_interfaces, security_groups=groups, subnet_id=placement.subnet_id
+        )
+    else:
+        out["SubnetId"] = placement.subnet_id
+    if net.placement_group:
+        out["Placement"] = {"GroupName": net.placement_group}
+    return out
 
 
 def reservation_fields(res: Reservation | None) -> dict[str, Any]:
@@ -78,7 +110,7 @@ def run_instances_params(plan: LaunchPlan, placement: Placement, token: str) -> 
         },
         "MinCount": plan.spec.count,
         "MaxCount": plan.spec.count,
-        "SubnetId": placement.subnet_id,
+        **_network(plan, placement),
         "ClientToken": token,
         "UserData": plan.user_data,
         "TagSpecifications": parse.tag_specs(TAGGED, plan.tags),
@@ -98,8 +130,11 @@ def fleet_template_data(plan: LaunchPlan, user_data_b64: str) -> dict[str, Any]:
 
 def fleet_params(plan: LaunchPlan, *, version: int, token: str) -> dict[str, Any]:
     n = plan.spec.count
+    name = plan.network.placement_group
+    group = {"Placement": {"GroupName": name}} if name else {}
     overrides = [
-        {"SubnetId": p.subnet_id, "InstanceType": plan.spec.instance_type} for p in plan.placements
+        {"SubnetId": p.subnet_id, "InstanceType": plan.spec.instance_type, **group}
+        for p in plan.placements
     ]
     return {
         "Type": "instant",
@@ -142,7 +177,10 @@ def exactly_n(instances: list[Instance], n: int) -> bool:
 
 
 def token_for(plan: LaunchPlan, zone: str) -> str:
-    return naming.client_token(pool=plan.spec.pool, generation=plan.generation, zone=zone)
+    rid = plan.reservation.reservation_id if plan.reservation else ""
+    return naming.client_token(
+        pool=plan.spec.pool, generation=plan.generation, zone=zone, reservation=rid
+    )
 
 
 def cell_of(plan: LaunchPlan, zone: str) -> Cell:

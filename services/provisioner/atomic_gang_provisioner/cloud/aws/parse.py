@@ -14,7 +14,7 @@ def tags_of(raw: Iterable[dict[str, Any]] | None) -> dict[str, str]:
     return {str(t["Key"]): str(t.get("Value", "")) for t in raw or ()}
 
 
-def _when(value: Any) -> datetime:
+def when(value: Any) -> datetime:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, str) and value:
@@ -28,10 +28,12 @@ def instance(raw: dict[str, Any]) -> Instance:
         state=str(raw.get("State", {}).get("Name", "pending")),
         availability_zone=str(raw.get("Placement", {}).get("AvailabilityZone", "")),
         instance_type=str(raw.get("InstanceType", "")),
-        launch_time=_when(raw.get("LaunchTime")),
+        launch_time=when(raw.get("LaunchTime")),
         tags=tag_tuple(tags_of(raw.get("Tags"))),
         client_token=str(raw.get("ClientToken") or ""),
         private_dns_name=str(raw.get("PrivateDnsName") or ""),
+        capacity_reservation_id=str(raw.get("CapacityReservationId") or ""),
+        lifecycle=str(raw.get("InstanceLifecycle") or ""),
     )
 
 

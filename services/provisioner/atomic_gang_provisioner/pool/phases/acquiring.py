@@ -14,6 +14,7 @@ from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
+    AwaitingReservation,
     Launched,
     PermanentFailure,
     QuotaExceeded,
@@ -32,7 +33,7 @@ from atomic_gang_provisioner.pool.model import (
     seconds_until,
     update,
 )
-from atomic_gang_provisioner.pool.phases import releasing
+from atomic_gang_provisioner.pool.phases import block, releasing
 from atomic_gang_provisioner.pool.report import gave_up
 
 
@@ -90,6 +91,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             acquiringSince=now,
             lastError="",
             lastErrorReason="",
+            waitingSince=None,
         )
     if gave_up(status, observed.knobs):
         return Plan(status=status)  # the claim drop (Kueue eviction) wakes us
@@ -97,8 +99,15 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     if wait:
         return Plan(status=status, requeue_after=wait)
     spec = pool.spec.shape.gang_spec(pool=pool.name, keep_warm_ttl=pool.spec.keepWarmTTL)
+    if spec.placement is not None and not spec.placement_group_name:
+        # Recorded before the launch that may create it, so that it is deleted later.
+        own = naming.placement_group_name(cluster=observed.knobs.cluster, pool=pool.name)
+        status = update(status, placementGroup=own)
     request = AcquireRequest(
-        spec=spec, generation=status.acquireGeneration, waiting_since=status.acquiringSince
+        spec=spec,
+        generation=status.acquireGeneration,
+        block_policy=block.policy(pool, observed.knobs),
+        waiting_since=status.acquiringSince,
     )
     return Plan(status=status, acquire=request)
 
@@ -134,7 +143,28 @@ def after_acquire(
             ),
             requeue_after=delay,
         )
+    if isinstance(result, AwaitingReservation):
+        return _waiting(status, generation=request.generation, result=result, now=now)
     return _failed(pool, status, generation=request.generation, result=result, now=now, knobs=knobs)
+
+
+def _waiting(
+    status: GangNodePoolStatus, *, generation: int, result: AwaitingReservation, now: datetime
+) -> Plan:
+    """A listed block starts later: sleep until its start (no polling, no attempt spent)."""
+    start = result.starts_at
+    delay = (start - now).total_seconds() if start and start > now else block.NOT_ACTIVE_POLL
+    new = update(
+        status,
+        acquireGeneration=generation + 1,
+        nextAttemptAt=now + timedelta(seconds=delay),
+        lastError=result.message,
+        lastErrorReason=block.WAITING,
+        waitingSince=status.waitingSince or now,
+    )
+    first = status.lastErrorReason != block.WAITING
+    events = (event(block.WAITING, f"{result.message}; nothing billed until then"),)
+    return Plan(status=new, events=events if first else (), requeue_after=delay)
 
 
 def _launched(
@@ -149,7 +179,7 @@ def _launched(
     ids = list(result.instance_ids)
     zones = sorted({i.availability_zone for i in result.instances})
     new = update(
-        status,
+        block.in_use(status, result),
         phase="Joining",
         activeGeneration=generation,
         activeGroup=naming.group_id(pool=pool.name, generation=generation),
@@ -159,22 +189,21 @@ def _launched(
         launchedAt=now,
         joinDeadline=now + knobs.join_deadline,
         readyCount=0,
-        consecutiveShortfalls=0,
         nextAttemptAt=None,
         lastError="",
         lastErrorReason="",
     )
     verb = "Adopted" if result.adopted else "Launched"
     msg = f"{verb} {len(ids)}×{pool.spec.shape.instanceType} in {','.join(zones)}: {' '.join(ids)}"
+    msg += block.where(new, knobs)
     outcome = "adopted" if result.adopted else "launched"
+    acquisition = Metric(
+        name="acquisition", labels=(("mode", pool.spec.shape.mode), ("result", outcome))
+    )
     return Plan(
         status=new,
         events=(event(verb, msg),),
-        metrics=(
-            Metric(
-                name="acquisition", labels=(("mode", pool.spec.shape.mode), ("result", outcome))
-            ),
-        ),
+        metrics=(acquisition, *block.waited(status, now)),
         requeue_after=knobs.join_deadline.total_seconds(),
     )
 

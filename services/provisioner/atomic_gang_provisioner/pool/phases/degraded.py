@@ -1,9 +1,10 @@
-"""Degraded: a formed gang lost a member while claimed.
+"""Degraded: a formed gang lost a member while claimed, or its Capacity Block drains.
 
 The set is released at once (never run a partial gang), the claimant's check
 goes to Retry (the Workload reconciler reads ``degradedClaimKey``), and the
 pool stays here until Kueue has evicted that claimant, so a fresh gang is only
-acquired for a fresh claim.
+acquired for a fresh claim. A drained block's set is kept until the claim drops
+(Kueue evicted the pods) or ``block.release_by``, then released.
 """
 
 from __future__ import annotations
@@ -12,15 +13,22 @@ from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.events import event
-from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, has_resources, update
-from atomic_gang_provisioner.pool.phases import releasing
+from atomic_gang_provisioner.pool.model import (
+    Knobs,
+    Observed,
+    Plan,
+    claim_key,
+    has_resources,
+    seconds_until,
+    update,
+)
+from atomic_gang_provisioner.pool.phases import block, releasing
 
 
-def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, message: str) -> Plan:
-    uid = claim_key(pool)
-    if not uid:
-        return releasing.begin(pool, status, reason=reason, message=message)
-    new = update(
+def _marked(
+    status: GangNodePoolStatus, uid: str, *, reason: str, message: str
+) -> GangNodePoolStatus:
+    return update(
         status,
         phase="Degraded",
         claimKey=uid,  # the claim the Degraded condition speaks for
@@ -29,6 +37,25 @@ def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, messag
         lastError=message,
         unhealthySince=None,
     )
+
+
+def drain(pool: GangNodePool, status: GangNodePoolStatus, *, now: datetime, knobs: Knobs) -> Plan:
+    """At its Capacity Block's drain point: Retry for the claimant (Kueue evicts it), the
+    set held for its pods' grace until ``block.release_by``."""
+    message = block.drain_message(status, knobs)
+    new = _marked(status, claim_key(pool), reason=block.ENDING, message=message)
+    return Plan(
+        status=new,
+        events=(event("CapacityBlockDrain", message, warning=True),),
+        requeue_after=seconds_until(block.release_by(new, knobs), now),
+    )
+
+
+def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, message: str) -> Plan:
+    uid = claim_key(pool)
+    if not uid:
+        return releasing.begin(pool, status, reason=reason, message=message)
+    new = _marked(status, uid, reason=reason, message=message)
     text = f"Gang degraded: {message}; releasing the whole set, the Workload will be requeued"
     return Plan(
         status=new,
@@ -40,6 +67,9 @@ def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, messag
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
     if has_resources(status):
+        hold = block.holding(pool, status, now, observed.knobs)
+        if hold:  # a drained block: its evicted pods stop gracefully first
+            return Plan(status=status, requeue_after=hold)
         return Plan(status=status, release=releasing.request(pool, status))
     uid = claim_key(pool)
     if uid and uid == status.degradedClaimKey:

@@ -1,4 +1,5 @@
-"""Idle: no instances. A claim starts an acquisition; nothing else happens."""
+"""Idle: no instances. A claim starts an acquisition (in the pool's placement group,
+if it still has one); without a claim the pool's own placement group is deleted."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             message="Idle pool still recorded instances; releasing them",
         )
     uid = claim_key(pool)
+    if not uid and status.placementGroup:  # the last instance is gone: so goes the group
+        return Plan(status=status, delete_group=True)
     if not uid:
         return Plan(status=status)
     return Plan(

@@ -1,16 +1,17 @@
 """Joining: N instances launched; wait for exactly N Ready Nodes of this group.
 
 Satisfied needs N live instance ids (one describe, taken only once all N Nodes
-are Ready), N Ready Nodes whose providerIDs match, and the active group's
-labels. The join watchdog releases the whole set at the deadline: no
-half-joined pool is ever left waiting.
+are Ready), N Ready Nodes whose providerIDs match, the active group's labels,
+and (for types EC2 reports topology for) the gang's network topology read,
+within ``max-spread`` when set. The join watchdog releases the whole set at the
+deadline: no half-joined pool is ever left waiting.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Metric,
@@ -22,7 +23,7 @@ from atomic_gang_provisioner.pool.model import (
     seconds_until,
     update,
 )
-from atomic_gang_provisioner.pool.phases import releasing
+from atomic_gang_provisioner.pool.phases import block, releasing, topology
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
@@ -42,6 +43,10 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
                 "releasing the whole set"
             ),
         )
+    if block.draining(status, now, observed.knobs):
+        return releasing.begin(
+            pool, status, reason=block.ENDING, message=block.drain_message(status, observed.knobs)
+        )
     if status.joinDeadline is not None and now >= status.joinDeadline:
         return releasing.begin(
             pool,
@@ -53,13 +58,16 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             ),
         )
     if h.ready < want:
-        return Plan(status=status, requeue_after=seconds_until(status.joinDeadline, now))
+        due = [t for t in (status.joinDeadline, block.drain_point(status, observed.knobs)) if t]
+        return Plan(status=status, requeue_after=seconds_until(min(due, default=None), now))
     if observed.instances is None:
         return Plan(status=status, describe=True)
-    return _satisfied(pool, status, now)
+    placed = topology.gate(pool, status, observed)
+    return placed if isinstance(placed, Plan) else _satisfied(pool, placed, now)
 
 
-def _satisfied(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) -> Plan:
+def _satisfied(pool: GangNodePool, placed: topology.Placed, now: datetime) -> Plan:
+    status = placed.status
     n = len(status.instanceIds)
     new = update(
         status,
@@ -69,6 +77,8 @@ def _satisfied(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) ->
         claimKey=claim_key(pool),
         unhealthySince=None,
         joinDeadline=None,
+        consecutiveShortfalls=0,
+        lastError="",  # e.g. a topology read that failed a while before it worked
     )
     metrics: list[Metric] = []
     if status.acquiringSince is not None:
@@ -78,4 +88,9 @@ def _satisfied(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) ->
     if status.launchedAt is not None:
         metrics.append(Metric(name="joined", value=(now - status.launchedAt).total_seconds()))
     msg = f"All {n} nodes of group {status.activeGroup} are Ready"
-    return Plan(status=new, events=(event("Satisfied", msg),), metrics=tuple(metrics))
+    return Plan(
+        status=new,
+        label_nodes=placed.labels,
+        events=(*placed.events, event("Satisfied", msg)),
+        metrics=(*placed.metrics, *metrics),
+    )

@@ -1,6 +1,7 @@
 """KeepWarm: no claim; the formed set waits for the next claimant until
 ``keepWarmUntil`` (mirrored to an EC2 tag so the reaper enforces it after a
-restart). A new claim reuses the set with no launch and clears the window."""
+restart). A new claim reuses the set with no launch and clears the window, unless the
+set's Capacity Block has less time left than the claimant needs."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from atomic_gang_provisioner.pool.model import (
     seconds_until,
     update,
 )
-from atomic_gang_provisioner.pool.phases import health, releasing
+from atomic_gang_provisioner.pool.phases import block, health, releasing
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
@@ -27,6 +28,9 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     if first is not None:
         return first
     if claim_key(pool):
+        short = block.too_short_for(pool, verdict.status, now, observed.knobs)
+        if short:  # never start what cannot finish: the claimant acquires afresh
+            return releasing.begin(pool, verdict.status, reason=short[0], message=short[1])
         return _reuse(pool, verdict.status, now)
     status = verdict.status
     if status.keepWarmUntil is None or now >= status.keepWarmUntil:

@@ -7,6 +7,7 @@ here simply releases again.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
@@ -21,6 +22,10 @@ from atomic_gang_provisioner.pool.model import (
     has_resources,
     update,
 )
+from atomic_gang_provisioner.pool.phases import block
+
+# A set released for these counts as a failed attempt (of acquireAttemptsBeforeRetry).
+COUNTED = frozenset({"JoinTimeout", "TopologySpread"})
 
 
 def request(pool: GangNodePool, status: GangNodePoolStatus) -> ReleaseRequest:
@@ -44,7 +49,7 @@ def begin(
     new = update(status, phase="Releasing")
     if warning:
         new = update(new, lastErrorReason=reason, lastError=message)
-    if reason == "JoinTimeout":  # a set that never joins counts as a failed attempt
+    if reason in COUNTED:
         new = update(new, consecutiveShortfalls=status.consecutiveShortfalls + 1)
     return Plan(
         status=new, release=request(pool, new), events=(event(reason, message, warning=warning),)
@@ -74,25 +79,52 @@ def after_release(
         )
         return Plan(status=pending, requeue_after=knobs.release_poll)
     n = len(status.instanceIds)
-    cleared = update(
-        status,
-        instanceIds=[],
-        fleetIds=[],
-        pendingEnis=[],
-        readyCount=0,
-        activeGroup="",
-        keepWarmUntil=None,
-        joinDeadline=None,
-        launchedAt=None,
-        satisfiedAt=None,
-        unhealthySince=None,
+    plan = _after(pool, status, _cleared(status), now=now, knobs=knobs)
+    if not n:
+        return plan
+    return replace(
+        plan,
+        events=(event("Released", f"Terminated {n} instance(s); nothing left billing"),),
+        metrics=(Metric(name="released", value=float(n)),),
     )
-    events = (event("Released", f"Terminated {n} instance(s); nothing left billing"),) if n else ()
-    metrics = (Metric(name="released", value=float(n)),) if n else ()
+
+
+def _cleared(status: GangNodePoolStatus) -> GangNodePoolStatus:
+    """``status`` without the released set: no instances, no network, no reservation."""
+    return block.forget(
+        update(
+            status,
+            instanceIds=[],
+            fleetIds=[],
+            pendingEnis=[],
+            readyCount=0,
+            activeGroup="",
+            keepWarmUntil=None,
+            joinDeadline=None,
+            launchedAt=None,
+            satisfiedAt=None,
+            unhealthySince=None,
+            networkNodes=None,
+            spread=0,
+        )
+    )
+
+
+def _after(
+    pool: GangNodePool,
+    status: GangNodePoolStatus,
+    cleared: GangNodePoolStatus,
+    *,
+    now: datetime,
+    knobs: Knobs,
+) -> Plan:
+    """Where a released pool goes. Its own placement group, if any, is deleted next
+    round, from Idle or the finalizer (before the finalizer goes)."""
+    group_next = knobs.release_poll if cleared.placementGroup else None
     if pool.deleting:
-        return Plan(status=cleared, remove_finalizer=True, events=events, metrics=metrics)
+        return Plan(status=cleared, remove_finalizer=group_next is None, requeue_after=group_next)
     if status.phase == "Degraded":  # wait there until the degraded claim is gone
-        return Plan(status=cleared, events=events, metrics=metrics)
+        return Plan(status=cleared)
     if claim_key(pool):
         nxt = update(
             cleared,
@@ -100,5 +132,5 @@ def after_release(
             nextAttemptAt=None,
             acquiringSince=status.acquiringSince or now,
         )
-        return Plan(status=nxt, events=events, metrics=metrics)
-    return Plan(status=update(cleared, phase="Idle", claimKey=""), events=events, metrics=metrics)
+        return Plan(status=nxt)
+    return Plan(status=update(cleared, phase="Idle", claimKey=""), requeue_after=group_next)

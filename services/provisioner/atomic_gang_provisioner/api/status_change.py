@@ -1,0 +1,44 @@
+"""The status fields as keyword arguments that mypy checks (``pool.model.update``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TypedDict
+
+from atomic_gang_provisioner.api.types import Condition, Phase
+
+
+class StatusChange(TypedDict, total=False):
+    """The fields of :class:`GangNodePoolStatus`, as keyword arguments that mypy checks
+    (``pool.model.update``); a test keeps the two lists equal."""
+
+    phase: Phase
+    observedGeneration: int
+    claimKey: str
+    acquireGeneration: int
+    activeGeneration: int
+    activeGroup: str
+    instanceIds: list[str]
+    fleetIds: list[str]
+    pendingEnis: list[str]
+    readyCount: int
+    acquiringSince: datetime | None
+    launchedAt: datetime | None
+    joinDeadline: datetime | None
+    satisfiedAt: datetime | None
+    keepWarmUntil: datetime | None
+    consecutiveShortfalls: int
+    nextAttemptAt: datetime | None
+    lastError: str
+    lastErrorReason: str
+    degradedClaimKey: str
+    unhealthySince: datetime | None
+    reservationId: str
+    reservationEnd: datetime | None
+    capacityBlock: bool
+    blockEndingWarned: bool
+    waitingSince: datetime | None
+    placementGroup: str
+    networkNodes: dict[str, list[str]] | None
+    spread: int
+    conditions: list[Condition]

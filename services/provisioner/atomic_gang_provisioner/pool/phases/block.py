@@ -1,0 +1,162 @@
+"""Capacity reservations on the pool side: what a claimant needs of a block, and its end.
+
+``policy`` tells the cloud adapter how the claimant may use a block (its min-runtime,
+else capacityBlock.minRemainingSeconds, before the drain point). A gang in a block is
+warned (Event ``CapacityBlockEnding``) ``warningLeadSeconds`` before the drain point
+(EndDate − drainLeadSeconds); at the drain point the claimant gets Retry (Degraded with
+reason ``CapacityBlockEnding``), so Kueue evicts it and its pods stop gracefully. The
+pool holds the set until that claim drops or until :func:`release_by` (a minute before
+EC2's own termination at EndDate − 30 min), whichever comes first, then releases it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Final
+
+from atomic_gang import GoDuration, keys
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.cloud import reservations
+from atomic_gang_provisioner.cloud.reservations import BlockPolicy, span
+from atomic_gang_provisioner.cloud.types import Launched
+from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool.model import Knobs, Metric, Plan, claim_key, seconds_until, update
+from atomic_gang_provisioner.timestamps import rfc3339
+
+WAITING: Final = reservations.CODES["waiting"]  # CapacityReservationNotStarted
+ENDING: Final = reservations.CODES["ending"]  # CapacityBlockEnding
+# A reservation whose start has passed but that EC2 does not show active yet: look again.
+NOT_ACTIVE_POLL: Final = 1.0
+
+
+def policy(pool: GangNodePool, knobs: Knobs) -> BlockPolicy:
+    need = pool.spec.minRuntime
+    try:
+        needed = GoDuration.parse(need).to_timedelta() if need else None
+    except ValueError:  # the pool is read tolerantly; the webhook checked the Job's value
+        needed = None
+    if needed is not None:
+        return BlockPolicy(
+            drain_lead=knobs.block_drain_lead,
+            needed=needed,
+            needed_from=f"{keys.MIN_RUNTIME} {need}",
+        )
+    return BlockPolicy(
+        drain_lead=knobs.block_drain_lead,
+        needed=knobs.block_min_remaining,
+        needed_from="capacityBlock.minRemainingSeconds",
+    )
+
+
+def in_use(status: GangNodePoolStatus, result: Launched) -> GangNodePoolStatus:
+    """``status`` recording the reservation a launched (or adopted) set runs in."""
+    res = result.reservation
+    return update(
+        status,
+        reservationId=res.reservation_id if res else "",
+        reservationEnd=res.end if res else None,
+        capacityBlock=bool(res and res.capacity_block),
+        blockEndingWarned=False,
+        waitingSince=None,
+    )
+
+
+def waited(status: GangNodePoolStatus, now: datetime) -> tuple[Metric, ...]:
+    """The seconds the gang waited for a reservation's start, once it launches."""
+    if status.waitingSince is None:
+        return ()
+    return (Metric(name="block_wait", value=(now - status.waitingSince).total_seconds()),)
+
+
+def forget(status: GangNodePoolStatus) -> GangNodePoolStatus:
+    """``status`` of a released set: no reservation in use."""
+    return update(
+        status, reservationId="", reservationEnd=None, capacityBlock=False, blockEndingWarned=False
+    )
+
+
+def drain_point(status: GangNodePoolStatus, knobs: Knobs) -> datetime | None:
+    if not status.capacityBlock or status.reservationEnd is None:
+        return None
+    return status.reservationEnd - knobs.block_drain_lead
+
+
+def release_by(status: GangNodePoolStatus, knobs: Knobs) -> datetime | None:
+    if not status.capacityBlock or status.reservationEnd is None:
+        return None
+    return reservations.release_by(status.reservationEnd, knobs.block_drain_lead)
+
+
+def where(status: GangNodePoolStatus, knobs: Knobs) -> str:
+    """`` in Capacity Block cr-… (ends …, drained at …)``: for the claimant's messages."""
+    if not status.reservationId:
+        return ""
+    kind = "Capacity Block" if status.capacityBlock else "capacity reservation"
+    ends = status.reservationEnd
+    drain = drain_point(status, knobs)
+    when = f"ends {rfc3339(ends)}" if ends else "no end date"
+    if drain is not None:
+        when += f", drained at {rfc3339(drain)}"
+    return f" in {kind} {status.reservationId} ({when})"
+
+
+def too_short_for(
+    pool: GangNodePool, status: GangNodePoolStatus, now: datetime, knobs: Knobs
+) -> tuple[str, str] | None:
+    """(reason, message) when the set's block leaves the claimant less than it needs
+    before the drain point (min-runtime, else capacityBlock.minRemainingSeconds)."""
+    drain = drain_point(status, knobs)
+    need = policy(pool, knobs)
+    if drain is None or drain - now >= need.needed:
+        return None
+    return "CapacityBlockTooShort", (
+        f"Capacity Block {status.reservationId} leaves {span(drain - now)} before its drain"
+        f" point {rfc3339(drain)}; the claimant needs {span(need.needed)} ({need.needed_from}):"
+        " releasing the warm set"
+    )
+
+
+def draining(status: GangNodePoolStatus, now: datetime, knobs: Knobs) -> bool:
+    drain = drain_point(status, knobs)
+    return drain is not None and now >= drain
+
+
+def drain_message(status: GangNodePoolStatus, knobs: Knobs) -> str:
+    drain = drain_point(status, knobs) or status.reservationEnd
+    when = rfc3339(drain) if drain else "?"
+    ends = rfc3339(status.reservationEnd) if status.reservationEnd else "?"
+    return (
+        f"Capacity Block {status.reservationId} reached its drain point {when}"
+        f" (it ends at {ends}); the instances are released before EC2 terminates them"
+    )
+
+
+def watch(plan: Plan, now: datetime, knobs: Knobs) -> Plan:
+    """A claimed gang in a block before its drain point: the warning, once, and a
+    wake-up for it and for the drain point."""
+    status = plan.status
+    drain = drain_point(status, knobs)
+    if drain is None or now >= drain:
+        return plan
+    warn_at = drain - knobs.block_warning_lead
+    wake = warn_at if not status.blockEndingWarned and now < warn_at else drain
+    requeue = min(x for x in (plan.requeue_after, seconds_until(wake, now)) if x is not None)
+    if status.blockEndingWarned or now < warn_at:
+        return Plan(status=status, requeue_after=requeue)
+    text = (
+        f"Capacity Block {status.reservationId} ends at {rfc3339(status.reservationEnd or drain)};"
+        f" the Workload is evicted at the drain point {rfc3339(drain)} (in {span(drain - now)}):"
+        " checkpoint now"
+    )
+    return Plan(
+        status=update(status, blockEndingWarned=True),
+        events=(event(ENDING, text, warning=True),),
+        requeue_after=requeue,
+    )
+
+
+def holding(pool: GangNodePool, status: GangNodePoolStatus, now: datetime, knobs: Knobs) -> float:
+    """Seconds a drained set is still kept for its evicted claimant's pods (0: release)."""
+    if status.lastErrorReason != ENDING or claim_key(pool) != status.degradedClaimKey:
+        return 0.0
+    return seconds_until(release_by(status, knobs), now) or 0.0

@@ -1,0 +1,92 @@
+"""The gang's network topology, read once its N nodes are Ready (part of Joining).
+
+One DescribeInstanceTopology for the set (types EC2 reports no topology for skip
+all of this, quietly). The status records each instance's network nodes and the
+gang's spread (distinct bottom-layer nodes); the Nodes get the
+``topology.k8s.aws/network-node-layer-<n>`` labels they are missing. With
+``max-spread: k`` a gang over more than k bottom-layer nodes is released whole
+before Satisfied (a shortfall, reason TopologySpread): no pod ever starts on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.cloud.topology import layer_labels, supported
+from atomic_gang_provisioner.cloud.types import TopologyRead
+from atomic_gang_provisioner.events import Event, event
+from atomic_gang_provisioner.pool.model import Metric, NodeLabels, Observed, Plan, update
+from atomic_gang_provisioner.pool.phases import releasing
+
+REASON = "TopologySpread"
+UNREADABLE_WAIT = 30.0  # a max-spread gang waits for a readable topology (or the deadline)
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """The gang may become Satisfied: its status, the labels to add, the metric."""
+
+    status: GangNodePoolStatus
+    labels: tuple[NodeLabels, ...] = ()
+    metrics: tuple[Metric, ...] = ()
+    events: tuple[Event, ...] = ()
+
+
+def gate(pool: GangNodePool, status: GangNodePoolStatus, observed: Observed) -> Plan | Placed:
+    """A Plan when the gang must wait (read, limiter) or go (spread too wide)."""
+    if not supported(pool.spec.shape.instanceType):
+        return Placed(status)
+    limit = pool.spec.shape.maxSpread
+    metrics: tuple[Metric, ...] = ()
+    events: tuple[Event, ...] = ()
+    if status.networkNodes is None:
+        read = observed.topology
+        if read is None:
+            return Plan(status=status, read_topology=tuple(status.instanceIds))
+        if read.retry_after > 0:  # the limiter's 1/s budget: ask again, nothing else
+            return Plan(status=status, requeue_after=read.retry_after)
+        if read.error and limit is not None:  # readiness needs it: the join deadline bounds this
+            return Plan(status=update(status, lastError=read.error), requeue_after=UNREADABLE_WAIT)
+        if read.error:
+            events = (event("TopologyUnavailable", _unreadable(read.error), warning=True),)
+        status = _record(status, read)
+        metrics = (Metric(name="spread", labels=(("pool", pool.name),), value=status.spread),)
+    if limit is not None and status.spread > limit:
+        plan = releasing.begin(pool, status, reason=REASON, message=_too_wide(status, limit))
+        shortfall = Metric(name="shortfall", labels=(("reason", REASON),))
+        return replace(plan, metrics=(*metrics, shortfall))
+    return Placed(status, _labels(status, observed), metrics, events)
+
+
+def _record(status: GangNodePoolStatus, read: TopologyRead) -> GangNodePoolStatus:
+    nodes = {iid: list(read.of(iid)) for iid in status.instanceIds if read.of(iid)}
+    return update(status, networkNodes=nodes, spread=read.spread)
+
+
+def _unreadable(error: str) -> str:
+    return f"Network topology not readable ({error}); the gang goes on without node labels"
+
+
+def _too_wide(status: GangNodePoolStatus, limit: int) -> str:
+    nodes = status.networkNodes or {}
+    bottoms = sorted({n[-1] for n in nodes.values() if n})
+    return (
+        f"The gang spans {status.spread} bottom-layer network nodes ({', '.join(bottoms)}), "
+        f"more than max-spread {limit}; releasing the whole set and acquiring again"
+    )
+
+
+def _labels(status: GangNodePoolStatus, observed: Observed) -> tuple[NodeLabels, ...]:
+    """The layer labels each Node lacks (a label already set, by us or by
+    cloud-provider-aws, is left as it is)."""
+    out: list[NodeLabels] = []
+    for iid, nodes in sorted((status.networkNodes or {}).items()):
+        node = observed.node_for(iid)
+        if node is None:
+            continue
+        have = dict(node.topology_labels)
+        missing = tuple((k, v) for k, v in layer_labels(tuple(nodes)).items() if k not in have)
+        if missing:
+            out.append(NodeLabels(node=node.name, labels=missing))
+    return tuple(out)

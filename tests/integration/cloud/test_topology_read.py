@@ -1,0 +1,91 @@
+"""The engine's topology read: one DescribeInstanceTopology per gang, behind a 1/s
+limiter that answers "later" instead of calling, cached per instance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from atomic_gang import GangSpec
+from atomic_gang_fakeaws import FakeAws
+from atomic_gang_provisioner.cloud import AcquireRequest, Launched
+from atomic_gang_provisioner.cloud.aws import Ec2Provider
+from atomic_gang_provisioner.cloud.aws.topology import THROTTLED_WAIT
+from atomic_gang_provisioner.cloud.naming import placement_group_name
+from tests.integration.cloud.conftest import CLUSTER, FakeClock
+
+Spec = Callable[..., GangSpec]
+
+
+def launch(engine: Ec2Provider, spec: GangSpec) -> tuple[str, ...]:
+    result = engine.acquire(AcquireRequest(spec=spec, generation=0))
+    assert isinstance(result, Launched), result
+    return result.instance_ids
+
+
+def test_a_gang_in_one_group_has_spread_one_and_is_read_once(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+) -> None:
+    ids = launch(provider, make_spec(count=4, placement="cluster"))
+    read = provider.read_topology(ids)
+    assert read.retry_after == 0
+    assert sorted(i for i, _ in read.nodes) == sorted(ids)
+    assert {len(n) for _, n in read.nodes} == {3}
+    assert read.spread == 1
+    clock.sleep(5)
+    assert provider.read_topology(ids) == read  # cached: no second call
+    (call,) = fake.calls("DescribeInstanceTopology")
+    assert sorted(v for k, v in call["params"].items() if k.startswith("InstanceId")) == sorted(ids)
+
+
+def test_a_group_that_spills_has_spread_two(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    fake.set_topology_node_size(2, group=placement_group_name(cluster=CLUSTER, pool="train"))
+    ids = launch(provider, make_spec(count=4, placement="cluster"))
+    assert provider.read_topology(ids).spread == 2
+
+
+def test_the_limiter_says_when_instead_of_calling(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+) -> None:
+    first = launch(provider, make_spec(pool="a", count=2, placement="cluster"))
+    second = launch(provider, make_spec(pool="b", count=2, placement="cluster"))
+    assert provider.read_topology(first).spread == 1
+    later = provider.read_topology(second)
+    assert later.nodes == ()
+    assert 0 < later.retry_after <= 1.0
+    assert len(fake.calls("DescribeInstanceTopology")) == 1  # nothing was asked
+    clock.sleep(later.retry_after)
+    assert provider.read_topology(second).spread == 1
+    assert [c["outcome"] for c in fake.calls("DescribeInstanceTopology")] == ["ok", "ok"]
+
+
+def test_gangs_outside_a_group_spread_and_unsupported_types_have_none(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+) -> None:
+    loose = launch(provider, make_spec(pool="loose", count=3))
+    assert provider.read_topology(loose).spread == 3
+    clock.sleep(1)
+    small = launch(
+        provider,
+        make_spec(pool="small", count=2, instance_type="m5.large", ami_variant="standard"),
+    )
+    read = provider.read_topology(small)
+    assert (read.nodes, read.spread, read.retry_after) == ((), 0, 0)
+
+
+def test_throttled_by_ec2_after_the_retries_is_a_later_not_an_error(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    ids = launch(provider, make_spec(count=2, placement="cluster"))
+    fake.add_rule(
+        {
+            "action": "DescribeInstanceTopology",
+            "code": "RequestLimitExceeded",
+            "status": 503,
+            "times": None,
+        }
+    )
+    read = provider.read_topology(ids)
+    assert (read.nodes, read.retry_after) == ((), THROTTLED_WAIT)
+    assert len(fake.calls("DescribeInstanceTopology")) == 4  # the caller's retry budget

@@ -1,0 +1,63 @@
+"""The pool reconciler asks EC2 about every reservation still awaited in one call: the
+acquire request of one pool carries the reservations of the other claimed pools that
+are still acquiring (not its own, not an unclaimed or formed pool's)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.cloud.types import AcquireRequest, AcquireResult, AwaitingReservation
+from atomic_gang_provisioner.nodes import instance_index
+from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
+from tests.support.jobs import settings
+from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
+from tests.support.pools import KEY, T0, pool
+
+
+class AskedCloud(NoCloud):
+    def __init__(self) -> None:
+        self.asked: list[AcquireRequest] = []
+
+    def acquire(self, request: AcquireRequest) -> AcquireResult:
+        self.asked.append(request)
+        return AwaitingReservation(message="Capacity Block cr-0000000a starts later")
+
+
+def named(name: str, reservations: str, *, claimed: bool = True, **status: Any) -> dict[str, Any]:
+    p = (
+        pool(claim=None)
+        if not claimed
+        else pool(**{"phase": "Acquiring", "claimKey": KEY, **status})
+    )
+    shape = p.spec.shape.model_copy(update={"capacityReservationId": reservations})
+    spec = p.spec.model_copy(update={"shape": shape})
+    renamed: GangNodePool = p.model_copy(
+        update={"metadata": {**p.metadata, "name": name, "uid": f"{name}-uid"}, "spec": spec}
+    )
+    return renamed.to_dict()
+
+
+def test_one_acquire_carries_the_reservations_every_other_acquiring_pool_awaits() -> None:
+    pools = [
+        named("pretrain", "cr-0000000a"),
+        named("other", "cr-0000000b,cr-0000000c"),
+        named("idle-unclaimed", "cr-0000000d", claimed=False),
+        named("formed", "cr-0000000e", phase="Satisfied"),
+    ]
+    cloud = AskedCloud()
+    ctx = context(
+        settings=settings(),
+        transport=RecordingTransport(),
+        pools=FakeCache(pools),
+        workloads=FakeCache([]),
+        now=lambda: T0 + timedelta(seconds=1),
+    )
+    nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
+    ctx = replace(ctx, nodes=nodes, cloud=cloud)
+    PoolReconciler(ctx).reconcile("pretrain")
+    (request,) = cloud.asked
+    assert request.spec.reservation_ids == ("cr-0000000a",)
+    assert request.also_reservations == ("cr-0000000b", "cr-0000000c")

@@ -1,0 +1,108 @@
+"""The pool executor's network steps: one topology read, the Nodes' missing layer labels
+patched, a refused patch or a failed read not fatal, and the own group deleted."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Any
+
+from atomic_gang import keys
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
+from atomic_gang_provisioner.kube.errors import ForbiddenError
+from atomic_gang_provisioner.nodes import instance_index
+from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
+from tests.support.jobs import settings
+from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
+from tests.support.pools import IDS, T0, instances, launched, pool
+
+LAYER = "topology.k8s.aws/network-node-layer-{}".format
+
+
+@dataclass
+class NetCloud(NoCloud):
+    read: TopologyRead | Exception = field(default_factory=TopologyRead)
+    reads: list[tuple[str, ...]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    in_use: bool = False
+
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+        answer: Future[tuple[Instance, ...]] = Future()
+        answer.set_result(instances())
+        return answer
+
+    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+        self.reads.append(tuple(instance_ids))
+        if isinstance(self.read, Exception):
+            raise self.read
+        return self.read
+
+    def delete_placement_group(self, pool: str) -> bool:
+        self.deleted.append(pool)
+        return not self.in_use
+
+
+def node(i: int, **labels: str) -> dict[str, Any]:
+    group = launched().status.activeGroup
+    return {
+        "metadata": {
+            "name": f"node-{i}",
+            "labels": {keys.POOL: "pretrain", keys.GROUP: group, **labels},
+        },
+        "spec": {"providerID": f"aws:///us-east-1a/{IDS[i]}"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def run(obj: dict[str, Any], cloud: NetCloud, transport: RecordingTransport) -> dict[str, Any]:
+    ctx = context(
+        settings=settings(),
+        transport=transport,
+        pools=FakeCache([obj]),
+        now=lambda: T0 + timedelta(seconds=30),
+    )
+    nodes = FakeCache(
+        [node(0, **{LAYER(1): "top"}), *map(node, range(1, 4))], {INSTANCE_INDEX: instance_index}
+    )
+    PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud)).reconcile("pretrain")
+    (put,) = [w for w in transport.writes() if w.path.endswith("/status")]
+    return dict(put.body["status"])
+
+
+def test_one_read_then_labels_patched_where_missing() -> None:
+    read = TopologyRead(nodes=tuple((iid, ("top", "mid", "b1")) for iid in IDS))
+    cloud, transport = NetCloud(read=read), RecordingTransport()
+    status = run(launched().to_dict(), cloud, transport)
+    assert cloud.reads == [tuple(IDS)]
+    assert (status["phase"], status["spread"]) == ("Satisfied", 1)
+    patches = {w.path: w.body for w in transport.writes() if w.method == "PATCH"}
+    assert patches["/api/v1/nodes/node-0"] == {
+        "metadata": {"labels": {LAYER(2): "mid", LAYER(3): "b1"}}
+    }
+    assert patches["/api/v1/nodes/node-3"]["metadata"]["labels"][LAYER(1)] == "top"
+
+
+def test_a_refused_label_patch_does_not_stop_the_gang() -> None:
+    read = TopologyRead(nodes=tuple((iid, ("top", "b1")) for iid in IDS))
+    transport = RecordingTransport()
+    transport.errors[("PATCH", "/api/v1/nodes/node-1")] = ForbiddenError("denied by policy")
+    status = run(launched().to_dict(), NetCloud(read=read), transport)
+    assert status["phase"] == "Satisfied"
+
+
+def test_a_failed_read_is_decided_on_not_raised() -> None:
+    cloud = NetCloud(read=CloudError("UnauthorizedOperation", "not allowed"))
+    status = run(launched().to_dict(), cloud, RecordingTransport())
+    assert status["phase"] == "Satisfied"
+    assert (status["networkNodes"], status["spread"]) == ({}, 0)
+
+
+def test_idle_pool_deletes_its_group_and_forgets_it() -> None:
+    obj = pool(claim=None, placementGroup="atomic-gang-c-pretrain-1").to_dict()
+    cloud = NetCloud()
+    status = run(obj, cloud, RecordingTransport())
+    assert cloud.deleted == ["pretrain"]
+    assert status["placementGroup"] == ""
