@@ -37,6 +37,7 @@ from atomic_gang_devstack.components.simulated import nodesim_url
 from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_nodesim.control import NodeSimClient
 from atomic_gang_provisioner.kube import KubeClient
+from atomic_gang_provisioner.kube.resource import EVENTS
 from atomic_gang_provisioner.resources import JOBS, POOLS
 from bench import system_stack as sys_stack
 from bench.scale_report import CONTROLLER, measures, report, targets
@@ -110,6 +111,15 @@ def _wait_all(
     return done, trend
 
 
+def _pool_events(kube: KubeClient) -> dict[str, int]:
+    """The pools' Events by reason (how many sets were released, and why)."""
+    listing = kube.list(EVENTS, field_selector="involvedObject.kind=GangNodePool")
+    counts: collections.Counter[str] = collections.Counter()
+    for e in listing.items:
+        counts[str(e.get("reason"))] += int(e.get("count") or 1)
+    return dict(counts.most_common())
+
+
 def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> dict[str, Any]:
     kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
     sim = NodeSimClient(nodesim_url(ctx))
@@ -138,6 +148,7 @@ def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> di
         "peak_rss_mb": rss,
         "cpu_seconds": cpu1 - cpu0,
         "calls": fake.calls(),
+        "pool_events": _pool_events(kube),
         "trend": trend,
         "t0": t0,
     }

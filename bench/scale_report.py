@@ -49,6 +49,7 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
         f"\nlast Node Ready -> check Ready over {len(lat)} gangs: p50 {ms['raw50']:.0f} ms, "
         f"p99 {ms['raw99']:.0f} ms; minus moto: p50 {ms['net50']:.0f} ms, p99 {ms['net99']:.0f} ms"
     )
+    print(f"pool Events by reason (a release names its cause): {res.get('pool_events', {})}")
     _moto_report(res)
 
 

@@ -87,6 +87,11 @@ class Ec2Api(_Section):
     nonMutatingPerSecond: float = Field(default=20.0, gt=0)
     batchIdleSeconds: float = Field(default=0.01, ge=0, description="Send once this quiet.")
     batchMaxSeconds: float = Field(default=0.1, ge=0, description="Send at the latest after.")
+    shortCellSeconds: float = Field(
+        default=180.0,
+        ge=0,
+        description="How long a capacity cell EC2 answered short stays known short; 0: off.",
+    )
 
     @model_validator(mode="after")
     def _windows(self) -> Ec2Api:

@@ -157,6 +157,7 @@ def _cloud(
             self_manage_instance_profile=settings.iam.selfManageInstanceProfile,
             limits=budget_limits(api),
             batch=Windows(idle_seconds=api.batchIdleSeconds, max_seconds=api.batchMaxSeconds),
+            capacity_ttl_seconds=api.shortCellSeconds,
         ),
         aws_auth=aws_auth_reader(client),
         on_call=metrics.aws_call,

@@ -97,3 +97,12 @@ def test_a_short_mark_expires_after_its_ttl() -> None:
     cells.mark_short(P4D_A)
     clock.t += 61
     assert cells.turn(P4D_A, pool="a", since=1.0) is None
+
+
+def test_short_cell_seconds_zero_turns_the_cache_off() -> None:
+    """ec2Api.shortCellSeconds: 0 (what bench.idle_cost compares against): every pool
+    probes on its own backoff, as before the cache."""
+    cells = ShortCells(clock=Clock(), ttl_seconds=0)
+    cells.mark_short(P4D_A)
+    assert cells.turn(P4D_A, pool="a", since=1.0) is None
+    assert cells.turn(P4D_A, pool="b", since=2.0) is None
