@@ -141,8 +141,18 @@ class NoCloud:
     def reap_placement_group(self, name: str) -> bool:
         return self._no(name)  # type: ignore[no-any-return]
 
-    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
         return self._no(instance_ids)  # type: ignore[no-any-return]
+
+
+def answered(value: Any) -> Future[Any]:
+    """A Future that already holds ``value`` (an exception is raised by ``result()``)."""
+    done: Future[Any] = Future()
+    if isinstance(value, BaseException):
+        done.set_exception(value)
+    else:
+        done.set_result(value)
+    return done
 
 
 def context(

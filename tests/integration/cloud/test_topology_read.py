@@ -26,13 +26,13 @@ def test_a_gang_in_one_group_has_spread_one_and_is_read_once(
     provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
 ) -> None:
     ids = launch(provider, make_spec(count=4, placement="cluster"))
-    read = provider.read_topology(ids)
+    read = provider.read_topology_later(ids).result()
     assert read.retry_after == 0
     assert sorted(i for i, _ in read.nodes) == sorted(ids)
     assert {len(n) for _, n in read.nodes} == {3}
     assert read.spread == 1
     clock.sleep(5)
-    assert provider.read_topology(ids) == read  # cached: no second call
+    assert provider.read_topology_later(ids).result() == read  # cached: no second call
     (call,) = fake.calls("DescribeInstanceTopology")
     assert sorted(v for k, v in call["params"].items() if k.startswith("InstanceId")) == sorted(ids)
 
@@ -42,7 +42,7 @@ def test_a_group_that_spills_has_spread_two(
 ) -> None:
     fake.set_topology_node_size(2, group=placement_group_name(cluster=CLUSTER, pool="train"))
     ids = launch(provider, make_spec(count=4, placement="cluster"))
-    assert provider.read_topology(ids).spread == 2
+    assert provider.read_topology_later(ids).result().spread == 2
 
 
 def test_the_limiter_says_when_instead_of_calling(
@@ -50,13 +50,13 @@ def test_the_limiter_says_when_instead_of_calling(
 ) -> None:
     first = launch(provider, make_spec(pool="a", count=2, placement="cluster"))
     second = launch(provider, make_spec(pool="b", count=2, placement="cluster"))
-    assert provider.read_topology(first).spread == 1
-    later = provider.read_topology(second)
+    assert provider.read_topology_later(first).result().spread == 1
+    later = provider.read_topology_later(second).result()
     assert later.nodes == ()
     assert 0 < later.retry_after <= 1.0
     assert len(fake.calls("DescribeInstanceTopology")) == 1  # nothing was asked
     clock.sleep(later.retry_after)
-    assert provider.read_topology(second).spread == 1
+    assert provider.read_topology_later(second).result().spread == 1
     assert [c["outcome"] for c in fake.calls("DescribeInstanceTopology")] == ["ok", "ok"]
 
 
@@ -64,13 +64,13 @@ def test_gangs_outside_a_group_spread_and_unsupported_types_have_none(
     provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
 ) -> None:
     loose = launch(provider, make_spec(pool="loose", count=3))
-    assert provider.read_topology(loose).spread == 3
+    assert provider.read_topology_later(loose).result().spread == 3
     clock.sleep(1)
     small = launch(
         provider,
         make_spec(pool="small", count=2, instance_type="m5.large", ami_variant="standard"),
     )
-    read = provider.read_topology(small)
+    read = provider.read_topology_later(small).result()
     assert (read.nodes, read.spread, read.retry_after) == ((), 0, 0)
 
 
@@ -86,6 +86,6 @@ def test_throttled_by_ec2_after_the_retries_is_a_later_not_an_error(
             "times": None,
         }
     )
-    read = provider.read_topology(ids)
+    read = provider.read_topology_later(ids).result()
     assert (read.nodes, read.retry_after) == ((), THROTTLED_WAIT)
     assert len(fake.calls("DescribeInstanceTopology")) == 4  # the caller's retry budget

@@ -119,7 +119,7 @@ class FakeCloud:
     def delete_placement_group(self, pool: str) -> bool:
         raise AssertionError("the reaper deletes groups by name")
 
-    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
         raise AssertionError("unused")
 
 

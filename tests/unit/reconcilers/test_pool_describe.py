@@ -14,7 +14,7 @@ from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
 from tests.support.jobs import settings
-from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
+from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, answered, context
 from tests.support.pools import IDS, T0, instances, launched
 
 
@@ -31,8 +31,8 @@ class LaterCloud(NoCloud):
         self.pending.append(future)
         return future
 
-    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
-        return TopologyRead()  # none of the instances sits in a reported topology
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+        return answered(TopologyRead())  # none of them sits in a reported topology
 
 
 def ready_node(i: int) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from atomic_gang_provisioner.kube.errors import ForbiddenError
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
 from tests.support.jobs import settings
-from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
+from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, answered, context
 from tests.support.pools import IDS, T0, instances, launched, pool
 
 LAYER = "topology.k8s.aws/network-node-layer-{}".format
@@ -30,15 +30,11 @@ class NetCloud(NoCloud):
     in_use: bool = False
 
     def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
-        answer: Future[tuple[Instance, ...]] = Future()
-        answer.set_result(instances())
-        return answer
+        return answered(instances())
 
-    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
         self.reads.append(tuple(instance_ids))
-        if isinstance(self.read, Exception):
-            raise self.read
-        return self.read
+        return answered(self.read)
 
     def delete_placement_group(self, pool: str) -> bool:
         self.deleted.append(pool)

@@ -81,6 +81,7 @@ class CloudProvider(Protocol):
         """Delete a managed placement group by name; as delete_placement_group."""
         ...
 
-    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
-        """The instances' network nodes: one limited, cached DescribeInstanceTopology."""
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+        """The instances' network nodes: a limited, cached DescribeInstanceTopology shared
+        with every gang that asks within the batch window (at once when all cached)."""
         ...

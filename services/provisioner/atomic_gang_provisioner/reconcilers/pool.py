@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
@@ -30,6 +29,7 @@ from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import Metric, NodeLabels, NodeView, Observed, Plan
 from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.reconcilers.outstanding import Outstanding
 from atomic_gang_provisioner.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.workload.view import view
@@ -43,9 +43,6 @@ def _rv(obj: Mapping[str, Any]) -> int:
     return int(raw) if raw.isascii() and raw.isdigit() else -1
 
 
-Described = tuple[tuple[str, ...], "Future[tuple[Instance, ...]]"]
-
-
 def launched_nothing(result: AcquireResult) -> bool:
     """EC2 processed no launch: the generation stays one no set can exist at."""
     return isinstance(result, Waiting) or (
@@ -56,11 +53,8 @@ def launched_nothing(result: AcquireResult) -> bool:
 class PoolReconciler:
     def __init__(self, ctx: Context, *, requeue: Callable[[str], None] | None = None) -> None:
         self.ctx = ctx
-        # Without a queue to come back through (tests), a describe is waited for inline.
-        self._requeue = requeue
-        # Pool -> (the ids asked for, the batched describe's answer), taken by the next
-        # reconcile of the pool.
-        self._described: dict[str, Described] = {}
+        self._described: Outstanding[tuple[Instance, ...]] = Outstanding(requeue)
+        self._topology: Outstanding[TopologyRead] = Outstanding(requeue)
         # Our own last write per pool. The informer may not have delivered it yet; deciding
         # from an older cached copy would redo (or undo) a step. etcd resourceVersions are
         # increasing integers, so the newer of the two copies is the one to trust.
@@ -100,13 +94,16 @@ class PoolReconciler:
         observed = Observed(nodes=self._nodes(pool), knobs=self.ctx.knobs)
         plan = machine.decide(pool, observed, now)
         if plan.describe:
-            described = self._describe(name, tuple(pool.status.instanceIds))
+            ids = tuple(pool.status.instanceIds)
+            described = self._described.answer(name, ids, self.ctx.cloud.describe_later)
             if described is None:
                 return Result()  # the answer requeues the pool
             observed = replace(observed, instances=described)
             plan = machine.decide(pool, observed, now)
         if plan.read_topology:
-            read = self._read_topology(plan.read_topology)
+            read = self._read_topology(name, plan.read_topology)
+            if read is None:
+                return Result()  # the answer requeues the pool
             plan = machine.decide(pool, replace(observed, topology=read), now)
         if plan.find is not None:
             found = self.ctx.cloud.find(pool=pool.name, generation=plan.find)
@@ -119,28 +116,10 @@ class PoolReconciler:
             return Result(requeue=True)
         return Result(requeue_after=plan.requeue_after)
 
-    def _describe(self, name: str, ids: tuple[str, ...]) -> tuple[Instance, ...] | None:
-        """The batched describe's answer for exactly these ids, or None once asked."""
-        with self._lock:
-            asked = self._described.get(name)
-            if asked is not None and asked[0] == ids and not asked[1].done():
-                return None  # asked already (a Node event woke us first): its answer requeues
-            self._described.pop(name, None)
-        if asked is not None and asked[0] == ids:
-            return asked[1].result()  # its error, if any, fails this reconcile (backoff)
-        future = self.ctx.cloud.describe_later(ids)
-        if self._requeue is None:
-            return future.result()
-        with self._lock:
-            self._described[name] = (ids, future)
-        requeue = self._requeue
-        future.add_done_callback(lambda _: requeue(name))
-        return None
-
-    def _read_topology(self, instance_ids: tuple[str, ...]) -> TopologyRead:
+    def _read_topology(self, name: str, instance_ids: tuple[str, ...]) -> TopologyRead | None:
         """A failed read is a fact for decide (a gang without max-spread goes on)."""
         try:
-            return self.ctx.cloud.read_topology(instance_ids)
+            return self._topology.answer(name, instance_ids, self.ctx.cloud.read_topology_later)
         except CloudError as err:
             return TopologyRead(error=f"{err.code}: {err.message}")
 

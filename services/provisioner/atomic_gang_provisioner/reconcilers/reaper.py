@@ -181,9 +181,7 @@ class Reaper:
         for reason in get_args(ReapReason):
             self.ctx.metrics.reapable.labels(reason).set(counts.get(reason, 0))
 
-    def _sweep_groups(
-        self, groups: tuple[PlacementGroup, ...], pools: dict[str, PoolView]
-    ) -> None:
+    def _sweep_groups(self, groups: tuple[PlacementGroup, ...], pools: dict[str, PoolView]) -> None:
         """Managed placement groups whose pool is gone. One still in use (its orphans
         are released below) is tried again next sweep."""
         ctx = self.ctx

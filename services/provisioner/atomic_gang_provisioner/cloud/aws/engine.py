@@ -103,7 +103,9 @@ class Ec2Provider:
         )
         self._templates = Templates(clients=clients, caller=self._caller)
         self._groups = PlacementGroups(clients=clients, caller=self._caller, cluster=config.cluster)
-        self._topology = TopologyReader(clients=clients, caller=self._caller, monotonic=monotonic)
+        self._topology = TopologyReader(
+            clients=clients, caller=self._caller, monotonic=monotonic, windows=config.batch
+        )
         batches = Ec2Batches(ec2=clients.ec2, caller=self._caller, windows=config.batch)
         self._inv = Inventory(
             clients=clients, caller=self._caller, cluster=config.cluster, batches=batches
@@ -235,6 +237,7 @@ class Ec2Provider:
         """Delete a managed group by name (one whose pool is gone); as delete_placement_group."""
         return self._groups.delete(name)
 
-    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
-        """Network nodes of these instances: one limited, cached DescribeInstanceTopology."""
-        return self._topology.read(instance_ids)
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+        """Network nodes of these instances: a limited, cached, batched
+        DescribeInstanceTopology."""
+        return self._topology.read_later(instance_ids)
