@@ -81,6 +81,31 @@ def test_one_read_then_labels_patched_where_missing() -> None:
     assert patches["/api/v1/nodes/node-3"]["metadata"]["labels"][LAYER(1)] == "top"
 
 
+def test_a_joining_gang_reads_ahead_without_waiting_for_the_answer() -> None:
+    """Two of four Nodes Ready: the read goes out (it fills the cache), the reconcile
+    does not wait for it and records nothing of it."""
+    pending: Future[TopologyRead] = Future()
+
+    class Slow(NetCloud):
+        def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+            self.reads.append(tuple(instance_ids))
+            return pending  # never answered in this test
+
+    cloud, transport = Slow(), RecordingTransport()
+    ctx = context(
+        settings=settings(),
+        transport=transport,
+        pools=FakeCache([launched().to_dict()]),
+        now=lambda: T0 + timedelta(seconds=30),
+    )
+    nodes = FakeCache([node(0), node(1)], {INSTANCE_INDEX: instance_index})
+    PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud)).reconcile("pretrain")
+    assert cloud.reads == [tuple(IDS)]
+    written = [w.body["status"] for w in transport.writes() if w.path.endswith("/status")]
+    assert all(s.get("networkNodes") is None for s in written)
+    assert all(s["phase"] == "Joining" for s in written)
+
+
 def test_a_refused_label_patch_does_not_stop_the_gang() -> None:
     read = TopologyRead(nodes=tuple((iid, ("top", "b1")) for iid in IDS))
     transport = RecordingTransport()

@@ -153,6 +153,8 @@ class PoolReconciler:
             ctx.must_lead()
             ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
         self._label(pool, plan.label_nodes)
+        if plan.warm_topology:  # fills the reader's cache; nobody waits for it
+            ctx.cloud.read_topology_later(plan.warm_topology)
         return plan
 
     def _wanted(self, name: str) -> tuple[str, ...]:
