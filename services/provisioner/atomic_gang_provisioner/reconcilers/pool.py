@@ -130,9 +130,8 @@ class PoolReconciler:
             ctx.must_lead()
             with self._lock:
                 fresh = self._fresh.pop(pool.name, None) == plan.acquire.generation
-            request = replace(
-                plan.acquire, adopt=not fresh, also_reservations=self._wanted(pool.name)
-            )
+            also = self._wanted(pool.name) if plan.acquire.spec.reservation_ids else ()
+            request = replace(plan.acquire, adopt=not fresh, also_reservations=also)
             result = ctx.cloud.acquire(request)
             ctx.faults.after_launch()
             if launched_nothing(result):
@@ -159,16 +158,17 @@ class PoolReconciler:
 
     def _wanted(self, name: str) -> tuple[str, ...]:
         """Reservations other claimed pools still acquire for: described in the same
-        DescribeCapacityReservations call as this pool's."""
+        DescribeCapacityReservations call as this pool's. Asked only by a pool that lists
+        reservations itself (the others cost no pass over the pools), read from the cached
+        objects without parsing them."""
         out: dict[str, None] = {}
         for obj in self.ctx.pools.list():
-            other = GangNodePool.from_dict(dict(obj))
-            if other.name == name or other.spec.claim is None:
+            spec, status = obj.get("spec") or {}, obj.get("status") or {}
+            if (obj.get("metadata") or {}).get("name") == name or spec.get("claim") is None:
                 continue
-            if other.status.phase in ("Idle", "Acquiring"):
-                shape = other.spec.shape
-                ids = (shape.capacityReservationId or "").split(",")
-                out.update((i.strip(), None) for i in ids if i.strip())
+            if status.get("phase", "Idle") in ("Idle", "Acquiring"):
+                ids = str((spec.get("shape") or {}).get("capacityReservationId") or "")
+                out.update((i.strip(), None) for i in ids.split(",") if i.strip())
         return tuple(out)
 
     def _label(self, pool: GangNodePool, nodes: tuple[NodeLabels, ...]) -> None:
