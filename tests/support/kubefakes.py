@@ -129,6 +129,9 @@ class NoCloud:
     def forget_pool(self, pool: str) -> None:
         self._no(pool)
 
+    def prune_templates(self) -> tuple[str, ...]:
+        return self._no()  # type: ignore[no-any-return]
+
     def recover_enis(self) -> tuple[str, ...]:
         return self._no()  # type: ignore[no-any-return]
 

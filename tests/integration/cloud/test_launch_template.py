@@ -292,3 +292,32 @@ def test_new_pools_of_one_new_shape_acquiring_together_make_one_template(
         )
     assert all(isinstance(r, Launched) for r in results)
     assert template_calls(fake) == [("CreateLaunchTemplate", "ok")]
+
+
+def test_a_shared_template_unused_for_an_hour_is_pruned_and_made_again_when_needed(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, admin: dict[str, Any], clock: Any
+) -> None:
+    """A shape no pool uses any more leaves no template behind; the pools' own (fleet)
+    templates are not the reaper's, and one in use is kept."""
+    old = make_spec(pool="old", count=1, instance_type="p4de.24xlarge")
+    kept = make_spec(pool="kept", count=1)
+    fleet = make_spec(pool="fleet", count=1, mode="fleet", availability_zones=("us-east-1a",))
+    for n, spec in enumerate((old, kept, fleet)):
+        assert isinstance(provider.acquire(AcquireRequest(spec=spec, generation=n)), Launched)
+    names = sorted(
+        t["LaunchTemplateName"] for t in admin["ec2"].describe_launch_templates()["LaunchTemplates"]
+    )
+    assert len(names) == 3
+    clock.sleep(1800)
+    assert provider.prune_templates() == ()  # used half an hour ago: kept
+    assert isinstance(provider.acquire(AcquireRequest(spec=kept, generation=5)), Launched)
+    clock.sleep(1801)
+    (gone,) = provider.prune_templates()
+    left = {
+        t["LaunchTemplateName"] for t in admin["ec2"].describe_launch_templates()["LaunchTemplates"]
+    }
+    assert gone not in left
+    assert len(left) == 2  # the shape still in use, and the fleet pool's own
+    fake.clear_calls()
+    assert isinstance(provider.acquire(AcquireRequest(spec=old, generation=9)), Launched)
+    assert template_calls(fake) == [("CreateLaunchTemplate", "ok")]

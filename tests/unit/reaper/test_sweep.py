@@ -66,6 +66,8 @@ class FakeCloud:
     groups: list[PlacementGroup] = field(default_factory=list)
     in_use: set[str] = field(default_factory=set)  # groups EC2 still counts instances in
     reaped_groups: list[str] = field(default_factory=list)
+    prunes: int = 0
+    pruned: tuple[str, ...] = ()
 
     def recover_enis(self) -> tuple[str, ...]:
         self.recover_calls += 1
@@ -105,6 +107,10 @@ class FakeCloud:
 
     def forget_pool(self, pool: str) -> None:
         raise AssertionError("unused")
+
+    def prune_templates(self) -> tuple[str, ...]:
+        self.prunes += 1
+        return self.pruned
 
     def list_placement_groups(self) -> tuple[PlacementGroup, ...]:
         return tuple(self.groups)
@@ -240,3 +246,12 @@ def test_a_pool_created_while_ec2_is_listed_is_not_taken_for_an_orphan() -> None
     )
     assert Reaper(ctx, interval=60).sweep() == {}
     assert cloud.requests == []
+
+
+def test_every_sweep_prunes_shared_templates_after_the_leaks() -> None:
+    cloud = FakeCloud(listed=[orphan("i-1")], pruned=("atomic-gang-c-shape-1",))
+    r = reaper(cloud)
+    assert r.sweep() == {"orphaned": 1}
+    assert (cloud.prunes, len(cloud.requests)) == (1, 1)
+    assert r.sweep() == {}
+    assert cloud.prunes == 2

@@ -61,6 +61,11 @@ class CloudProvider(Protocol):
         """Delete the pool's launch templates (after its instances are gone)."""
         ...
 
+    def prune_templates(self) -> tuple[str, ...]:
+        """Delete the shared (per-shape) launch templates no launch has used for a
+        while; return their names."""
+        ...
+
     def recover_enis(self) -> tuple[str, ...]:
         """ENIs an earlier release may have left to delete, found again from EC2: VPC
         CNI ENIs of this cluster's shutting-down or terminated managed instances (EC2

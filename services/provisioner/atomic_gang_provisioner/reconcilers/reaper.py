@@ -65,6 +65,7 @@ class Reaper:
             self.check_cluster()
         try:
             done = self._sweep()
+            self._prune_templates()  # after the leaks: a failure here stops nothing of theirs
         except CloudError as exc:
             self._failed("sweep", exc)
             self.ctx.cloud_health.report(_verdict(exc))
@@ -190,6 +191,13 @@ class Reaper:
             if ctx.cloud.reap_placement_group(group.name):
                 ctx.metrics.reaped_groups.inc()
                 log.warning("reaped placement group", extra={"group": group.name})
+
+    def _prune_templates(self) -> None:
+        """Shared launch templates no launch used for an hour (a shape no pool has any
+        more): free, but a region holds at most 5,000."""
+        self.ctx.must_lead()
+        for name in self.ctx.cloud.prune_templates():
+            log.info("deleted an unused shared launch template", extra={"template": name})
 
     def _record(self, reaps: tuple[Reap, ...]) -> dict[str, int]:
         """Count and log what was terminated (only after the release succeeded)."""

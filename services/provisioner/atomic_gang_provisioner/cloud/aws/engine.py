@@ -67,6 +67,8 @@ class EngineConfig:
     limits: BudgetLimits = field(default_factory=BudgetLimits)
     batch: Windows = field(default_factory=Windows)
     capacity_ttl_seconds: float = DEFAULT_TTL_SECONDS
+    # A shape's shared launch template unused this long is deleted by the reaper.
+    template_idle_seconds: float = 3600.0
 
 
 def _utcnow() -> datetime:
@@ -101,7 +103,7 @@ class Ec2Provider:
             self_manage_profile=config.self_manage_instance_profile,
             aws_auth=aws_auth,
         )
-        self._templates = Templates(clients=clients, caller=self._caller)
+        self._templates = Templates(clients=clients, caller=self._caller, monotonic=monotonic)
         self._groups = PlacementGroups(clients=clients, caller=self._caller, cluster=config.cluster)
         self._topology = TopologyReader(
             clients=clients, caller=self._caller, monotonic=monotonic, windows=config.batch
@@ -223,6 +225,14 @@ class Ec2Provider:
 
     def forget_pool(self, pool: str) -> None:
         self._templates.delete_for_pool(cluster=self.config.cluster, pool=pool)
+
+    def prune_templates(self) -> tuple[str, ...]:
+        """Shared launch templates no launch has used for an hour, deleted (names)."""
+        return tuple(
+            self._templates.prune_shared(
+                cluster=self.config.cluster, idle_seconds=self.config.template_idle_seconds
+            )
+        )
 
     def delete_placement_group(self, pool: str) -> bool:
         """The pool's own group deleted (call once its instances are gone): True when it
