@@ -281,13 +281,9 @@ class PlacementGroup:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopologyRead:
-    """DescribeInstanceTopology for a gang: each instance's network nodes, top layer first.
-
-    An instance without an entry has none (unsupported type, not running yet).
-    ``retry_after`` > 0: the client-side limiter had no token left, so the rest was not
-    asked; call again after that many seconds. ``error``: the call failed (e.g. not
-    authorised); nothing was read.
-    """
+    """Each instance's network nodes, top layer first; none for an unsupported type or one
+    not running yet. ``retry_after`` > 0: no token was left for the rest, ask again then.
+    ``error``: the call failed (e.g. not authorised); nothing was read."""
 
     nodes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     retry_after: float = 0.0
