@@ -56,6 +56,11 @@ def _parse() -> argparse.Namespace:
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--json", type=Path, help="also write the measures here")
     ap.add_argument("--curve", help="comma-separated gang counts: the cost curve")
+    ap.add_argument(
+        "--instance-type",
+        default="p4d.24xlarge",
+        help="the gangs' type (the demo's p4d reads its network topology; m5.large has none)",
+    )
     return ap.parse_args()
 
 
@@ -80,6 +85,7 @@ def _job(g: int, args: argparse.Namespace, subnets: list[str]) -> dict[str, Any]
         pool, NS, pool=pool, count=args.count, runs_for=args.runs_for, keep_warm_ttl="0s"
     )
     job["metadata"]["annotations"].pop(keys.AVAILABILITY_ZONES)
+    job["metadata"]["annotations"][keys.INSTANCE_TYPE] = args.instance_type
     job["metadata"]["annotations"][keys.SUBNETS] = subnets[g % len(subnets)]
     return job
 
@@ -184,6 +190,12 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
         try:
             with sys_stack.Stamps(KubeClient.from_kubeconfig(ctx.admin_kubeconfig())) as stamps:
                 res = _run(ctx, args, stamps)
+            ready = {group: at for at, group in stamps.check_ready.values()}
+            # When each instance's gang was acquired (its check Ready): calls about it
+            # after that are the gang's release, not its acquisition.
+            res["acquired_at"] = {
+                iid: ready[g] for _, g, iid in stamps.node_ready.values() if g in ready
+            }
             return res, _latencies(stamps, res["calls"])
         finally:
             stack.down()

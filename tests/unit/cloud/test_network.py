@@ -171,10 +171,12 @@ class Ec2:
         return {"Instances": rows}
 
 
-def test_reader_asks_at_most_100_ids_a_call_one_call_a_second() -> None:
-    now = [0.0]
+def test_reader_asks_at_most_100_ids_a_call_paced_below_ecs_one_a_second() -> None:
+    """150 ids: 100 in the first call; the batch thread waits once for the next token
+    (here the clock stands still, so the rest gets "later" with the time to wait)."""
+    now, waited = [0.0], []
     ec2 = Ec2()
-    caller = Caller(backoff=Backoff(rng=random.Random(1)), sleeper=lambda s: None)
+    caller = Caller(backoff=Backoff(rng=random.Random(1)), sleeper=waited.append)
     reader = TopologyReader(
         clients=AwsClients(ec2=ec2, eks=None, ssm=None, iam=None),
         caller=caller,
@@ -184,8 +186,11 @@ def test_reader_asks_at_most_100_ids_a_call_one_call_a_second() -> None:
     first = reader.read_later(ids).result()
     assert [len(c) for c in ec2.calls] == [100]
     assert len(first.nodes) == 100
-    assert first.retry_after == pytest.approx(1.0)
+    assert waited == [pytest.approx(1 / 0.9)]  # a tenth slower than EC2's 1/s
+    assert first.retry_after == pytest.approx(1 / 0.9)
     now[0] = 1.0
+    assert reader.read_later(ids).result().retry_after == pytest.approx(0.1 / 0.9)
+    now[0] = 1.2
     assert reader.read_later(ids).result().spread == 150
     assert [len(c) for c in ec2.calls] == [100, 50]
 

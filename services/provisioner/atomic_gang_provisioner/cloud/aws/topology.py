@@ -1,11 +1,13 @@
 """DescribeInstanceTopology for gangs, batched, behind a limiter, cached per instance.
 
 Its API budget is tiny (reported as 1 request/s, burst 1), so: the gangs that ask
-within a batch window share calls (up to 100 ids a call, gangs in the order they
-asked, so 12 gangs of 8 cost one call, not twelve seconds), a client-side token
-bucket that answers "not now, in t seconds" instead of calling (a reconcile never
-sleeps for it), and a cache, since a running instance's place in the network does
-not change: a gang whose ids are all cached gets its answer at once, without a
+share calls (up to 100 ids a call, gangs in the order they asked, so 12 gangs of 8
+cost one call, not twelve seconds). A client-side token bucket a tenth slower than
+EC2's (so the jitter between its clock and ours never throttles us) paces the calls:
+short of a token, the batch thread (never a reconcile, which holds a Future) waits
+for the next one while more gangs join the next call; should none come, the gangs
+get "later, in t seconds". A cache, since a running instance's place in the network
+does not change: a gang whose ids are all cached gets its answer at once, without a
 batch. Instances EC2 does not list (unsupported type, not running yet) are not
 cached.
 """
@@ -26,6 +28,7 @@ from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import TopologyRead
 
 IDS_PER_CALL = 100
+PACE = 0.9  # of EC2's rate
 Ids = tuple[str, ...]
 CACHE_MAX = 20_000
 THROTTLED_WAIT = 5.0
@@ -43,8 +46,8 @@ class TokenBucket:
             now = self._now()
             self._level = min(self._burst, self._level + (now - self._stamp) * self._rate)
             self._stamp = now
-            if self._level >= 1.0:
-                self._level -= 1.0
+            if self._level >= 1.0 - 1e-9:  # a refill short by a rounding error is whole
+                self._level = max(0.0, self._level - 1.0)
                 return 0.0
             return (1.0 - self._level) / self._rate
 
@@ -62,7 +65,7 @@ class TopologyReader:
     ) -> None:
         self._ec2 = clients.ec2
         self._caller = caller
-        self._bucket = TokenBucket(rate=rate, burst=burst, monotonic=monotonic)
+        self._bucket = TokenBucket(rate=rate * PACE, burst=burst, monotonic=monotonic)
         self._cache: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._lock = threading.Lock()
         self._batch: Batcher[Ids, TopologyRead] = Batcher(
@@ -86,7 +89,7 @@ class TopologyReader:
         failed: dict[str, Exception] = {}
         wait = 0.0
         for chunk in self._chunks(requests):
-            wait = wait or self._bucket.take()
+            wait = wait or self._token()
             if wait:
                 unread.update(chunk)
                 continue
@@ -103,6 +106,15 @@ class TopologyReader:
                 wait = THROTTLED_WAIT
                 unread.update(chunk)
         return [self._answer(ids, unread, failed, wait) for ids in requests]
+
+    def _token(self) -> float:
+        """0.0 with a token taken; else, after one wait for the refill, the seconds
+        still to wait (a clock that did not move: tests)."""
+        wait = self._bucket.take()
+        if wait:
+            self._caller.sleeper(wait)
+            wait = self._bucket.take()
+        return wait
 
     def _chunks(self, requests: Sequence[Ids]) -> list[list[str]]:
         with self._lock:
