@@ -3,7 +3,8 @@
 Its API budget is tiny (reported as 1 request/s, burst 1), so: the gangs that ask
 share calls (up to 100 ids a call, gangs in the order they asked, so 12 gangs of 8
 cost one call, not twelve seconds). A client-side token bucket a tenth slower than
-EC2's (so the jitter between its clock and ours never throttles us) paces the calls:
+EC2's, its refill counted from each answer (EC2 may take a call late; spacing our
+sends would not space its arrivals), paces the calls so EC2 never throttles us:
 short of a token, the batch thread (never a reconcile, which holds a Future) waits
 for the next one while more gangs join the next call; should none come, the gangs
 get "later, in t seconds". A cache, since a running instance's place in the network
@@ -50,6 +51,13 @@ class TokenBucket:
                 self._level = max(0.0, self._level - 1.0)
                 return 0.0
             return (1.0 - self._level) / self._rate
+
+    def spent(self) -> None:
+        """A call just came back: count the next refill from now. EC2 may have taken
+        the call late (its queue), so pacing from our send would not space its
+        arrivals; pacing from its answer does."""
+        with self._lock:
+            self._level, self._stamp = 0.0, self._now()
 
 
 class TopologyReader:
@@ -99,7 +107,9 @@ class TopologyReader:
                         self._ec2, "describe_instance_topology", "Instances", InstanceIds=chunk
                     )
                 )
+                self._bucket.spent()
             except CloudError as err:
+                self._bucket.spent()
                 if err.kind != "throttled":  # still throttled after the caller's retries
                     failed.update((i, err) for i in chunk)
                     continue
