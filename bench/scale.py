@@ -182,6 +182,21 @@ def _latencies(stamps: sys_stack.Stamps, calls: list[dict[str, Any]]) -> list[tu
     return out
 
 
+def _split(stamps: sys_stack.Stamps) -> dict[str, list[float]]:
+    """Per gang: last Node Ready -> its pool Satisfied (the pool side), then Satisfied ->
+    check Ready (the Workload side), as this process's watches saw them."""
+    last: dict[str, float] = {}
+    for when, group, _ in stamps.node_ready.values():
+        last[group] = max(when, last.get(group, 0.0))
+    out: dict[str, list[float]] = {"pool": [], "workload": []}
+    for ready_at, group in stamps.check_ready.values():
+        sat = stamps.satisfied.get(group)
+        if sat is not None and group in last:
+            out["pool"].append(sat - last[group])
+            out["workload"].append(ready_at - sat)
+    return out
+
+
 def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, float]]]:
     with tempfile.TemporaryDirectory() as d:
         stack, ctx = sys_stack.start(
@@ -196,6 +211,7 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
             res["acquired_at"] = {
                 iid: ready[g] for _, g, iid in stamps.node_ready.values() if g in ready
             }
+            res["split"] = _split(stamps)
             return res, _latencies(stamps, res["calls"])
         finally:
             stack.down()

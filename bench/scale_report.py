@@ -57,6 +57,12 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
         c["action"] for c in ctl if c["outcome"] == "error:RequestLimitExceeded"
     )
     print(f"our calls EC2 throttled, by action: {dict(throttled)}")
+    for side, xs in (res.get("split") or {}).items():
+        if xs:
+            print(
+                f"  {side} side: p50 {sys_stack.pct(xs, 0.5) * 1000:.0f} ms, "
+                f"p99 {sys_stack.pct(xs, 0.99) * 1000:.0f} ms"
+            )
     _moto_report(res)
 
 
