@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -66,3 +67,43 @@ def test_a_failing_run_fails_every_caller_of_its_batch_only() -> None:
 def test_windows_are_checked() -> None:
     with pytest.raises(ValueError, match="idle_seconds"):
         Windows(idle_seconds=2, max_seconds=1)
+
+
+def test_a_slow_answer_does_not_hold_back_the_next_batch() -> None:
+    """EC2 slow on one call: the next batch goes out beside it; with every slot taken,
+    new requests gather into one batch."""
+    slow = threading.Event()
+    batches: list[list[int]] = []
+
+    def run(requests: Sequence[int]) -> list[int | Exception]:
+        batches.append(list(requests))
+        if requests[0] == 1:
+            slow.wait(DEADLINE)  # the first call hangs until the test lets it go
+        return list(requests)
+
+    windows = Windows(idle_seconds=0.01, max_seconds=0.05)
+    two: Batcher[int, int] = Batcher(name="t", run=run, windows=windows, in_flight=2)
+    first = two.submit(1)
+    assert _eventually(lambda: batches == [[1]])
+    assert two.submit(2).result(DEADLINE) == 2  # went out while the first hangs
+    slow.set()
+    assert first.result(DEADLINE) == 1
+
+    batches.clear()
+    slow.clear()
+    one: Batcher[int, int] = Batcher(name="u", run=run, windows=windows, in_flight=1)
+    held = one.submit(1)
+    assert _eventually(lambda: batches == [[1]])
+    later = [one.submit(n) for n in (3, 4)]
+    slow.set()
+    assert [f.result(DEADLINE) for f in (held, *later)] == [1, 3, 4]
+    assert batches == [[1], [3, 4]]  # gathered while the only slot was out
+
+
+def _eventually(ok: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + DEADLINE
+    while not ok():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)  # polling a condition with a deadline, not a stand-in for sync
+    return True

@@ -4,8 +4,10 @@ A batch opens with its first request and is sent once no request has arrived for
 ``idle_seconds``, or ``max_seconds`` after it opened, or at ``max_items`` requests,
 whichever comes first. ``run`` answers every request of the batch in order, with a
 result or an exception of its own, so each caller gets exactly its own answer and
-error (an exception ``run`` raises goes to every caller of that batch). One daemon
-thread per batcher sends; callers get a Future and never wait for each other's calls.
+error (an exception ``run`` raises goes to every caller of that batch). Up to
+``in_flight`` batches are out at once (a slow answer does not hold back the next
+batch); while all are out, new requests gather into the next one. Callers get a
+Future and never wait for each other's calls.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -45,6 +47,7 @@ class Batcher(Generic[Req, Res]):
         run: Run[Req, Res],
         windows: Windows,
         monotonic: Callable[[], float] = time.monotonic,
+        in_flight: int = 4,
     ) -> None:
         self.name = name
         self._run = run
@@ -55,6 +58,8 @@ class Batcher(Generic[Req, Res]):
         self._last = 0.0
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._slots = threading.BoundedSemaphore(in_flight)
+        self._senders = ThreadPoolExecutor(in_flight, thread_name_prefix=name)
 
     def submit(self, request: Req) -> Future[Res]:
         future: Future[Res] = Future()
@@ -97,10 +102,17 @@ class Batcher(Generic[Req, Res]):
 
     def _loop(self) -> None:
         while True:
+            self._slots.acquire()  # a free slot first: meanwhile the next batch gathers
             batch = self._take()
-            self._answer(batch)
+            self._senders.submit(self._answer, batch)
 
     def _answer(self, batch: list[tuple[Req, Future[Res]]]) -> None:
+        try:
+            self._answer_all(batch)
+        finally:
+            self._slots.release()
+
+    def _answer_all(self, batch: list[tuple[Req, Future[Res]]]) -> None:
         try:
             answers = self._run([req for req, _ in batch])
             if len(answers) != len(batch):

@@ -77,7 +77,10 @@ class TopologyReader:
         self._cache: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._lock = threading.Lock()
         self._batch: Batcher[Ids, TopologyRead] = Batcher(
-            name="describe-instance-topology", run=self._read, windows=windows or Windows()
+            name="describe-instance-topology",
+            run=self._read,
+            windows=windows or Windows(),
+            in_flight=1,  # paced: one call after another
         )
 
     def read_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
