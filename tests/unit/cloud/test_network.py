@@ -174,7 +174,7 @@ class Ec2:
 def test_reader_asks_at_most_100_ids_a_call_paced_below_ecs_one_a_second() -> None:
     """150 ids: 100 in the first call; the batch thread waits once for the next token
     (here the clock stands still, so the rest gets "later" with the time to wait)."""
-    now, waited = [0.0], []
+    now, waited = [0.0], list[float]()
     ec2 = Ec2()
     caller = Caller(backoff=Backoff(rng=random.Random(1)), sleeper=waited.append)
     reader = TopologyReader(
