@@ -156,7 +156,9 @@ def network(b: Bench) -> dict[str, Any]:
         engine.release(ReleaseRequest(instance_ids=first.instance_ids))
         nxt, out[f"{label}_next_generation"] = b.launch(engine, spec, 1)
         if extra:
-            _, out["topology_read"] = b.measure(engine.read_topology, nxt.instance_ids)
+            _, out["topology_read"] = b.measure(
+                lambda ids: engine.read_topology_later(ids).result(), nxt.instance_ids
+            )
             engine.release(ReleaseRequest(instance_ids=nxt.instance_ids))
             restarted = b.engine()
             restarted.acquire(AcquireRequest(spec=b.spec("warm-up-2"), generation=0))

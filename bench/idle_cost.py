@@ -14,7 +14,12 @@ both phases so only capacity limits either provisioner.
 The controller's own cost metric (``atomic_gang_instance_seconds_total``) is scraped at the
 end of our phase and printed beside the ledger's figures.
 
-Usage: .venv/bin/python -m bench.idle_cost [--jobs 48] [--seed 7] [--max-seconds 900] [--ours-only]
+Before both, unless ``--without-today``, the same trace runs through our provisioner
+with the short-capacity-cell cache off (``ec2Api.shortCellSeconds: 0``, how it was
+before the cache) on a stack of its own: the issue's targets compare the two.
+
+Usage: .venv/bin/python -m bench.idle_cost [--jobs 48] [--seed 7] [--max-seconds 900]
+       [--ours-only] [--without-today]
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ SETTINGS = {
     "joinDeadlineSeconds": 300,
 }
 TICK = 0.5
+CACHE_OFF = {**SETTINGS, "ec2Api": {"shortCellSeconds": 0}}
 
 
 @dataclass
@@ -156,7 +162,9 @@ class Phase:
         return dict(out)
 
 
-def run_ours(ctx: Context, trace: Trace, max_seconds: float) -> PhaseResult:
+def run_ours(
+    ctx: Context, trace: Trace, max_seconds: float, name: str = "ours (N-or-0)"
+) -> PhaseResult:
     ns = "idle-ours"
     kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
     sys_stack.namespace(kube, ns)
@@ -174,9 +182,7 @@ def run_ours(ctx: Context, trace: Trace, max_seconds: float) -> PhaseResult:
         "ok" if c["outcome"] == "ok" else c["outcome"].removeprefix("error:") for c in ours
     )
     metric = billed_by_state(ctx, {j.name for j in trace.jobs})
-    return PhaseResult(
-        "ours (N-or-0)", list(phase.runs.values()), phase.ledger, launches, span, metric
-    )
+    return PhaseResult(name, list(phase.runs.values()), phase.ledger, launches, span, metric)
 
 
 def billed_by_state(ctx: Context, pools: set[str]) -> dict[str, float]:
@@ -233,29 +239,55 @@ def main() -> None:
         action="store_true",
         help="skip the baseline: only our phase, and the cost metric against the ledger",
     )
+    ap.add_argument(
+        "--without-today",
+        action="store_true",
+        help="skip the first phase (ours with the short-cell cache off)",
+    )
     args = ap.parse_args()
     trace = make_trace(jobs=args.jobs, seed=args.seed)
-    with tempfile.TemporaryDirectory() as d:
-        stack, ctx = sys_stack.start(
-            Path(d) / "stack", provisioners=1, settings=SETTINGS, boot=(2.0, 2.0)
-        )
-        try:
-            ours, base = _both(stack, ctx, trace, args.max_seconds, ours_only=args.ours_only)
-        finally:
-            stack.down()
+    today = None
+    if not (args.ours_only or args.without_today):
+        print("phase 0: our provisioner, short-cell cache off (today)", flush=True)
+        today, _ = _on_stack(trace, args, CACHE_OFF, name="ours, cache off", ours_only=True)
+    ours, base = _on_stack(trace, args, SETTINGS, ours_only=args.ours_only)
     if base is not None:
-        report(trace, ours, base)
+        report(trace, ours, base, today=today)
     report_metric(ours)
 
 
+def _on_stack(
+    trace: Trace,
+    args: argparse.Namespace,
+    settings: dict[str, Any],
+    *,
+    ours_only: bool,
+    name: str = "ours (N-or-0)",
+) -> tuple[PhaseResult, PhaseResult | None]:
+    with tempfile.TemporaryDirectory() as d:
+        stack, ctx = sys_stack.start(
+            Path(d) / "stack", provisioners=1, settings=settings, boot=(2.0, 2.0)
+        )
+        try:
+            return _both(stack, ctx, trace, args.max_seconds, ours_only=ours_only, name=name)
+        finally:
+            stack.down()
+
+
 def _both(
-    stack: Stack, ctx: Context, trace: Trace, max_seconds: float, *, ours_only: bool
+    stack: Stack,
+    ctx: Context,
+    trace: Trace,
+    max_seconds: float,
+    *,
+    ours_only: bool,
+    name: str,
 ) -> tuple[PhaseResult, PhaseResult | None]:
     kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
     sys_stack.set_gpu_quota(kube, 10000)
     ControlClient(fakeaws_endpoint(ctx)).set_throttling(False)
     print("phase 1: our provisioner", flush=True)
-    ours = run_ours(ctx, trace, max_seconds)
+    ours = run_ours(ctx, trace, max_seconds, name)
     if ours_only:
         return ours, None
     # The baseline runs alone: our reaper would take its instances for orphans.

@@ -38,7 +38,9 @@ def _rows(res: PhaseResult) -> dict[str, float]:
     }
 
 
-def report(trace: Trace, ours: PhaseResult, base: PhaseResult) -> None:
+def report(
+    trace: Trace, ours: PhaseResult, base: PhaseResult, *, today: PhaseResult | None = None
+) -> None:
     sizes = sorted({j.count for j in trace.jobs})
     print(
         f"\n## idle cost: {len(trace.jobs)} gang Jobs (N in {sizes}), capacity "
@@ -56,6 +58,34 @@ def report(trace: Trace, ours: PhaseResult, base: PhaseResult) -> None:
     print(
         f"\nbilled per useful instance-second: ours {a[billed] / max(a[run], 1):.2f}, "
         f"baseline {b[billed] / max(b[run], 1):.2f}"
+    )
+    if today is not None:
+        _against_today(today, ours, base)
+
+
+def _failed(res: PhaseResult) -> int:
+    return sum(v for k, v in res.launches.items() if k != "ok")
+
+
+def _against_today(today: PhaseResult, ours: PhaseResult, base: PhaseResult) -> None:
+    """The issue's targets for the short-cell cache, on this one run's trace."""
+    t, a, b = _rows(today), _rows(ours), _rows(base)
+    p50, top = "job completion p50 (s)", "job completion max (s)"
+    idle = "idle burn: stranded partial sets (instance-s)"
+    failed_t, failed_a = _failed(today), _failed(ours)
+    print(f"\n## the short-cell cache: {today.name} vs {ours.name}, same trace\n")
+    print("| measure | cache off (today) | cache on | target |")
+    print("|---|---|---|---|")
+    print(
+        f"| failed RunInstances | {failed_t} | {failed_a} | ≥ 5× fewer "
+        f"({_ratio(failed_t, failed_a)}) |"
+    )
+    print(f"| {p50} | {t[p50]:.1f} | {a[p50]:.1f} | ≤ {1.1 * t[p50]:.1f} (+10 %) |")
+    print(f"| {top} | {t[top]:.1f} | {a[top]:.1f} | ≤ {b[top]:.1f} (the baseline's) |")
+    print(f"| {idle} | {t[idle]:.1f} | {a[idle]:.1f} | 0 |")
+    print(
+        f"| {'total billed (instance-s)'} | {t['total billed (instance-s)']:.1f} | "
+        f"{a['total billed (instance-s)']:.1f} | |"
     )
 
 

@@ -9,7 +9,14 @@ one clock) with and without the time moto spent answering the controller's calls
 that window, and how moto slows down as instances pile up (the simulator's one
 DescribeInstances of every live managed instance per tick).
 
+Ends with the targets table (one run) and, with ``--json``, writes its measures
+(``reaction_p50_ms``, ``reaction_p99_ms`` net of moto, ``ec2_calls_per_gang`` for
+acquisition, new pools included, ``throttled``, ``rss_mb``, ``cpu_s_per_gang``).
+``--curve 25,50,100,200`` runs a fresh stack at each size instead and prints the
+controller's CPU seconds per gang and peak RSS at each.
+
 Usage: .venv/bin/python -m bench.scale [--gangs 100] [--count 8] [--runs-for 60s]
+       [--json out.json] [--curve 25,50,100,200]
 """
 
 from __future__ import annotations
@@ -30,15 +37,14 @@ from atomic_gang_devstack.components.simulated import nodesim_url
 from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_nodesim.control import NodeSimClient
 from atomic_gang_provisioner.kube import KubeClient
+from atomic_gang_provisioner.kube.resource import EVENTS
 from atomic_gang_provisioner.resources import JOBS, POOLS
 from bench import system_stack as sys_stack
+from bench.scale_report import CONTROLLER, measures, report, targets
 from tests.e2e.system.harness import sample_job
 
 NS = "scale"
-CONTROLLER = "testing"
-RELEASE = {"TerminateInstances", "DescribeNetworkInterfaces", "DeleteNetworkInterface"}
 SUBNETS = {"us-east-1a": "10.0.16.0/20", "us-east-1b": "10.0.32.0/20", "us-east-1c": "10.0.48.0/20"}
-PER_POOL = {"DescribeLaunchTemplates", "CreateLaunchTemplate"}  # once per new pool shape
 SETTINGS = {"joinDeadlineSeconds": 1800, "acquireRetry": {"backoffBaseSeconds": 1}}
 
 
@@ -48,7 +54,13 @@ def _parse() -> argparse.Namespace:
     ap.add_argument("--count", type=int, default=8)
     ap.add_argument("--runs-for", default="60s", help="how long each gang's pods run")
     ap.add_argument("--timeout", type=float, default=3600)
-    ap.add_argument("--json", type=Path, help="also write the raw figures here")
+    ap.add_argument("--json", type=Path, help="also write the measures here")
+    ap.add_argument("--curve", help="comma-separated gang counts: the cost curve")
+    ap.add_argument(
+        "--instance-type",
+        default="p4d.24xlarge",
+        help="the gangs' type (the demo's p4d reads its network topology; m5.large has none)",
+    )
     return ap.parse_args()
 
 
@@ -73,6 +85,7 @@ def _job(g: int, args: argparse.Namespace, subnets: list[str]) -> dict[str, Any]
         pool, NS, pool=pool, count=args.count, runs_for=args.runs_for, keep_warm_ttl="0s"
     )
     job["metadata"]["annotations"].pop(keys.AVAILABILITY_ZONES)
+    job["metadata"]["annotations"][keys.INSTANCE_TYPE] = args.instance_type
     job["metadata"]["annotations"][keys.SUBNETS] = subnets[g % len(subnets)]
     return job
 
@@ -104,6 +117,15 @@ def _wait_all(
     return done, trend
 
 
+def _pool_events(kube: KubeClient) -> dict[str, int]:
+    """The pools' Events by reason (how many sets were released, and why)."""
+    listing = kube.list(EVENTS, field_selector="involvedObject.kind=GangNodePool")
+    counts: collections.Counter[str] = collections.Counter()
+    for e in listing.items:
+        counts[str(e.get("reason"))] += int(e.get("count") or 1)
+    return dict(counts.most_common())
+
+
 def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> dict[str, Any]:
     kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
     sim = NodeSimClient(nodesim_url(ctx))
@@ -132,6 +154,7 @@ def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> di
         "peak_rss_mb": rss,
         "cpu_seconds": cpu1 - cpu0,
         "calls": fake.calls(),
+        "pool_events": _pool_events(kube),
         "trend": trend,
         "t0": t0,
     }
@@ -159,72 +182,22 @@ def _latencies(stamps: sys_stack.Stamps, calls: list[dict[str, Any]]) -> list[tu
     return out
 
 
-def _report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
-    g, n = res["gangs"], res["count"]
-    calls = res["calls"]
-    ctl = [c for c in calls if c["caller"] == CONTROLLER and c["service"] == "ec2"]
-    by_action = collections.Counter(c["action"] for c in ctl)
-    release = sum(v for k, v in by_action.items() if k in RELEASE)
-    per_pool = sum(v for k, v in by_action.items() if k in PER_POOL)
-    acquire = len(ctl) - release - per_pool
-    outcomes = collections.Counter(c["outcome"] for c in ctl if c["action"] == "RunInstances")
-    print(f"\n## scale: {g} gangs of {n} ({g * n} instances), submitted at once\n")
-    print(
-        f"jobs complete {res['jobs_complete']}/{g}; all released: {res['released']}; "
-        f"wall {res['wall_seconds']:.0f} s (submitting took {res['submit_seconds']:.1f} s)"
-    )
-    print(
-        f"controller: peak RSS {res['peak_rss_mb']:.0f} MB (target <= 250), "
-        f"CPU {res['cpu_seconds']:.1f} s ({res['cpu_seconds'] / g * 1000:.0f} ms per gang)"
-    )
-    print(
-        f"controller EC2 calls: {len(ctl)} = {len(ctl) / g:.2f} per gang: acquisition "
-        f"{acquire / g:.2f} (target <= 3), launch template of a new pool {per_pool / g:.2f}, "
-        f"release {release / g:.2f}; RunInstances outcomes {dict(outcomes)}"
-    )
-    print("| action | calls | per gang | moto s |")
-    print("|---|---|---|---|")
-    for action, count in by_action.most_common():
-        secs = sum(c["seconds"] for c in ctl if c["action"] == action)
-        print(f"| {action} | {count} | {count / g:.2f} | {secs:.1f} |")
-    raw, net = [a for a, _ in lat], [b for _, b in lat]
-    ms = {k: sys_stack.pct(xs, q) * 1000 for k, xs, q in _pcts(raw, net)}
-    print(
-        f"\nlast Node Ready -> check Ready over {len(lat)} gangs: p50 {ms['raw50']:.0f} ms, "
-        f"p99 {ms['raw99']:.0f} ms; minus moto: p50 {ms['net50']:.0f} ms, p99 {ms['net99']:.0f} ms"
-    )
-    _moto_report(res)
+def _split(stamps: sys_stack.Stamps) -> dict[str, list[float]]:
+    """Per gang: last Node Ready -> its pool Satisfied (the pool side), then Satisfied ->
+    check Ready (the Workload side), as this process's watches saw them."""
+    last: dict[str, float] = {}
+    for when, group, _ in stamps.node_ready.values():
+        last[group] = max(when, last.get(group, 0.0))
+    out: dict[str, list[float]] = {"pool": [], "workload": []}
+    for ready_at, group in stamps.check_ready.values():
+        sat = stamps.satisfied.get(group)
+        if sat is not None and group in last:
+            out["pool"].append(sat - last[group])
+            out["workload"].append(ready_at - sat)
+    return out
 
 
-def _pcts(raw: list[float], net: list[float]) -> list[tuple[str, list[float], float]]:
-    return [("raw50", raw, 0.5), ("raw99", raw, 0.99), ("net50", net, 0.5), ("net99", net, 0.99)]
-
-
-def _moto_report(res: dict[str, Any]) -> None:
-    by_caller: dict[str, float] = collections.defaultdict(float)
-    for c in res["calls"]:
-        by_caller[c["caller"]] += c["seconds"]
-    print(
-        "moto busy seconds by caller: "
-        + ", ".join(f"{k} {v:.0f}" for k, v in sorted(by_caller.items()))
-    )
-    sims = [
-        c for c in res["calls"] if c["caller"] == "nodesim" and c["action"] == "DescribeInstances"
-    ]
-    print("\nmoto slowing down: the simulator's DescribeInstances of every live instance")
-    print("| instances live | calls | median s |")
-    print("|---|---|---|")
-    buckets: dict[int, list[float]] = collections.defaultdict(list)
-    for c in sims:
-        live = min(res["trend"], key=lambda p: abs(p[0] - c["at"]))[1] if res["trend"] else 0
-        buckets[(live // 100) * 100].append(c["seconds"])
-    for base in sorted(buckets):
-        xs = buckets[base]
-        print(f"| {base}-{base + 99} | {len(xs)} | {sys_stack.pct(xs, 0.5):.2f} |")
-
-
-def main() -> None:
-    args = _parse()
+def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, float]]]:
     with tempfile.TemporaryDirectory() as d:
         stack, ctx = sys_stack.start(
             Path(d) / "stack", provisioners=1, settings=SETTINGS, boot=(2.0, 3.0)
@@ -232,13 +205,48 @@ def main() -> None:
         try:
             with sys_stack.Stamps(KubeClient.from_kubeconfig(ctx.admin_kubeconfig())) as stamps:
                 res = _run(ctx, args, stamps)
-            lat = _latencies(stamps, res["calls"])
+            ready = {group: at for at, group in stamps.check_ready.values()}
+            # When each instance's gang was acquired (its check Ready): calls about it
+            # after that are the gang's release, not its acquisition.
+            res["acquired_at"] = {
+                iid: ready[g] for _, g, iid in stamps.node_ready.values() if g in ready
+            }
+            res["split"] = _split(stamps)
+            return res, _latencies(stamps, res["calls"])
         finally:
             stack.down()
-    _report(res, lat)
+
+
+def _curve(args: argparse.Namespace) -> None:
+    rows = []
+    for gangs in [int(x) for x in args.curve.split(",")]:
+        res, lat = _one(argparse.Namespace(**{**vars(args), "gangs": gangs}))
+        rows.append((gangs, measures(res, lat)))
+    base = rows[0][1]["cpu_s_per_gang"] or float("nan")
+    print(f"\n## cost curve: gangs of {args.count}\n")
+    print("| gangs | CPU s per gang | × smallest | peak RSS MB | EC2 calls per gang | throttled |")
+    print("|---|---|---|---|---|---|")
+    for gangs, m in rows:
+        ratio = m["cpu_s_per_gang"] / base
+        print(
+            f"| {gangs} | {m['cpu_s_per_gang']:.3f} | {ratio:.2f} | {m['rss_mb']:.0f} | "
+            f"{m['ec2_calls_per_gang']} | {m['throttled']} |"
+        )
     if args.json:
-        slim = {k: v for k, v in res.items() if k != "calls"}
-        args.json.write_text(json.dumps({**slim, "latencies": lat}, indent=1))
+        args.json.write_text(json.dumps({str(g): m for g, m in rows}, indent=1))
+
+
+def main() -> None:
+    args = _parse()
+    if args.curve:
+        _curve(args)
+        return
+    res, lat = _one(args)
+    report(res, lat)
+    m = measures(res, lat)
+    targets(m, args)
+    if args.json:
+        args.json.write_text(json.dumps(m, indent=1))
 
 
 if __name__ == "__main__":

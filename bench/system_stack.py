@@ -25,6 +25,7 @@ from atomic_gang_devstack.components.cloud import FakeAws, fakeaws_endpoint
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient
+from atomic_gang_provisioner.resources import POOLS
 from tests.support.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, NODES, WORKLOADS
 
 BENCH_KEY = "bench"  # the bench's own access key id in the call log
@@ -135,9 +136,11 @@ class Stamps:
         self.node_ready: dict[str, tuple[float, str, str]] = {}  # instance id -> stamp
         self.check_ready: dict[str, tuple[float, str]] = {}
         self.admitted: dict[str, float] = {}
-        self.informers = [Informer(kube, NODES), Informer(kube, WORKLOADS)]
+        self.satisfied: dict[str, float] = {}  # group -> its pool first seen Satisfied
+        self.informers = [Informer(kube, NODES), Informer(kube, WORKLOADS), Informer(kube, POOLS)]
         self.informers[0].add_handlers(Handlers.for_all(self.on_node))
         self.informers[1].add_handlers(Handlers.for_all(self.on_workload))
+        self.informers[2].add_handlers(Handlers.for_all(self.on_pool))
 
     def __enter__(self) -> Stamps:
         for inf in self.informers:
@@ -154,6 +157,12 @@ class Stamps:
             iid = str((obj.get("spec") or {}).get("providerID", "")).rsplit("/", 1)[-1]
             with self.lock:  # by instance: moto reuses private IPs, so Node names recur
                 self.node_ready.setdefault(iid, (time.time(), group, iid))
+
+    def on_pool(self, obj: dict[str, Any]) -> None:
+        status = obj.get("status") or {}
+        if status.get("phase") == "Satisfied" and status.get("activeGroup"):
+            with self.lock:
+                self.satisfied.setdefault(str(status["activeGroup"]), time.time())
 
     def on_workload(self, obj: dict[str, Any]) -> None:
         key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"

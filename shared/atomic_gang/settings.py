@@ -15,11 +15,35 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from atomic_gang import patterns
-from atomic_gang.durations import GoDuration
+from atomic_gang.settings_sections import (
+    AcquireRetry,
+    CapacityBlock,
+    Defaults,
+    Ec2Api,
+    Iam,
+    LeaderElection,
+    Limits,
+)
+
+__all__ = [
+    "DEFAULT_CONTROLLER_NAME",
+    "DEFAULT_KUEUE_USERNAME",
+    "AcquireRetry",
+    "CapacityBlock",
+    "Defaults",
+    "Ec2Api",
+    "GangSettings",
+    "Iam",
+    "LeaderElection",
+    "Limits",
+    "SettingsError",
+    "check_env_names",
+    "load_settings",
+]
 
 DEFAULT_CONTROLLER_NAME = "atomic-gang.k8s.aws/ec2-atomic"
 DEFAULT_KUEUE_USERNAME = "system:serviceaccount:kueue-system:kueue-controller-manager"
@@ -27,79 +51,6 @@ DEFAULT_KUEUE_USERNAME = "system:serviceaccount:kueue-system:kueue-controller-ma
 
 class SettingsError(ValueError):
     """Settings that cannot be used; the message names every bad field."""
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Defaults(_Section):
-    region: str = Field(default="", description="EKS cluster region; the only launch region.")
-    nodeRoleArn: str = Field(default="", description="Default node IAM role ARN.")
-    mode: Literal["runinstances", "fleet"] = Field(default="runinstances")
-    keepWarmTTL: GoDuration = Field(default=GoDuration.of(minutes=10))
-    maxLifetime: GoDuration = Field(default=GoDuration.of(hours=4))
-
-
-class Limits(_Section):
-    # CreateFleet's MinTargetCapacity tops out at 1000.
-    maxGangSize: int = Field(default=64, ge=1, le=1000)
-    maxKeepWarmTTL: GoDuration = Field(default=GoDuration.of(hours=24))
-    maxLifetime: GoDuration = Field(
-        default=GoDuration.of(hours=168), description="Cap on max-lifetime (and its default)."
-    )
-
-
-class LeaderElection(_Section):
-    enabled: bool = True
-    leaseName: str = "atomic-gang-provisioner"
-    namespace: str = Field(default="", description="Lease namespace; empty = the pod's own.")
-    leaseDurationSeconds: float = Field(default=15.0, gt=0)
-    renewDeadlineSeconds: float = Field(default=10.0, gt=0)
-    retryPeriodSeconds: float = Field(default=2.0, gt=0)
-
-    @model_validator(mode="after")
-    def _timings(self) -> LeaderElection:
-        if not self.retryPeriodSeconds < self.renewDeadlineSeconds < self.leaseDurationSeconds:
-            raise ValueError(
-                "leaderElection needs retryPeriodSeconds < renewDeadlineSeconds"
-                " < leaseDurationSeconds"
-            )
-        return self
-
-
-class AcquireRetry(_Section):
-    backoffBaseSeconds: float = Field(default=5.0, gt=0)
-    backoffMaxSeconds: float = Field(default=300.0, gt=0)
-
-
-class CapacityBlock(_Section):
-    """How gangs use Capacity Blocks (EC2 terminates a block's instances 30 min before its end)."""
-
-    drainLeadSeconds: int = Field(
-        default=2400,
-        ge=1800,
-        description=(
-            "Drain point: this long before a block's EndDate the check goes to Retry "
-            "(CapacityBlockEnding) and the pool releases the block's instances; at least "
-            "1800, EC2's own termination lead."
-        ),
-    )
-    minRemainingSeconds: int = Field(
-        default=1800,
-        ge=0,
-        description="Without min-runtime, a gang starts in a block only with this much left "
-        "before the drain point.",
-    )
-    warningLeadSeconds: int = Field(
-        default=600,
-        ge=0,
-        description="The CapacityBlockEnding Event comes this long before the drain point.",
-    )
-
-
-class Iam(_Section):
-    selfManageInstanceProfile: bool = False
 
 
 class GangSettings(BaseSettings):
@@ -140,6 +91,7 @@ class GangSettings(BaseSettings):
     acquireRetry: AcquireRetry = Field(default_factory=AcquireRetry)
     leaderElection: LeaderElection = Field(default_factory=LeaderElection)
     iam: Iam = Field(default_factory=Iam)
+    ec2Api: Ec2Api = Field(default_factory=Ec2Api)
     capacityBlock: CapacityBlock = Field(default_factory=CapacityBlock)
 
     @classmethod

@@ -6,6 +6,7 @@ content type, body), not just which method a reconciler called."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -110,6 +111,9 @@ class NoCloud:
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         return self._no(instance_ids)  # type: ignore[no-any-return]
 
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+        return self._no(instance_ids)  # type: ignore[no-any-return]
+
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         return self._no(request)  # type: ignore[no-any-return]
 
@@ -125,6 +129,9 @@ class NoCloud:
     def forget_pool(self, pool: str) -> None:
         self._no(pool)
 
+    def prune_templates(self) -> tuple[str, ...]:
+        return self._no()  # type: ignore[no-any-return]
+
     def recover_enis(self) -> tuple[str, ...]:
         return self._no()  # type: ignore[no-any-return]
 
@@ -137,8 +144,18 @@ class NoCloud:
     def reap_placement_group(self, name: str) -> bool:
         return self._no(name)  # type: ignore[no-any-return]
 
-    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
         return self._no(instance_ids)  # type: ignore[no-any-return]
+
+
+def answered(value: Any) -> Future[Any]:
+    """A Future that already holds ``value`` (an exception is raised by ``result()``)."""
+    done: Future[Any] = Future()
+    if isinstance(value, BaseException):
+        done.set_exception(value)
+    else:
+        done.set_result(value)
+    return done
 
 
 def context(

@@ -118,6 +118,7 @@ app.kubernetes.io/component: {{ .component }}
   "maxConcurrentPoolReconciles" $v.maxConcurrentPoolReconciles
   "healthGraceSeconds" $v.healthGraceSeconds
   "acquireRetry" $v.acquireRetry
+  "ec2Api" $v.ec2Api
   "leaderElection" $le
   "iam" $v.iam
   "capacityBlock" $v.capacityBlock

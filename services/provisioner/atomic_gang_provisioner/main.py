@@ -14,8 +14,10 @@ import threading
 from collections.abc import Callable
 
 from atomic_gang import logs, startup
-from atomic_gang.settings import GangSettings, SettingsError
+from atomic_gang.settings import Ec2Api, GangSettings, SettingsError
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
+from atomic_gang_provisioner.cloud.batcher import Windows
+from atomic_gang_provisioner.cloud.budget import BucketSpec, BudgetLimits
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.httpserver import serve
 from atomic_gang_provisioner.kube import KubeClient, KubeConfigError, NotFoundError
@@ -132,15 +134,30 @@ def main(argv: list[str] | None = None) -> None:
     http.shutdown()
 
 
+def budget_limits(api: Ec2Api) -> BudgetLimits:
+    return BudgetLimits(
+        run_instances=BucketSpec(api.runInstancesBurst, api.runInstancesPerSecond),
+        run_instances_instances=BucketSpec(
+            api.runInstancesInstanceBurst, api.runInstancesInstancesPerSecond
+        ),
+        mutating=BucketSpec(api.mutatingBurst, api.mutatingPerSecond),
+        non_mutating=BucketSpec(api.nonMutatingBurst, api.nonMutatingPerSecond),
+    )
+
+
 def _cloud(
     settings: GangSettings, server: ServerSettings, client: KubeClient, metrics: ProvisionerMetrics
 ) -> Ec2Provider:
+    api = settings.ec2Api
     return Ec2Provider(
         clients=make_clients(region=settings.defaults.region),
         config=EngineConfig(
             cluster=settings.clusterName,
             eni_wait_seconds=server.eni_wait_seconds,
             self_manage_instance_profile=settings.iam.selfManageInstanceProfile,
+            limits=budget_limits(api),
+            batch=Windows(idle_seconds=api.batchIdleSeconds, max_seconds=api.batchMaxSeconds),
+            capacity_ttl_seconds=api.shortCellSeconds,
         ),
         aws_auth=aws_auth_reader(client),
         on_call=metrics.aws_call,

@@ -16,73 +16,29 @@ from datetime import timedelta
 from typing import Any
 
 from atomic_gang import GangSettings, keys
+from atomic_gang_provisioner.caches import OWNER_INDEX, informers
 from atomic_gang_provisioner.cloud.provider import CloudProvider
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.kube import (
     EventRecorder,
     Handlers,
-    Informer,
     KubeClient,
     LeaderElectionConfig,
     LeaderElector,
-    by_label,
-    by_owner_uid,
     object_key,
 )
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
-from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.pool.model import Knobs
 from atomic_gang_provisioner.reconcilers.admissioncheck import AdmissionCheckReconciler
 from atomic_gang_provisioner.reconcilers.context import Context, Faults
-from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
+from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
-from atomic_gang_provisioner.reconcilers.workload import (
-    CHECK_INDEX,
-    CLAIM_INDEX,
-    JOB_UID_INDEX,
-    WorkloadReconciler,
-    check_index,
-    claim_index,
-    job_uid_index,
-)
-from atomic_gang_provisioner.resources import (
-    ADMISSION_CHECKS,
-    JOBS,
-    NODES,
-    POOLS,
-    RESOURCE_FLAVORS,
-    WORKLOADS,
-)
+from atomic_gang_provisioner.reconcilers.workload import CHECK_INDEX, WorkloadReconciler
 from atomic_gang_provisioner.runtime import Controller, ControllerHooks
 
 log = logging.getLogger("atomic_gang_provisioner")
 COMPONENT = "atomic-gang-provisioner"
-OWNER_INDEX = "owner"
 Obj = dict[str, Any]
-
-
-def informers(client: KubeClient, *, resync_seconds: float) -> dict[str, Informer]:
-    """The caches, with the indexes the reconcilers and the event handlers look up."""
-    resync = resync_seconds  # the objects whose changes other objects do not announce
-    return {
-        "pools": Informer(
-            client, POOLS, indexers={CLAIM_INDEX: claim_index}, resync_seconds=resync
-        ),
-        "workloads": Informer(
-            client,
-            WORKLOADS,
-            indexers={OWNER_INDEX: by_owner_uid(kind="Job"), CHECK_INDEX: check_index},
-            resync_seconds=resync,
-        ),
-        "nodes": Informer(
-            client, NODES, indexers={INSTANCE_INDEX: instance_index, "pool": by_label(keys.POOL)}
-        ),
-        "jobs": Informer(
-            client, JOBS, label_selector=keys.POOL, indexers={JOB_UID_INDEX: job_uid_index}
-        ),
-        "checks": Informer(client, ADMISSION_CHECKS, resync_seconds=resync),
-        "flavors": Informer(client, RESOURCE_FLAVORS),
-    }
 
 
 def knobs(settings: GangSettings) -> Knobs:
@@ -172,7 +128,9 @@ class Manager:
     def _controllers(self) -> dict[str, Controller[str]]:
         pool_workers = self.server.pool_workers or self.settings.maxConcurrentPoolReconciles
         return {
-            "pool": self._controller("pool", PoolReconciler(self.ctx).reconcile, pool_workers),
+            "pool": self._controller(
+                "pool", PoolReconciler(self.ctx, requeue=self._requeue_pool).reconcile, pool_workers
+            ),
             "workload": self._controller(
                 "workload", WorkloadReconciler(self.ctx).reconcile, self.server.workload_workers
             ),
@@ -184,6 +142,9 @@ class Manager:
                 1,
             ),
         }
+
+    def _requeue_pool(self, name: str) -> None:
+        self.controllers["pool"].enqueue(name)
 
     def _wire(self) -> None:
         """Informer events become reconcile keys; handlers only enqueue."""

@@ -122,6 +122,7 @@ def make_provider(clients: AwsClients, clock: FakeClock) -> Factory:
             backoff=Backoff(max_attempts=4, base_seconds=0.5, cap_seconds=4, rng=random.Random(3)),
             eni_wait_seconds=overrides.pop("eni_wait_seconds", 20.0),
             self_manage_instance_profile=overrides.pop("self_manage_instance_profile", False),
+            **({"batch": overrides.pop("batch")} if "batch" in overrides else {}),
         )
         return Ec2Provider(
             clients=overrides.pop("clients", clients),

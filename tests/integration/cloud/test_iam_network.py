@@ -35,7 +35,7 @@ def test_placement_efa_and_topology_are_allowed(
         spec = make_spec(pool="net", count=2, placement="cluster", efa="max")
         launched = engine.acquire(AcquireRequest(spec=spec, generation=0))
         assert isinstance(launched, Launched), launched
-        assert engine.read_topology(launched.instance_ids).spread == 1
+        assert engine.read_topology_later(launched.instance_ids).result().spread == 1
         assert [g.pool for g in engine.list_placement_groups()] == ["net"]
         assert engine.release(ReleaseRequest(instance_ids=launched.instance_ids)).done
         assert engine.delete_placement_group("net") is True

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
-from atomic_gang_provisioner.cloud import AcquireRequest, Launched, RetryLater, Shortfall
+from atomic_gang_provisioner.cloud import (
+    AcquireRequest,
+    Launched,
+    RetryLater,
+    Shortfall,
+    Waiting,
+)
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
 from tests.integration.cloud.conftest import FakeClock, backend, pool_instances
 
@@ -74,19 +83,29 @@ def test_retry_budget_exhausted_then_next_attempt_adopts(
     assert set(tokens(fake)) == {"ag-train-g0-us-east-1a"}
 
 
-def test_throttling_backs_off_on_the_fake_clock(
+def test_a_throttled_launch_is_retried_after_the_hint_with_the_same_token(
     provider: Ec2Provider, make_spec: Spec, fake: FakeAws, admin: dict[str, Any], clock: FakeClock
 ) -> None:
-    for _ in range(5):  # drain RunInstances' burst of 5
+    for _ in range(5):  # another launcher in the account drains RunInstances' burst of 5
         admin["ec2"].run_instances(ImageId="ami-12345678", MinCount=1, MaxCount=1)
-    result = provider.acquire(AcquireRequest(spec=make_spec(count=2), generation=0))
+    request = AcquireRequest(spec=make_spec(count=2), generation=0)
+    throttled = provider.acquire(request)
+    assert isinstance(throttled, RetryLater)  # no sleep inside the call: the pool requeues
+    assert throttled.code == "RequestLimitExceeded"
+    assert throttled.launched_nothing
+    assert throttled.retry_after == pytest.approx(0.5)  # one token at EC2's 2/s refill
+    assert not clock.slept
+    early = provider.acquire(replace(request, adopt=False))
+    assert isinstance(early, Waiting)  # our mirror of the bucket: no call before the hint
+    assert throttled.retry_after is not None
+    clock.t += throttled.retry_after
+    reads = len(fake.calls("DescribeInstances"))
+    result = provider.acquire(replace(request, adopt=False))
     assert isinstance(result, Launched)
+    assert len(fake.calls("DescribeInstances")) == reads  # no second adoption read
     outcomes = [c["outcome"] for c in fake.calls("RunInstances")][5:]
-    assert outcomes[0] == "error:RequestLimitExceeded"
-    assert outcomes[-1] == "ok"
+    assert outcomes == ["error:RequestLimitExceeded", "ok"]
     assert len(set(tokens(fake)[5:])) == 1
-    assert clock.slept
-    assert sum(clock.slept) > 0
 
 
 def test_injected_5xx_is_retried(provider: Ec2Provider, make_spec: Spec, fake: FakeAws) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import email
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -46,11 +47,8 @@ def test_template_per_shape_with_ssm_ami_profile_sg_and_imdsv2(
     spec = make_spec()
     assert isinstance(provider.acquire(AcquireRequest(spec=spec, generation=0)), Launched)
     found = _template(admin)
-    assert (
-        found["template"]["LaunchTemplateName"]
-        == f"atomic-gang-{CLUSTER}-train-{spec.shape_hash()}"
-    )
     data = found["data"]
+    assert found["template"]["LaunchTemplateName"].startswith(f"atomic-gang-{CLUSTER}-shape-")
     assert data["ImageId"] == fake_ami(AMI_PATH)
     assert data["IamInstanceProfile"] == {"Name": world.instance_profile}
     assert data["MetadataOptions"]["HttpTokens"] == "required"
@@ -60,6 +58,23 @@ def test_template_per_shape_with_ssm_ami_profile_sg_and_imdsv2(
     assert data["SecurityGroupIds"] == [cluster_sg]
     lt_tags = {t["Key"]: t["Value"] for t in found["template"].get("Tags", [])}
     assert lt_tags["atomic-gang.k8s.aws/managed"] == "true"
+    assert "atomic-gang.k8s.aws/pool" not in lt_tags  # shared by every pool of the shape
+
+
+def test_a_new_pool_of_a_known_shape_costs_no_template_call_and_keeps_its_labels(
+    provider: Ec2Provider, make_spec: Spec, admin: dict[str, Any], fake: FakeAws
+) -> None:
+    first = provider.acquire(AcquireRequest(spec=make_spec(pool="first"), generation=0))
+    assert isinstance(first, Launched)
+    fake.clear_calls()
+    second = provider.acquire(AcquireRequest(spec=make_spec(pool="second"), generation=3))
+    assert isinstance(second, Launched)
+    assert [c for c in fake.calls() if "LaunchTemplate" in c["action"]] == []
+    assert len(admin["ec2"].describe_launch_templates()["LaunchTemplates"]) == 1
+    flags = node_config(admin, second.instance_ids[0])["spec"]["kubelet"]["flags"]
+    labels = dict(kv.split("=", 1) for kv in flag(flags, "--node-labels").split(","))
+    assert labels["atomic-gang.k8s.aws/pool"] == "second"
+    assert labels["atomic-gang.k8s.aws/generation"] == "3"
 
 
 def test_explicit_ami_wins_over_ssm(
@@ -261,3 +276,48 @@ def test_a_new_shape_costs_one_template_call_and_a_restart_reuses_it(
     assert fake.calls("ModifyLaunchTemplate") == []
     (template,) = backend().launch_templates.values()
     assert template.default_version_number == 1
+
+
+def test_new_pools_of_one_new_shape_acquiring_together_make_one_template(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    with ThreadPoolExecutor(4) as pool:
+        results = list(
+            pool.map(
+                lambda n: provider.acquire(
+                    AcquireRequest(spec=make_spec(pool=f"p{n}", count=1), generation=0)
+                ),
+                range(4),
+            )
+        )
+    assert all(isinstance(r, Launched) for r in results)
+    assert template_calls(fake) == [("CreateLaunchTemplate", "ok")]
+
+
+def test_a_shared_template_unused_for_an_hour_is_pruned_and_made_again_when_needed(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, admin: dict[str, Any], clock: Any
+) -> None:
+    """A shape no pool uses any more leaves no template behind; the pools' own (fleet)
+    templates are not the reaper's, and one in use is kept."""
+    old = make_spec(pool="old", count=1, instance_type="p4de.24xlarge")
+    kept = make_spec(pool="kept", count=1)
+    fleet = make_spec(pool="fleet", count=1, mode="fleet", availability_zones=("us-east-1a",))
+    for n, spec in enumerate((old, kept, fleet)):
+        assert isinstance(provider.acquire(AcquireRequest(spec=spec, generation=n)), Launched)
+    names = sorted(
+        t["LaunchTemplateName"] for t in admin["ec2"].describe_launch_templates()["LaunchTemplates"]
+    )
+    assert len(names) == 3
+    clock.sleep(1800)
+    assert provider.prune_templates() == ()  # used half an hour ago: kept
+    assert isinstance(provider.acquire(AcquireRequest(spec=kept, generation=5)), Launched)
+    clock.sleep(1801)
+    (gone,) = provider.prune_templates()
+    left = {
+        t["LaunchTemplateName"] for t in admin["ec2"].describe_launch_templates()["LaunchTemplates"]
+    }
+    assert gone not in left
+    assert len(left) == 2  # the shape still in use, and the fleet pool's own
+    fake.clear_calls()
+    assert isinstance(provider.acquire(AcquireRequest(spec=old, generation=9)), Launched)
+    assert template_calls(fake) == [("CreateLaunchTemplate", "ok")]

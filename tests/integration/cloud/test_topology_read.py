@@ -1,5 +1,5 @@
-"""The engine's topology read: one DescribeInstanceTopology per gang, behind a 1/s
-limiter that answers "later" instead of calling, cached per instance."""
+"""The engine's topology read: DescribeInstanceTopology shared by the gangs that ask
+together, paced below EC2's 1/s by the batch thread, cached per instance."""
 
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ def test_a_gang_in_one_group_has_spread_one_and_is_read_once(
     provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
 ) -> None:
     ids = launch(provider, make_spec(count=4, placement="cluster"))
-    read = provider.read_topology(ids)
+    read = provider.read_topology_later(ids).result()
     assert read.retry_after == 0
     assert sorted(i for i, _ in read.nodes) == sorted(ids)
     assert {len(n) for _, n in read.nodes} == {3}
     assert read.spread == 1
     clock.sleep(5)
-    assert provider.read_topology(ids) == read  # cached: no second call
+    assert provider.read_topology_later(ids).result() == read  # cached: no second call
     (call,) = fake.calls("DescribeInstanceTopology")
     assert sorted(v for k, v in call["params"].items() if k.startswith("InstanceId")) == sorted(ids)
 
@@ -42,21 +42,22 @@ def test_a_group_that_spills_has_spread_two(
 ) -> None:
     fake.set_topology_node_size(2, group=placement_group_name(cluster=CLUSTER, pool="train"))
     ids = launch(provider, make_spec(count=4, placement="cluster"))
-    assert provider.read_topology(ids).spread == 2
+    assert provider.read_topology_later(ids).result().spread == 2
 
 
-def test_the_limiter_says_when_instead_of_calling(
+def test_the_next_gang_waits_for_a_token_in_the_batch_thread_not_in_a_reconcile(
     provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
 ) -> None:
+    """Paced a tenth below EC2's 1/s: EC2 never throttles us, and the second gang's
+    answer comes after the wait, with nothing for its reconcile to retry."""
     first = launch(provider, make_spec(pool="a", count=2, placement="cluster"))
     second = launch(provider, make_spec(pool="b", count=2, placement="cluster"))
-    assert provider.read_topology(first).spread == 1
-    later = provider.read_topology(second)
-    assert later.nodes == ()
-    assert 0 < later.retry_after <= 1.0
-    assert len(fake.calls("DescribeInstanceTopology")) == 1  # nothing was asked
-    clock.sleep(later.retry_after)
-    assert provider.read_topology(second).spread == 1
+    assert provider.read_topology_later(first).result().spread == 1
+    before = list(clock.slept)
+    later = provider.read_topology_later(second).result()
+    assert (later.spread, later.retry_after) == (1, 0)
+    (waited,) = clock.slept[len(before) :]
+    assert 1.0 < waited <= 1 / 0.9 + 1e-6
     assert [c["outcome"] for c in fake.calls("DescribeInstanceTopology")] == ["ok", "ok"]
 
 
@@ -64,13 +65,13 @@ def test_gangs_outside_a_group_spread_and_unsupported_types_have_none(
     provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
 ) -> None:
     loose = launch(provider, make_spec(pool="loose", count=3))
-    assert provider.read_topology(loose).spread == 3
+    assert provider.read_topology_later(loose).result().spread == 3
     clock.sleep(1)
     small = launch(
         provider,
         make_spec(pool="small", count=2, instance_type="m5.large", ami_variant="standard"),
     )
-    read = provider.read_topology(small)
+    read = provider.read_topology_later(small).result()
     assert (read.nodes, read.spread, read.retry_after) == ((), 0, 0)
 
 
@@ -86,6 +87,6 @@ def test_throttled_by_ec2_after_the_retries_is_a_later_not_an_error(
             "times": None,
         }
     )
-    read = provider.read_topology(ids)
+    read = provider.read_topology_later(ids).result()
     assert (read.nodes, read.retry_after) == ((), THROTTLED_WAIT)
     assert len(fake.calls("DescribeInstanceTopology")) == 4  # the caller's retry budget

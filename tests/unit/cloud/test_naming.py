@@ -125,3 +125,9 @@ def test_group_tags_carry_ownership_pool_group_generation() -> None:
     assert tags["atomic-gang.k8s.aws/group"] == "pool-a-g5"
     assert tags["atomic-gang.k8s.aws/generation"] == "5"
     assert tags["atomic-gang.k8s.aws/max-lifetime"] == "4h0m0s"
+
+
+def test_the_shared_template_name_follows_the_template_data_only() -> None:
+    name = naming.shared_template_name(cluster="prod", data_digest="0123abcd")
+    assert name == "atomic-gang-prod-shape-0123abcd"
+    assert len(naming.shared_template_name(cluster="c" * 200, data_digest="d")) <= 128

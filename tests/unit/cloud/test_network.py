@@ -18,6 +18,7 @@ from atomic_gang_provisioner.cloud.aws.instance_types import TypeInfo
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.topology import TokenBucket, TopologyReader
+from atomic_gang_provisioner.cloud.batcher import Windows
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.reservations import Reservation
 from atomic_gang_provisioner.cloud.retry import Backoff
@@ -170,23 +171,61 @@ class Ec2:
         return {"Instances": rows}
 
 
-def test_reader_asks_at_most_100_ids_a_call_one_call_a_second() -> None:
-    now = [0.0]
+def test_reader_asks_at_most_100_ids_a_call_paced_below_ecs_one_a_second() -> None:
+    """150 ids: 100 in the first call; the batch thread waits once for the next token
+    (here the clock stands still, so the rest gets "later" with the time to wait)."""
+    now, waited = [0.0], list[float]()
     ec2 = Ec2()
-    caller = Caller(backoff=Backoff(rng=random.Random(1)), sleeper=lambda s: None)
+    caller = Caller(backoff=Backoff(rng=random.Random(1)), sleeper=waited.append)
     reader = TopologyReader(
         clients=AwsClients(ec2=ec2, eks=None, ssm=None, iam=None),
         caller=caller,
         monotonic=lambda: now[0],
     )
     ids = [f"i-{n:03}" for n in range(150)]
-    first = reader.read(ids)
+    first = reader.read_later(ids).result()
     assert [len(c) for c in ec2.calls] == [100]
     assert len(first.nodes) == 100
-    assert first.retry_after == pytest.approx(1.0)
+    assert waited == [pytest.approx(1 / 0.9)]  # a tenth slower than EC2's 1/s
+    assert first.retry_after == pytest.approx(1 / 0.9)
     now[0] = 1.0
-    assert reader.read(ids).spread == 150
+    assert reader.read_later(ids).result().retry_after == pytest.approx(0.1 / 0.9)
+    now[0] = 1.2
+    assert reader.read_later(ids).result().spread == 150
     assert [len(c) for c in ec2.calls] == [100, 50]
+
+
+def reader_of(ec2: Ec2, now: list[float], windows: Windows | None = None) -> TopologyReader:
+    return TopologyReader(
+        clients=AwsClients(ec2=ec2, eks=None, ssm=None, iam=None),
+        caller=Caller(backoff=Backoff(rng=random.Random(1)), sleeper=lambda s: None),
+        monotonic=lambda: now[0],
+        windows=windows,
+    )
+
+
+def test_gangs_asking_together_share_one_call_each_with_its_own_answer() -> None:
+    """12 gangs of 8 cost one call, not twelve seconds of the 1/s budget."""
+    ec2, now = Ec2(), [0.0]
+    reader = reader_of(ec2, now, Windows(idle_seconds=0.2, max_seconds=2.0))
+    gangs = [[f"i-{g:02}{n}" for n in range(8)] for g in range(12)]
+    answers = [reader.read_later(ids) for ids in gangs]
+    reads = [a.result(timeout=10) for a in answers]
+    assert [len(c) for c in ec2.calls] == [96]
+    for ids, read in zip(gangs, reads, strict=True):
+        assert sorted(i for i, _ in read.nodes) == sorted(ids)  # its own, nobody else's
+        assert (read.spread, read.retry_after) == (8, 0)
+
+
+def test_a_gang_read_before_is_answered_at_once_without_a_batch() -> None:
+    ec2, now = Ec2(), [0.0]
+    reader = reader_of(ec2, now)
+    ids = ["i-a", "i-b"]
+    first = reader.read_later(ids).result(timeout=10)
+    again = reader.read_later(ids)
+    assert again.done()  # no batch window, no worker round trip
+    assert again.result() == first
+    assert len(ec2.calls) == 1
 
 
 def test_a_reservation_inside_a_group_takes_the_gang_into_it() -> None:

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from atomic_gang import keys
+from atomic_gang_provisioner.api import conditions
 from atomic_gang_provisioner.cloud.types import (
     Instance,
     Launched,
@@ -16,6 +17,8 @@ from atomic_gang_provisioner.cloud.types import (
     RetryLater,
     Shortfall,
     TopologyRead,
+    Waiting,
+    WaitReason,
     ZoneAttempt,
 )
 from atomic_gang_provisioner.pool import machine
@@ -170,6 +173,37 @@ def test_retry_later_keeps_the_generation() -> None:
     assert after.status.acquireGeneration == 5
     assert after.status.consecutiveShortfalls == 0
     assert after.requeue_after
+
+
+@pytest.mark.parametrize(
+    ("reason", "message"),
+    [
+        pytest.param(
+            "WaitingForLaunchBudget", "waiting for EC2's launch budget: 12 pools ahead", id="budget"
+        ),
+        pytest.param(
+            "WaitingForCapacity", "waiting for p4d.24xlarge in us-east-1a: 3 gangs ahead", id="cell"
+        ),
+    ],
+)
+def test_waiting_its_turn_is_no_attempt_and_the_claimant_reads_why(
+    reason: WaitReason, message: str
+) -> None:
+    p = pool(phase="Acquiring", claimKey=KEY, acquireGeneration=5, consecutiveShortfalls=2)
+    plan = machine.decide(p, observed(), T0)
+    assert plan.acquire is not None
+    assert plan.acquire.waiting_since == p.status.acquiringSince  # its place in the line
+    wait = Waiting(reason=reason, message=message, retry_after=6.0)
+    after = machine.after_acquire(p, plan, request=plan.acquire, result=wait, now=T0, knobs=KNOBS)
+    assert after.status.acquireGeneration == 5  # the same ClientToken next time
+    assert after.status.consecutiveShortfalls == 2  # not an attempt
+    assert after.requeue_after == 6.0
+    assert after.events == ()
+    ready = next(c for c in after.status.conditions if c.type == "Ready")
+    assert (ready.status, ready.reason) == ("False", reason)
+    assert message in ready.message
+    got = conditions.for_claim(p.model_copy(update={"status": after.status}), KEY)
+    assert message in got.progress  # what the check message shows
 
 
 def test_claim_dropped_while_acquiring_looks_for_a_lost_launch_then_goes_idle() -> None:

@@ -49,6 +49,20 @@ def test_one_read_for_the_gang_once_all_nodes_are_ready() -> None:
     assert plan.status.phase == "Joining"
 
 
+def test_the_read_goes_ahead_once_a_node_is_ready_and_only_fills_the_cache() -> None:
+    """While the gang joins, its instances are read ahead (the answer is not waited for
+    and not recorded), so the read at N Ready is a cache hit, not a turn of the 1/s budget."""
+    none_yet = machine.decide(launched(), observed((), instances()), NOW)
+    assert none_yet.warm_topology == ()
+    one = machine.decide(launched(), observed(nodes(1), instances()), NOW)
+    assert one.warm_topology == tuple(IDS)
+    assert (one.read_topology, one.status.phase, one.status.networkNodes) == ((), "Joining", None)
+    small = machine.decide(shaped(launched(), instanceType="m5.large"), observed(nodes(1)), NOW)
+    assert small.warm_topology == ()
+    known = launched(networkNodes={i: [*LAYERS, "nn-1"] for i in IDS})
+    assert machine.decide(known, observed(nodes(1), instances()), NOW).warm_topology == ()
+
+
 def test_limiter_without_a_token_waits_and_reads_again() -> None:
     plan = machine.decide(launched(), joined(TopologyRead(retry_after=0.7)), NOW)
     assert plan.status.phase == "Joining"

@@ -5,6 +5,7 @@ once their release succeeded."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
@@ -23,8 +24,8 @@ from atomic_gang_provisioner.cloud.types import (
 )
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from tests.support.jobs import settings
-from tests.support.kubefakes import RecordingTransport, context
-from tests.support.pools import T0
+from tests.support.kubefakes import FakeCache, RecordingTransport, context
+from tests.support.pools import T0, pool
 
 
 def managed(
@@ -65,6 +66,8 @@ class FakeCloud:
     groups: list[PlacementGroup] = field(default_factory=list)
     in_use: set[str] = field(default_factory=set)  # groups EC2 still counts instances in
     reaped_groups: list[str] = field(default_factory=list)
+    prunes: int = 0
+    pruned: tuple[str, ...] = ()
 
     def recover_enis(self) -> tuple[str, ...]:
         self.recover_calls += 1
@@ -93,6 +96,9 @@ class FakeCloud:
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         raise AssertionError("unused")
 
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+        raise AssertionError("unused")
+
     def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
         raise AssertionError("the reaper uses the full release path")
 
@@ -101,6 +107,10 @@ class FakeCloud:
 
     def forget_pool(self, pool: str) -> None:
         raise AssertionError("unused")
+
+    def prune_templates(self) -> tuple[str, ...]:
+        self.prunes += 1
+        return self.pruned
 
     def list_placement_groups(self) -> tuple[PlacementGroup, ...]:
         return tuple(self.groups)
@@ -115,7 +125,7 @@ class FakeCloud:
     def delete_placement_group(self, pool: str) -> bool:
         raise AssertionError("the reaper deletes groups by name")
 
-    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
         raise AssertionError("unused")
 
 
@@ -209,3 +219,39 @@ def test_a_failed_recovery_is_tried_again_on_the_next_sweep() -> None:
     assert r.sweep() == {}
     assert cloud.recover_calls == 2
     assert [q.enis for q in cloud.requests] == [("eni-x",)]
+
+
+@dataclass
+class ListingWhilePoolsAppear(FakeCloud):
+    """EC2's listing takes seconds at scale; a pool created meanwhile launches into it."""
+
+    cache: FakeCache | None = None
+
+    def list_owned(self) -> tuple[Instance, ...]:
+        assert self.cache is not None
+        fresh = pool(phase="Acquiring", acquireGeneration=1)
+        self.cache.upsert(fresh.name, fresh.to_dict())
+        return (managed("i-new", fresh.name, generation=1, age=timedelta(seconds=1)),)
+
+
+def test_a_pool_created_while_ec2_is_listed_is_not_taken_for_an_orphan() -> None:
+    """The sweep lists EC2 before it reads the pools: the other way round, the pool was
+    missing from the older snapshot and its brand-new instance was reaped as an orphan
+    (bench.scale at 100 gangs: about 40 sets terminated and launched again)."""
+    cache = FakeCache()
+    cloud = ListingWhilePoolsAppear(cache=cache)
+    ctx = replace(
+        context(settings=settings(), transport=RecordingTransport(), now=lambda: T0, pools=cache),
+        cloud=cloud,
+    )
+    assert Reaper(ctx, interval=60).sweep() == {}
+    assert cloud.requests == []
+
+
+def test_every_sweep_prunes_shared_templates_after_the_leaks() -> None:
+    cloud = FakeCloud(listed=[orphan("i-1")], pruned=("atomic-gang-c-shape-1",))
+    r = reaper(cloud)
+    assert r.sweep() == {"orphaned": 1}
+    assert (cloud.prunes, len(cloud.requests)) == (1, 1)
+    assert r.sweep() == {}
+    assert cloud.prunes == 2

@@ -4,6 +4,7 @@ patched, a refused patch or a failed read not fatal, and the own group deleted."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -15,7 +16,7 @@ from atomic_gang_provisioner.kube.errors import ForbiddenError
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
 from tests.support.jobs import settings
-from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
+from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, answered, context
 from tests.support.pools import IDS, T0, instances, launched, pool
 
 LAYER = "topology.k8s.aws/network-node-layer-{}".format
@@ -28,14 +29,12 @@ class NetCloud(NoCloud):
     deleted: list[str] = field(default_factory=list)
     in_use: bool = False
 
-    def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
-        return instances()
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+        return answered(instances())
 
-    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
         self.reads.append(tuple(instance_ids))
-        if isinstance(self.read, Exception):
-            raise self.read
-        return self.read
+        return answered(self.read)
 
     def delete_placement_group(self, pool: str) -> bool:
         self.deleted.append(pool)
@@ -80,6 +79,31 @@ def test_one_read_then_labels_patched_where_missing() -> None:
         "metadata": {"labels": {LAYER(2): "mid", LAYER(3): "b1"}}
     }
     assert patches["/api/v1/nodes/node-3"]["metadata"]["labels"][LAYER(1)] == "top"
+
+
+def test_a_joining_gang_reads_ahead_without_waiting_for_the_answer() -> None:
+    """Two of four Nodes Ready: the read goes out (it fills the cache), the reconcile
+    does not wait for it and records nothing of it."""
+    pending: Future[TopologyRead] = Future()
+
+    class Slow(NetCloud):
+        def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+            self.reads.append(tuple(instance_ids))
+            return pending  # never answered in this test
+
+    cloud, transport = Slow(), RecordingTransport()
+    ctx = context(
+        settings=settings(),
+        transport=transport,
+        pools=FakeCache([launched().to_dict()]),
+        now=lambda: T0 + timedelta(seconds=30),
+    )
+    nodes = FakeCache([node(0), node(1)], {INSTANCE_INDEX: instance_index})
+    PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud)).reconcile("pretrain")
+    assert cloud.reads == [tuple(IDS)]
+    written = [w.body["status"] for w in transport.writes() if w.path.endswith("/status")]
+    assert all(s.get("networkNodes") is None for s in written)
+    assert all(s["phase"] == "Joining" for s in written)
 
 
 def test_a_refused_label_patch_does_not_stop_the_gang() -> None:

@@ -37,6 +37,7 @@ from atomic_gang_provisioner.cloud.types import (
     ReleaseResult,
     RetryLater,
     Shortfall,
+    Waiting,
     ZoneAttempt,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "ReleaseResult",
     "RetryLater",
     "Shortfall",
+    "Waiting",
     "ZoneAttempt",
     "classify",
     "find_leaks",

@@ -39,6 +39,8 @@ THROTTLED: Final = frozenset(
         "RequestThrottled",
         "RequestThrottledException",
         "SlowDown",
+        # Pseudo-code: our own budget for the class is spent (no call was sent).
+        "OverBudget",
     }
 )
 TRANSIENT: Final = frozenset(
@@ -78,6 +80,7 @@ NOT_FOUND: Final = frozenset(
     }
 )
 IDEMPOTENCY_MISMATCH: Final = "IdempotentParameterMismatch"
+OVER_BUDGET: Final = "OverBudget"
 PERMANENT_ERROR: Final = "PermanentError"  # the reason of any other permanent error
 # Permanent errors with a reason of their own: (reason, the Job's annotations are at fault).
 NAMED_PERMANENT: Final[dict[str, tuple[str, bool]]] = {
@@ -167,12 +170,21 @@ _TABLE: Final[tuple[tuple[ErrorClass, frozenset[str]], ...]] = (
 class CloudError(Exception):
     """An AWS call that failed, already classified."""
 
-    def __init__(self, code: str, message: str, *, http_status: int | None = None) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        http_status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
         self.http_status = http_status
         self.kind: ErrorClass = classify(code, http_status, message)
+        # Throttled: when a token will be back (our mirror of EC2's bucket says).
+        self.retry_after = retry_after
 
     @property
     def retryable(self) -> bool:

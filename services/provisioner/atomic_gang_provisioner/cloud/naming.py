@@ -70,6 +70,14 @@ def launch_template_name(*, cluster: str, spec: GangSpec) -> str:
     return _fit(re.sub(r"[^a-zA-Z0-9().\-/_]", "-", name), TEMPLATE_MAX)
 
 
+def shared_template_name(*, cluster: str, data_digest: str) -> str:
+    """One launch template per launch-template shape (AMI, type, profile, security
+    group, EFA interfaces), shared by every runinstances pool of that shape: the per-pool
+    parts (user data with the pool's labels, tags, placement group) go with each
+    RunInstances."""
+    return _fit(f"atomic-gang-{cluster}-shape-{data_digest}", TEMPLATE_MAX)
+
+
 def placement_group_name(*, cluster: str, pool: str) -> str:
     """The pool's own placement group, the same across generations and restarts:
     ``atomic-gang-<cluster>-<pool>-<digest>`` (the digest of both keeps ``a-b``/``c``
@@ -79,9 +87,14 @@ def placement_group_name(*, cluster: str, pool: str) -> str:
     )
 
 
-def ownership_tags(*, cluster: str, pool: str) -> dict[str, str]:
+def cluster_tags(*, cluster: str) -> dict[str, str]:
     """Tags on everything we create, so the reaper and IAM conditions can see it."""
-    return {keys.MANAGED: "true", keys.CLUSTER: cluster, keys.POOL: pool}
+    return {keys.MANAGED: "true", keys.CLUSTER: cluster}
+
+
+def ownership_tags(*, cluster: str, pool: str) -> dict[str, str]:
+    """Tags on everything we create for one pool."""
+    return {**cluster_tags(cluster=cluster), keys.POOL: pool}
 
 
 def group_tags(*, cluster: str, spec: GangSpec, generation: int) -> dict[str, str]:

@@ -8,6 +8,7 @@ instances is a no-op, ``tag`` overwrites. Results are our own frozen types.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from typing import Protocol
 
 from atomic_gang_provisioner.cloud.types import (
@@ -35,6 +36,11 @@ class CloudProvider(Protocol):
         """Current state of these instances; unknown ids are simply absent."""
         ...
 
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+        """``describe`` without waiting: the call is shared with every other pool that
+        asks within the batch window, and the Future carries this caller's answer."""
+        ...
+
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         """Record stray ENIs, terminate, delete fleets, then delete detached ENIs."""
         ...
@@ -53,6 +59,11 @@ class CloudProvider(Protocol):
 
     def forget_pool(self, pool: str) -> None:
         """Delete the pool's launch templates (after its instances are gone)."""
+        ...
+
+    def prune_templates(self) -> tuple[str, ...]:
+        """Delete the shared (per-shape) launch templates no launch has used for a
+        while; return their names."""
         ...
 
     def recover_enis(self) -> tuple[str, ...]:
@@ -75,6 +86,7 @@ class CloudProvider(Protocol):
         """Delete a managed placement group by name; as delete_placement_group."""
         ...
 
-    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
-        """The instances' network nodes: one limited, cached DescribeInstanceTopology."""
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+        """The instances' network nodes: a limited, cached DescribeInstanceTopology shared
+        with every gang that asks within the batch window (at once when all cached)."""
         ...

@@ -120,6 +120,9 @@ class AcquireRequest:
     # (it persisted the status that introduced the generation and has not launched since):
     # then the tag lookup before the launch is skipped. The ClientToken still applies.
     adopt: bool = True
+    # When the claim started waiting for this pool: the longest-waiting pool goes first
+    # for EC2's launch budget and for a capacity cell known to be short.
+    waiting_since: datetime | None = None
 
     @property
     def pool(self) -> str:
@@ -211,10 +214,34 @@ class RetryLater:
     terminal: ClassVar[bool] = False
     code: str
     message: str
+    retry_after: float | None = None  # EC2 throttled: when our bucket has a token again
+    # EC2 refused the call unprocessed (throttled): no set of this generation can exist,
+    # so the retry of the same ClientToken needs no adoption read first.
+    launched_nothing: bool = False
+
+
+WaitReason = Literal["WaitingForLaunchBudget", "WaitingForCapacity"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Waiting:
+    """No launch was sent: the pool waits its turn (EC2's launch budget, or a capacity
+    cell known to be short that a pool ahead of it probes). Not an attempt."""
+
+    terminal: ClassVar[bool] = False
+    reason: WaitReason
+    message: str
+    retry_after: float
 
 
 AcquireResult = (
-    Launched | Shortfall | QuotaExceeded | PermanentFailure | RetryLater | AwaitingReservation
+    Launched
+    | Shortfall
+    | QuotaExceeded
+    | PermanentFailure
+    | RetryLater
+    | AwaitingReservation
+    | Waiting
 )
 
 
@@ -225,6 +252,7 @@ class ReleaseRequest:
     instance_ids: tuple[str, ...]
     fleet_ids: tuple[str, ...] = ()
     enis: tuple[str, ...] = ()
+    instance_type: str = ""  # its capacity cells are known short no longer
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -253,13 +281,9 @@ class PlacementGroup:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopologyRead:
-    """DescribeInstanceTopology for a gang: each instance's network nodes, top layer first.
-
-    An instance without an entry has none (unsupported type, not running yet).
-    ``retry_after`` > 0: the client-side limiter had no token left, so the rest was not
-    asked; call again after that many seconds. ``error``: the call failed (e.g. not
-    authorised); nothing was read.
-    """
+    """Each instance's network nodes, top layer first; none for an unsupported type or one
+    not running yet. ``retry_after`` > 0: no token was left for the rest, ask again then.
+    ``error``: the call failed (e.g. not authorised); nothing was read."""
 
     nodes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     retry_after: float = 0.0

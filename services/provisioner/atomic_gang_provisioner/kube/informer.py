@@ -15,6 +15,7 @@ import logging
 import random
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -28,6 +29,13 @@ from atomic_gang_provisioner.kube.types import KubeObject, Objects, WatchEvent, 
 
 log = logging.getLogger(__name__)
 _rng = random.Random()  # noqa: S311 - jitter, not secrets
+
+
+RESYNC_SLICES = 10
+
+
+def resync_slice(obj: KubeObject) -> int:
+    return zlib.crc32(object_key(obj).encode()) % RESYNC_SLICES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -244,12 +252,18 @@ class Informer:
         return meta(obj).get("resourceVersion")
 
     def _resync_loop(self) -> None:
-        while not self._stop.wait(self._resync):
+        """Each object once per period, spread over the period in slices (by a hash of
+        its key), so a resync never enqueues every object at one instant."""
+        tick = 0
+        while not self._stop.wait(self._resync / RESYNC_SLICES):
             if not self._synced.is_set():
                 continue
+            part, tick = tick % RESYNC_SLICES, tick + 1
             with self._dispatch:
-                self.stats.resyncs += 1
+                self.stats.resyncs += part == 0  # a period begins
                 for obj in self.store.list():
+                    if resync_slice(obj) != part:
+                        continue
                     for h in list(self._handlers):
                         self._call(h.on_update, obj, obj)
 

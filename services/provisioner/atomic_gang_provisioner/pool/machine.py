@@ -62,7 +62,7 @@ def _finalize(pool: GangNodePool, observed: Observed) -> Plan:
         first = pool.status.phase != "Releasing"  # one event, not one per ENI poll
         return Plan(
             status=update(status, phase="Releasing"),
-            release=releasing.request(status),
+            release=releasing.request(pool, status),
             events=(event("Finalizing", f"Pool deleted: terminating {n} instance(s)"),)
             if first
             else (),

@@ -109,6 +109,9 @@ class Plan:
     describe: bool = False
     find: int | None = None  # look up (pool, generation) by tag; launches nothing
     read_topology: tuple[str, ...] = ()  # instance ids: one DescribeInstanceTopology
+    # Read ahead, the answer only fills the cache: the gang's own read at N Ready is
+    # then answered at once instead of waiting for the 1/s budget.
+    warm_topology: tuple[str, ...] = ()
     remove_finalizer: bool = False
     events: tuple[Event, ...] = ()
     metrics: tuple[Metric, ...] = ()

@@ -9,16 +9,18 @@ them as they are. ``lastTransitionTime`` moves only when a condition flips.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api import conditions as c
 from atomic_gang_provisioner.cloud.errors import PERMANENT_REASONS, REJECTING_REASONS
 from atomic_gang_provisioner.cloud.reservations import CODES
+from atomic_gang_provisioner.cloud.types import WaitReason
 from atomic_gang_provisioner.pool.model import Knobs, has_resources, update
 from atomic_gang_provisioner.pool.phases import block
 
 SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout", "TopologySpread"})
+WAITING = frozenset(get_args(WaitReason))  # its turn for the launch budget or a short cell
 # Permanent for this start only: the listed blocks end too soon (a requeue may find a later one).
 BLOCK_TIMING = frozenset({CODES["too-short"], CODES["ending"]})
 MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 32000
@@ -47,6 +49,8 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
     n = shape.count
     if s.phase == "Idle":
         return f"No instances, nothing billed; a claim acquires {shape.summary}"
+    if s.phase == "Acquiring" and s.lastErrorReason in WAITING:
+        return f"Acquiring {shape.summary}: {s.lastError}; holding quota, nothing billed yet"
     if s.phase == "Acquiring" and s.lastErrorReason == block.WAITING:
         return f"{s.lastError}; holding quota, nothing billed"
     if s.phase == "Acquiring" and s.lastErrorReason and s.consecutiveShortfalls:

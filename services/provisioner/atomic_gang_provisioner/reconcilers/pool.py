@@ -2,24 +2,34 @@
 
 The reconcile key is the pool name, so a pool is never reconciled by two
 workers at once (the anti-double-acquire guarantee on top of ClientTokens).
+A describe never holds a worker: the reconcile hands its ids to the batched
+DescribeInstances and ends; the answer requeues the pool, whose next reconcile
+decides with it (so Node events of other pools never queue behind EC2).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from atomic_gang_provisioner.api import FINALIZER, GangNodePool
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
+from atomic_gang_provisioner.cloud.types import (
+    AcquireResult,
+    Instance,
+    RetryLater,
+    TopologyRead,
+    Waiting,
+)
 from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFoundError
 from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import Metric, NodeLabels, NodeView, Observed, Plan
 from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.reconcilers.outstanding import Outstanding
 from atomic_gang_provisioner.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.workload.view import view
@@ -33,9 +43,18 @@ def _rv(obj: Mapping[str, Any]) -> int:
     return int(raw) if raw.isascii() and raw.isdigit() else -1
 
 
+def launched_nothing(result: AcquireResult) -> bool:
+    """EC2 processed no launch: the generation stays one no set can exist at."""
+    return isinstance(result, Waiting) or (
+        isinstance(result, RetryLater) and result.launched_nothing
+    )
+
+
 class PoolReconciler:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, *, requeue: Callable[[str], None] | None = None) -> None:
         self.ctx = ctx
+        self._described: Outstanding[tuple[Instance, ...]] = Outstanding(requeue)
+        self._topology: Outstanding[TopologyRead] = Outstanding(requeue)
         # Our own last write per pool. The informer may not have delivered it yet; deciding
         # from an older cached copy would redo (or undo) a step. etcd resourceVersions are
         # increasing integers, so the newer of the two copies is the one to trust.
@@ -75,11 +94,16 @@ class PoolReconciler:
         observed = Observed(nodes=self._nodes(pool), knobs=self.ctx.knobs)
         plan = machine.decide(pool, observed, now)
         if plan.describe:
-            described: tuple[Instance, ...] = self.ctx.cloud.describe(pool.status.instanceIds)
+            ids = tuple(pool.status.instanceIds)
+            described = self._described.answer(name, ids, self.ctx.cloud.describe_later)
+            if described is None:
+                return Result()  # the answer requeues the pool
             observed = replace(observed, instances=described)
             plan = machine.decide(pool, observed, now)
         if plan.read_topology:
-            read = self._read_topology(plan.read_topology)
+            read = self._read_topology(name, plan.read_topology)
+            if read is None:
+                return Result()  # the answer requeues the pool
             plan = machine.decide(pool, replace(observed, topology=read), now)
         if plan.find is not None:
             found = self.ctx.cloud.find(pool=pool.name, generation=plan.find)
@@ -92,10 +116,10 @@ class PoolReconciler:
             return Result(requeue=True)
         return Result(requeue_after=plan.requeue_after)
 
-    def _read_topology(self, instance_ids: tuple[str, ...]) -> TopologyRead:
+    def _read_topology(self, name: str, instance_ids: tuple[str, ...]) -> TopologyRead | None:
         """A failed read is a fact for decide (a gang without max-spread goes on)."""
         try:
-            return self.ctx.cloud.read_topology(instance_ids)
+            return self._topology.answer(name, instance_ids, self.ctx.cloud.read_topology_later)
         except CloudError as err:
             return TopologyRead(error=f"{err.code}: {err.message}")
 
@@ -106,11 +130,13 @@ class PoolReconciler:
             ctx.must_lead()
             with self._lock:
                 fresh = self._fresh.pop(pool.name, None) == plan.acquire.generation
-            request = replace(
-                plan.acquire, adopt=not fresh, also_reservations=self._wanted(pool.name)
-            )
+            also = self._wanted(pool.name) if plan.acquire.spec.reservation_ids else ()
+            request = replace(plan.acquire, adopt=not fresh, also_reservations=also)
             result = ctx.cloud.acquire(request)
             ctx.faults.after_launch()
+            if launched_nothing(result):
+                with self._lock:  # the same ClientToken next time, without a tag lookup
+                    self._fresh[pool.name] = plan.acquire.generation
             plan = machine.after_acquire(
                 pool, plan, request=plan.acquire, result=result, now=now, knobs=ctx.knobs
             )
@@ -126,20 +152,23 @@ class PoolReconciler:
             ctx.must_lead()
             ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
         self._label(pool, plan.label_nodes)
+        if plan.warm_topology:  # fills the reader's cache; nobody waits for it
+            ctx.cloud.read_topology_later(plan.warm_topology)
         return plan
 
     def _wanted(self, name: str) -> tuple[str, ...]:
         """Reservations other claimed pools still acquire for: described in the same
-        DescribeCapacityReservations call as this pool's."""
+        DescribeCapacityReservations call as this pool's. Asked only by a pool that lists
+        reservations itself (the others cost no pass over the pools), read from the cached
+        objects without parsing them."""
         out: dict[str, None] = {}
         for obj in self.ctx.pools.list():
-            other = GangNodePool.from_dict(dict(obj))
-            if other.name == name or other.spec.claim is None:
+            spec, status = obj.get("spec") or {}, obj.get("status") or {}
+            if (obj.get("metadata") or {}).get("name") == name or spec.get("claim") is None:
                 continue
-            if other.status.phase in ("Idle", "Acquiring"):
-                shape = other.spec.shape
-                ids = (shape.capacityReservationId or "").split(",")
-                out.update((i.strip(), None) for i in ids if i.strip())
+            if status.get("phase", "Idle") in ("Idle", "Acquiring"):
+                ids = str((spec.get("shape") or {}).get("capacityReservationId") or "")
+                out.update((i.strip(), None) for i in ids.split(",") if i.strip())
         return tuple(out)
 
     def _label(self, pool: GangNodePool, nodes: tuple[NodeLabels, ...]) -> None:
@@ -198,7 +227,7 @@ class PoolReconciler:
         with self._lock:
             if introduced:
                 self._fresh[pool.name] = new.acquireGeneration
-            else:
+            elif new.phase != "Acquiring" or self._fresh.get(pool.name) != new.acquireGeneration:
                 self._fresh.pop(pool.name, None)
 
     def _write_status(self, pool: GangNodePool, plan: Plan) -> None:

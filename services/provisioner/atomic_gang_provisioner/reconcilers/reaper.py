@@ -30,7 +30,7 @@ from atomic_gang_provisioner.cloud.leaks import (
     find_leaks,
     orphaned_groups,
 )
-from atomic_gang_provisioner.cloud.types import ReleaseRequest
+from atomic_gang_provisioner.cloud.types import Instance, PlacementGroup, ReleaseRequest
 from atomic_gang_provisioner.reconcilers.context import Context, NotLeaderError
 
 log = logging.getLogger("atomic_gang_provisioner.reaper")
@@ -65,6 +65,7 @@ class Reaper:
             self.check_cluster()
         try:
             done = self._sweep()
+            self._prune_templates()  # after the leaks: a failure here stops nothing of theirs
         except CloudError as exc:
             self._failed("sweep", exc)
             self.ctx.cloud_health.report(_verdict(exc))
@@ -110,10 +111,15 @@ class Reaper:
             # failure raises and the next sweep tries again).
             self._pending_enis |= set(ctx.cloud.recover_enis())
             self._recovered = True
+        # EC2 first, then the pools. A pool is in this process's cache before its first
+        # launch (its reconcile reads it from there), so a pool created while EC2 was
+        # being listed (seconds, with many instances) is in the later snapshot: its new
+        # instances and group are never taken for orphans. The other order reaped them.
+        owned, groups = ctx.cloud.list_owned(), ctx.cloud.list_placement_groups()
         pools = self._pool_views()
-        reaps = self._classify(pools)
+        reaps = self._classify(owned, pools)
         self._found(reaps)
-        self._sweep_groups(pools)
+        self._sweep_groups(groups, pools)
         if not reaps and not self._pending_enis:
             ctx.metrics.sweeps.inc()
             return {}
@@ -155,12 +161,12 @@ class Reaper:
             )
         return pools
 
-    def _classify(self, pools: dict[str, PoolView]) -> tuple[Reap, ...]:
+    def _classify(
+        self, owned: tuple[Instance, ...], pools: dict[str, PoolView]
+    ) -> tuple[Reap, ...]:
         ctx = self.ctx
-        # Pools first, then EC2: an instance launched after this snapshot of the pools is
-        # listed but young, and the stray grace period covers it.
         return find_leaks(
-            ctx.cloud.list_owned(),
+            owned,
             now=ctx.now(),
             pools=pools,
             default_max_lifetime=ctx.settings.defaults.maxLifetime,
@@ -176,16 +182,22 @@ class Reaper:
         for reason in get_args(ReapReason):
             self.ctx.metrics.reapable.labels(reason).set(counts.get(reason, 0))
 
-    def _sweep_groups(self, pools: dict[str, PoolView]) -> None:
-        """Managed placement groups whose pool is gone (listed after the pools: a group
-        of a pool created since is deleted, and that pool makes it again). One still in
-        use (its orphans are released below) is tried again next sweep."""
+    def _sweep_groups(self, groups: tuple[PlacementGroup, ...], pools: dict[str, PoolView]) -> None:
+        """Managed placement groups whose pool is gone. One still in use (its orphans
+        are released below) is tried again next sweep."""
         ctx = self.ctx
-        for group in orphaned_groups(ctx.cloud.list_placement_groups(), pools=pools):
+        for group in orphaned_groups(groups, pools=pools):
             ctx.must_lead()
             if ctx.cloud.reap_placement_group(group.name):
                 ctx.metrics.reaped_groups.inc()
                 log.warning("reaped placement group", extra={"group": group.name})
+
+    def _prune_templates(self) -> None:
+        """Shared launch templates no launch used for an hour (a shape no pool has any
+        more): free, but a region holds at most 5,000."""
+        self.ctx.must_lead()
+        for name in self.ctx.cloud.prune_templates():
+            log.info("deleted an unused shared launch template", extra={"template": name})
 
     def _record(self, reaps: tuple[Reap, ...]) -> dict[str, int]:
         """Count and log what was terminated (only after the release succeeded)."""

@@ -32,10 +32,12 @@ from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.errors import (
     IDEMPOTENCY_MISMATCH,
     NAMED_PERMANENT,
+    OVER_BUDGET,
     PERMANENT_ERROR,
     CloudError,
     hint_for,
 )
+from atomic_gang_provisioner.cloud.launchgate import budget_message
 from atomic_gang_provisioner.cloud.naming import FLEET_ZONE
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
@@ -46,6 +48,7 @@ from atomic_gang_provisioner.cloud.types import (
     QuotaExceeded,
     RetryLater,
     Shortfall,
+    Waiting,
     ZoneAttempt,
     tag_tuple,
 )
@@ -58,8 +61,19 @@ def failure(err: CloudError) -> AcquireResult:
     """A non-capacity error as a result; capacity never reaches here."""
     if err.kind == "quota":
         return QuotaExceeded(code=err.code, message=err.message)
+    if err.code == OVER_BUDGET:  # another pool took the token first: no call was sent
+        retry = err.retry_after or 0.0
+        return Waiting(
+            reason="WaitingForLaunchBudget", message=budget_message(0), retry_after=retry
+        )
     if err.retryable:
-        return RetryLater(code=err.code, message=err.message)
+        throttled = err.kind == "throttled"
+        return RetryLater(
+            code=err.code,
+            message=err.message,
+            retry_after=err.retry_after if throttled else None,
+            launched_nothing=throttled,  # EC2 refused the call unprocessed
+        )
     reason, rejects = NAMED_PERMANENT.get(err.code, (PERMANENT_ERROR, False))
     return PermanentFailure(
         code=err.code, message=err.message, hint=hint_for(err.code), reason=reason, rejects=rejects

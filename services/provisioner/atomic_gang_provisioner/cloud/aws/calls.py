@@ -6,6 +6,11 @@ pseudo-codes such as ``ReadTimeout``, and no usable credentials
 type alone. Only throttled and transient errors are
 retried, after a jittered backoff, with the very same parameters: a launch is
 retried with the same ClientToken, so a lost response cannot double-launch.
+
+Every call first takes its tokens from the :class:`ApiBudget`. Other calls wait for
+them (the injected sleeper); a launch never waits inside a reconcile: short of
+tokens, or throttled by EC2, it raises at once with the seconds until a token is back,
+and the pool retries the same ClientToken then.
 """
 
 from __future__ import annotations
@@ -29,8 +34,11 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.parsers import ResponseParserError
 
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.budget import ApiBudget
+from atomic_gang_provisioner.cloud.errors import OVER_BUDGET, CloudError
 from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper
+
+LAUNCHES = frozenset({"run_instances", "create_fleet"})
 
 # Credentials that cannot be had right now: missing, or their provider (the Pod Identity
 # agent, IMDS for auth.mode=node, STS for IRSA) failing.
@@ -66,8 +74,9 @@ def to_cloud_error(exc: Exception) -> CloudError | None:
 
 
 class Caller:
-    """Runs client methods with the retry policy; reports every request it sent with its
-    outcome (``ok`` or the error's class: ``throttled``, ``capacity``, …) to ``on_call``."""
+    """Runs client methods within the budget and the retry policy; reports every request
+    it sent with its outcome (``ok`` or the error's class: ``throttled``, ``capacity``, …)
+    to ``on_call``."""
 
     def __init__(
         self,
@@ -75,14 +84,26 @@ class Caller:
         backoff: Backoff,
         sleeper: Sleeper,
         on_call: Callable[[str, str], None] | None = None,
+        budget: ApiBudget | None = None,
     ) -> None:
         self.backoff = backoff
         self.sleeper = sleeper
         self.on_call = on_call
+        self.budget = budget
+
+    def _take(self, operation: str, params: dict[str, Any]) -> None:
+        if self.budget is None:
+            return
+        instances = int(params.get("MaxCount", 0)) if operation == "run_instances" else 0
+        while wait := self.budget.take(operation, instances=instances):
+            if operation in LAUNCHES:
+                raise CloudError(OVER_BUDGET, f"{operation}: no token", retry_after=wait)
+            self.sleeper(wait)
 
     def call(self, client: Any, operation: str, **params: Any) -> dict[str, Any]:
         attempt = 0
         while True:
+            self._take(operation, params)
             try:
                 result: dict[str, Any] = getattr(client, operation)(**params)
                 self._sent(operation, "ok")
@@ -92,6 +113,13 @@ class Caller:
                 self._sent(operation, "unexpected" if err is None else err.kind)
                 if err is None:
                     raise
+                if err.kind == "throttled" and self.budget is not None:
+                    err.retry_after = self.budget.throttled(operation)
+                    if operation in LAUNCHES:
+                        raise err from exc  # the pool retries this ClientToken then
+                    if attempt + 1 < self.backoff.max_attempts:
+                        attempt += 1
+                        continue  # the next take waits for the refill
                 if not err.retryable or attempt + 1 >= self.backoff.max_attempts:
                     raise err from exc
             self.sleeper(self.backoff.delay(attempt))

@@ -3,19 +3,23 @@
 It wires the resolver (cluster, subnets, AMI, profile, EFA checks), the
 launch-template manager, the placement groups, the reservation book, the planner
 and acquirer, the releaser, the inventory and the topology reader around one
-retrying caller. Clock, monotonic time and sleeper are injected for tests.
+retrying caller and one API budget (token buckets per EC2 action class), with
+batched describes, terminations and tags. Clock, monotonic time and sleeper are
+injected for tests.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from atomic_gang import GangSpec
 from atomic_gang_provisioner.cloud.aws.access import AwsAuthReader
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer, failure
+from atomic_gang_provisioner.cloud.aws.batch import Ec2Batches
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.cluster import Resolver
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
@@ -27,7 +31,12 @@ from atomic_gang_provisioner.cloud.aws.reservations import ReservationBook, SawR
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.aws.topology import TopologyReader
+from atomic_gang_provisioner.cloud.aws.turns import Turns
+from atomic_gang_provisioner.cloud.batcher import Windows
+from atomic_gang_provisioner.cloud.budget import ApiBudget, BudgetLimits
+from atomic_gang_provisioner.cloud.capacity import DEFAULT_TTL_SECONDS, ShortCells
 from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.launchgate import LaunchGate
 from atomic_gang_provisioner.cloud.reservations import Reservation
 from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
 from atomic_gang_provisioner.cloud.types import (
@@ -55,6 +64,11 @@ class EngineConfig:
     eni_poll_seconds: float = 2.0
     # iam.selfManageInstanceProfile: create the convention-named profile when missing.
     self_manage_instance_profile: bool = False
+    limits: BudgetLimits = field(default_factory=BudgetLimits)
+    batch: Windows = field(default_factory=Windows)
+    capacity_ttl_seconds: float = DEFAULT_TTL_SECONDS
+    # A shape's shared launch template unused this long is deleted by the reaper.
+    template_idle_seconds: float = 3600.0
 
 
 def _utcnow() -> datetime:
@@ -76,7 +90,10 @@ class Ec2Provider:
     ) -> None:
         self.config = config
         self._clients = clients
-        self._caller = Caller(backoff=config.backoff, sleeper=sleeper, on_call=on_call)
+        self._budget = ApiBudget(limits=config.limits, clock=monotonic)
+        self._caller = Caller(
+            backoff=config.backoff, sleeper=sleeper, on_call=on_call, budget=self._budget
+        )
         self._resolver = Resolver(
             clients=clients,
             caller=self._caller,
@@ -86,10 +103,15 @@ class Ec2Provider:
             self_manage_profile=config.self_manage_instance_profile,
             aws_auth=aws_auth,
         )
-        self._templates = Templates(clients=clients, caller=self._caller)
+        self._templates = Templates(clients=clients, caller=self._caller, monotonic=monotonic)
         self._groups = PlacementGroups(clients=clients, caller=self._caller, cluster=config.cluster)
-        self._topology = TopologyReader(clients=clients, caller=self._caller, monotonic=monotonic)
-        self._inv = Inventory(clients=clients, caller=self._caller, cluster=config.cluster)
+        self._topology = TopologyReader(
+            clients=clients, caller=self._caller, monotonic=monotonic, windows=config.batch
+        )
+        batches = Ec2Batches(ec2=clients.ec2, caller=self._caller, windows=config.batch)
+        self._inv = Inventory(
+            clients=clients, caller=self._caller, cluster=config.cluster, batches=batches
+        )
         self._wire_launches(wall=wall, monotonic=monotonic, on_reservation=on_reservation)
         self._releaser = Releaser(
             clients=clients,
@@ -108,8 +130,13 @@ class Ec2Provider:
         monotonic: Callable[[], float],
         on_reservation: SawReservation | None,
     ) -> None:
-        """The launch side: the acquirer, the reservation book and the planner over both."""
+        """The launch side: the acquirer, the reservation book, whose turn it is, and the
+        planner over them."""
         clients, config = self._clients, self.config
+        self._turns = Turns(
+            cells=ShortCells(clock=monotonic, ttl_seconds=config.capacity_ttl_seconds),
+            gate=LaunchGate(budget=self._budget, clock=monotonic),
+        )
         self._acquirer = Acquirer(
             clients=clients,
             caller=self._caller,
@@ -132,6 +159,7 @@ class Ec2Provider:
             groups=self._groups,
             acquirer=self._acquirer,
             book=self._book,
+            turns=self._turns,
             wall=wall,
         )
 
@@ -172,8 +200,14 @@ class Ec2Provider:
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         return self._inv.describe(instance_ids)
 
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+        return self._inv.describe_later(instance_ids)
+
     def release(self, request: ReleaseRequest) -> ReleaseResult:
-        return self._releaser.release(request)
+        result = self._releaser.release(request)
+        if request.instance_type and result.terminated:
+            self._turns.released(request.instance_type)
+        return result
 
     def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
         return self._inv.terminate(instance_ids) if instance_ids else ()
@@ -192,6 +226,14 @@ class Ec2Provider:
     def forget_pool(self, pool: str) -> None:
         self._templates.delete_for_pool(cluster=self.config.cluster, pool=pool)
 
+    def prune_templates(self) -> tuple[str, ...]:
+        """Shared launch templates no launch has used for an hour, deleted (names)."""
+        return tuple(
+            self._templates.prune_shared(
+                cluster=self.config.cluster, idle_seconds=self.config.template_idle_seconds
+            )
+        )
+
     def delete_placement_group(self, pool: str) -> bool:
         """The pool's own group deleted (call once its instances are gone): True when it
         is gone, False while EC2 still counts instances in it (ask again later)."""
@@ -205,6 +247,7 @@ class Ec2Provider:
         """Delete a managed group by name (one whose pool is gone); as delete_placement_group."""
         return self._groups.delete(name)
 
-    def read_topology(self, instance_ids: Sequence[str]) -> TopologyRead:
-        """Network nodes of these instances: one limited, cached DescribeInstanceTopology."""
-        return self._topology.read(instance_ids)
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+        """Network nodes of these instances: a limited, cached, batched
+        DescribeInstanceTopology."""
+        return self._topology.read_later(instance_ids)

@@ -1,18 +1,21 @@
 """Reading and stamping instances: describe, the group lookup, the reaper
 listing, tags and plain termination.
 
-Lookups use ``instance-id`` *filters* rather than ``InstanceIds`` so an id EC2
-has forgotten is just absent instead of failing the whole call. The reaper
-listing is one paginated DescribeInstances filtered server-side by our tags.
+Describe by ids, terminate and tag go through the batches (``batch.py``): the
+requests of every pool that asks within a short window share one call, and an
+id EC2 has forgotten is just absent from its caller's answer. The reaper listing
+is one paginated DescribeInstances filtered server-side by our tags.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from atomic_gang import keys
 from atomic_gang_provisioner.cloud.aws import parse
+from atomic_gang_provisioner.cloud.aws.batch import Ec2Batches, chunks
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.errors import CloudError
@@ -23,15 +26,14 @@ ENDED_STATES = ("shutting-down", "terminated")
 FILTER_VALUES = 200
 
 
-def chunks(items: Sequence[str], size: int) -> list[list[str]]:
-    return [list(items[i : i + size]) for i in range(0, len(items), size)]
-
-
 class Inventory:
-    def __init__(self, *, clients: AwsClients, caller: Caller, cluster: str) -> None:
+    def __init__(
+        self, *, clients: AwsClients, caller: Caller, cluster: str, batches: Ec2Batches
+    ) -> None:
         self._ec2 = clients.ec2
         self._caller = caller
         self._cluster = cluster
+        self._batches = batches
 
     def _describe(self, filters: list[dict[str, Any]]) -> list[Instance]:
         reservations = self._caller.pages(
@@ -40,10 +42,10 @@ class Inventory:
         return parse.instances_of_reservations(reservations)
 
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
-        out: list[Instance] = []
-        for chunk in chunks(sorted(set(instance_ids)), FILTER_VALUES):
-            out.extend(self._describe([{"Name": "instance-id", "Values": chunk}]))
-        return tuple(out)
+        return self.describe_later(instance_ids).result()
+
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+        return self._batches.describe.submit(tuple(sorted(set(instance_ids))))
 
     def _owned_filters(self, states: Sequence[str] = tuple(LIVE_STATES)) -> list[dict[str, Any]]:
         return [
@@ -70,9 +72,7 @@ class Inventory:
         return tuple(self._describe(self._owned_filters()))
 
     def tag(self, instance_ids: Sequence[str], tags: Mapping[str, str]) -> None:
-        pairs = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
-        for chunk in chunks(list(instance_ids), PAGE):
-            self._caller.call(self._ec2, "create_tags", Resources=chunk, Tags=pairs)
+        self._batches.tag.call((tuple(instance_ids), tuple(sorted(tags.items()))))
 
     def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
         """Terminate; ids EC2 no longer knows are dropped and the rest retried."""
@@ -87,8 +87,8 @@ class Inventory:
         return tuple(ids)
 
     def _terminate(self, ids: list[str]) -> None:
-        for chunk in chunks(ids, PAGE):
-            self._caller.call(self._ec2, "terminate_instances", InstanceIds=chunk)
+        if ids:
+            self._batches.terminate.call(tuple(ids))
 
     def delete_fleets(self, fleet_ids: Sequence[str]) -> None:
         for chunk in chunks(sorted(set(fleet_ids)), 25):

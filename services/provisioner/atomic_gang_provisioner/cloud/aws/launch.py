@@ -19,6 +19,7 @@ from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws import efa, parse
 from atomic_gang_provisioner.cloud.aws.cluster import Placement
 from atomic_gang_provisioner.cloud.aws.templates import TemplateRef
+from atomic_gang_provisioner.cloud.capacity import Cell
 from atomic_gang_provisioner.cloud.reservations import Reservation
 from atomic_gang_provisioner.cloud.types import Instance
 
@@ -180,3 +181,9 @@ def token_for(plan: LaunchPlan, zone: str) -> str:
     return naming.client_token(
         pool=plan.spec.pool, generation=plan.generation, zone=zone, reservation=rid
     )
+
+
+def cell_of(plan: LaunchPlan, zone: str) -> Cell:
+    """The capacity cell a launch of ``plan`` into ``zone`` draws from."""
+    reservation = plan.reservation.reservation_id if plan.reservation is not None else ""
+    return Cell(plan.spec.instance_type, zone, reservation)

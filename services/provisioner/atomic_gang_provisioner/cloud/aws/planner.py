@@ -5,7 +5,10 @@ AMI, instance profile, the node role's right to join, and the Job's listed
 reservations (described once for every pool that needs them, judged by
 ``cloud.reservations``). An unfit, upcoming, short or ending reservation costs
 no launch call. The usable ones are then tried in the Job's order, each with a
-ClientToken of its own; a capacity shortfall in one moves on to the next.
+ClientToken of its own; a capacity shortfall in one moves on to the next. Each
+launch first waits its turn (``Turns``: short capacity cells, EC2's launch budget).
+A runinstances pool launches from its shape's shared template (named by the template
+data's digest), so a new pool of a known shape costs no template call.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from atomic_gang_provisioner.cloud.aws.reservations import (
     attempts_of,
     unusable,
 )
-from atomic_gang_provisioner.cloud.aws.templates import Templates
+from atomic_gang_provisioner.cloud.aws.templates import TemplateRef, Templates, digest
+from atomic_gang_provisioner.cloud.aws.turns import Turns
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.reservations import Reservation, choose, listed, release_by
 from atomic_gang_provisioner.cloud.types import (
@@ -35,6 +39,7 @@ from atomic_gang_provisioner.cloud.types import (
     AcquireResult,
     Launched,
     Shortfall,
+    Waiting,
     ZoneAttempt,
 )
 from atomic_gang_provisioner.cloud.userdata import user_data, user_data_b64
@@ -70,6 +75,7 @@ class Planner:
         groups: PlacementGroups,
         acquirer: Acquirer,
         book: ReservationBook,
+        turns: Turns,
         wall: Callable[[], datetime],
     ) -> None:
         self._cluster = cluster
@@ -78,13 +84,14 @@ class Planner:
         self._groups = groups
         self._acquirer = acquirer
         self._book = book
+        self._turns = turns
         self._wall = wall
 
     def acquire(self, request: AcquireRequest) -> AcquireResult:
         prepared = self._prepare(request)
         ids = listed(request.spec)
         if not ids:
-            return self._launch(self._plan(request, prepared, prepared.placements, None))
+            return self._try(request, self._plan(request, prepared, prepared.placements, None))
         found = self._book.get(ids, also=request.also_reservations)
         choice = choose(
             request.spec,
@@ -98,14 +105,24 @@ class Planner:
             return unusable(choice)
         attempts: list[ZoneAttempt] = attempts_of(choice)
         rolled_back: list[str] = []
+        behind: Waiting | None = None
+        sent = False
         for res in choice.usable:
             fitting = tuple(p for p in prepared.placements if p.zone == res.zone)
-            result = self._launch(self._plan(request, prepared, fitting, res))
+            result = self._try(request, self._plan(request, prepared, fitting, res))
+            if isinstance(result, Waiting):
+                if result.reason == "WaitingForLaunchBudget":
+                    return result  # the budget is the account's: no other one goes sooner
+                behind = behind or result  # another pool probes this one: try the next
+                continue
+            sent = True
             self._book.invalidate(res.reservation_id)  # its available count has moved
             if not isinstance(result, Shortfall):
                 return result
             attempts.extend(result.attempts)
             rolled_back.extend(result.rolled_back)
+        if behind is not None and not sent:
+            return behind  # nothing was sent: wait behind the pool ahead
         return Shortfall(attempts=tuple(attempts), rolled_back=tuple(rolled_back))
 
     def with_reservation(self, adopted: Launched) -> Launched:
@@ -115,6 +132,14 @@ class Planner:
             return adopted
         (rid,) = rids
         return replace(adopted, reservation=self._book.get([rid])[rid])
+
+    def _try(self, request: AcquireRequest, plan: LaunchPlan) -> AcquireResult:
+        turn = self._turns.take(plan, request)
+        if isinstance(turn, Waiting):
+            return turn
+        result = self._launch(turn)
+        self._turns.learn(turn, result)
+        return result
 
     def _launch(self, plan: LaunchPlan) -> AcquireResult:
         if plan.spec.mode == "fleet":
@@ -157,11 +182,7 @@ class Planner:
         spec, cluster = request.spec, self._cluster
         # Last of the checks before a launch: it may create the pool's own group.
         group = self._groups.for_launch(spec, reservation)
-        template = self._templates.ensure(
-            name=naming.launch_template_name(cluster=cluster, spec=spec),
-            data=prepared.data,
-            tags=naming.ownership_tags(cluster=cluster, pool=spec.pool),
-        )
+        template = self._template(spec, prepared.data)
         labels = naming.node_labels(spec=spec, generation=request.generation)
         return LaunchPlan(
             spec=spec,
@@ -174,6 +195,22 @@ class Planner:
             reservation=reservation,
             network=LaunchNetwork(group, prepared.efa_interfaces, prepared.info.security_group_id),
         )
+
+    def _template(self, spec: GangSpec, data: dict[str, Any]) -> TemplateRef:
+        """runinstances: the shape's shared template, named by its data (a new pool of a
+        known shape costs no call). fleet: the pool's own, since CreateFleet takes user
+        data only from a template version (one per generation)."""
+        cluster = self._cluster
+        if spec.mode == "fleet":
+            name = naming.launch_template_name(cluster=cluster, spec=spec)
+            tags = naming.ownership_tags(cluster=cluster, pool=spec.pool)
+        else:
+            # The SSM-recommended AMI is not part of the name: when it moves, the shape's
+            # template gets a new default version instead of a second template.
+            named = data if spec.ami_id else {k: v for k, v in data.items() if k != "ImageId"}
+            name = naming.shared_template_name(cluster=cluster, data_digest=digest(named))
+            tags = naming.cluster_tags(cluster=cluster)
+        return self._templates.ensure(name=name, data=data, tags=tags)
 
     def _user_data_b64(self, plan: LaunchPlan) -> str:
         info = self._resolver.cluster()

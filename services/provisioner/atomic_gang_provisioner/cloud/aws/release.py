@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from atomic_gang import keys
+from atomic_gang_provisioner.cloud.aws.batch import chunks
 from atomic_gang_provisioner.cloud.aws.calls import Caller
-from atomic_gang_provisioner.cloud.aws.inventory import FILTER_VALUES, Inventory, chunks
+from atomic_gang_provisioner.cloud.aws.inventory import FILTER_VALUES, Inventory
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.retry import Sleeper

@@ -10,12 +10,19 @@ versions are deleted. Fleet launches also need a per-generation version
 (CreateFleet cannot override user data). It carries the full data (no
 SourceVersion) and is found again by its description, the ClientToken, which
 keeps a retried CreateFleet byte-identical.
+
+A shape's shared template (runinstances pools) outlives any one pool: the reaper
+deletes it once this process has not used it for ``idle_seconds`` (the process's
+start counts as a use, so a restart never deletes what a pool is about to use).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,16 +50,62 @@ def digest(data: dict[str, Any]) -> str:
 
 
 class Templates:
-    def __init__(self, *, clients: AwsClients, caller: Caller) -> None:
+    def __init__(
+        self,
+        *,
+        clients: AwsClients,
+        caller: Caller,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._ec2 = clients.ec2
         self._caller = caller
+        self._now = monotonic
+        self._started = monotonic()
+        self._used: dict[str, float] = {}  # name -> when a launch last ensured it
         self._known: dict[str, TemplateRef] = {}
+        # One ensure per name at a time: pools of a new shape acquiring together make
+        # one CreateLaunchTemplate, the others then find it known.
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
 
     def _call(self, op: str, **params: Any) -> dict[str, Any]:
         return self._caller.call(self._ec2, op, **params)
 
     def ensure(self, *, name: str, data: dict[str, Any], tags: dict[str, str]) -> TemplateRef:
         """The template's default version, equal to ``data``; created or updated."""
+        with self._locks_lock:
+            lock = self._locks.setdefault(name, threading.Lock())
+        with lock:
+            self._used[name] = self._now()
+            return self._ensure(name=name, data=data, tags=tags)
+
+    def prune_shared(self, *, cluster: str, idle_seconds: float) -> list[str]:
+        """Delete this cluster's shared templates (ours, no pool tag) unused for
+        ``idle_seconds``; each under its name's lock, so never one a launch is ensuring."""
+        found = self._call(
+            "describe_launch_templates",
+            Filters=[
+                {"Name": f"tag:{keys.CLUSTER}", "Values": [cluster]},
+                {"Name": f"tag:{keys.MANAGED}", "Values": ["true"]},
+            ],
+        )["LaunchTemplates"]
+        gone: list[str] = []
+        for lt in found:
+            name = str(lt["LaunchTemplateName"])
+            if any(t.get("Key") == keys.POOL for t in lt.get("Tags") or ()):
+                continue  # a pool's own (fleet): deleted with its pool
+            with self._locks_lock:
+                lock = self._locks.setdefault(name, threading.Lock())
+            with lock:
+                if self._now() - self._used.get(name, self._started) < idle_seconds:
+                    continue
+                self._call("delete_launch_template", LaunchTemplateId=lt["LaunchTemplateId"])
+                self._known.pop(name, None)
+                self._used.pop(name, None)
+            gone.append(name)
+        return gone
+
+    def _ensure(self, *, name: str, data: dict[str, Any], tags: dict[str, str]) -> TemplateRef:
         want = digest(data)
         ref = self._known.get(name)
         if ref is None:

@@ -20,6 +20,7 @@ from atomic_gang_provisioner.cloud.types import (
     QuotaExceeded,
     RetryLater,
     Shortfall,
+    Waiting,
 )
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
@@ -106,6 +107,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         spec=spec,
         generation=status.acquireGeneration,
         block_policy=block.policy(pool, observed.knobs),
+        waiting_since=status.acquiringSince,
     )
     return Plan(status=status, acquire=request)
 
@@ -124,8 +126,11 @@ def after_acquire(
         return _launched(
             pool, status, generation=request.generation, result=result, now=now, knobs=knobs
         )
+    if isinstance(result, Waiting):  # not an attempt: the pool waits its turn
+        waiting = update(status, lastError=result.message, lastErrorReason=result.reason)
+        return Plan(status=waiting, requeue_after=result.retry_after)
     if isinstance(result, RetryLater):
-        delay = min(knobs.backoff_max, knobs.backoff_base)
+        delay = result.retry_after or min(knobs.backoff_max, knobs.backoff_base)
         return Plan(
             status=update(
                 status, lastError=f"{result.code}: {result.message}", lastErrorReason="Throttled"

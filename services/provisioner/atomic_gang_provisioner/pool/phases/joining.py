@@ -59,7 +59,11 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         )
     if h.ready < want:
         due = [t for t in (status.joinDeadline, block.drain_point(status, observed.knobs)) if t]
-        return Plan(status=status, requeue_after=seconds_until(min(due, default=None), now))
+        return Plan(
+            status=status,
+            requeue_after=seconds_until(min(due, default=None), now),
+            warm_topology=topology.ahead(pool, status, ready=h.ready),
+        )
     if observed.instances is None:
         return Plan(status=status, describe=True)
     placed = topology.gate(pool, status, observed)

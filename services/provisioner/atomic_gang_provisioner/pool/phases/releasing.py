@@ -28,11 +28,12 @@ from atomic_gang_provisioner.pool.phases import block
 COUNTED = frozenset({"JoinTimeout", "TopologySpread"})
 
 
-def request(status: GangNodePoolStatus) -> ReleaseRequest:
+def request(pool: GangNodePool, status: GangNodePoolStatus) -> ReleaseRequest:
     return ReleaseRequest(
         instance_ids=tuple(status.instanceIds),
         fleet_ids=tuple(status.fleetIds),
         enis=tuple(status.pendingEnis),
+        instance_type=pool.spec.shape.instanceType,
     )
 
 
@@ -50,14 +51,16 @@ def begin(
         new = update(new, lastErrorReason=reason, lastError=message)
     if reason in COUNTED:
         new = update(new, consecutiveShortfalls=status.consecutiveShortfalls + 1)
-    return Plan(status=new, release=request(new), events=(event(reason, message, warning=warning),))
+    return Plan(
+        status=new, release=request(pool, new), events=(event(reason, message, warning=warning),)
+    )
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
     if not has_resources(status):
         return after_release(pool, status, result=ReleaseResult(), now=now, knobs=observed.knobs)
-    return Plan(status=status, release=request(status))
+    return Plan(status=status, release=request(pool, status))
 
 
 def after_release(

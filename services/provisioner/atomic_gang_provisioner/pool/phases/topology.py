@@ -1,4 +1,5 @@
-"""The gang's network topology, read once its N nodes are Ready (part of Joining).
+"""The gang's network topology, read once its N nodes are Ready (part of Joining),
+read ahead from its first Ready Node so that read is a cache hit.
 
 One DescribeInstanceTopology for the set (types EC2 reports no topology for skip
 all of this, quietly). The status records each instance's network nodes and the
@@ -31,6 +32,13 @@ class Placed:
     labels: tuple[NodeLabels, ...] = ()
     metrics: tuple[Metric, ...] = ()
     events: tuple[Event, ...] = ()
+
+
+def ahead(pool: GangNodePool, status: GangNodePoolStatus, *, ready: int) -> tuple[str, ...]:
+    """The ids to read ahead while the gang joins: once one of its Nodes is Ready its
+    instances are running, so EC2 lists them (a type without topology reads nothing)."""
+    needed = status.networkNodes is None and supported(pool.spec.shape.instanceType)
+    return tuple(status.instanceIds) if needed and ready >= 1 else ()
 
 
 def gate(pool: GangNodePool, status: GangNodePoolStatus, observed: Observed) -> Plan | Placed:

@@ -1,0 +1,152 @@
+"""The scale bench's report: what the controller called, the reaction times, moto's
+slowdown, the targets' measures and the targets table (see ``bench/scale.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+from typing import Any
+
+from bench import system_stack as sys_stack
+
+CONTROLLER = "testing"
+RELEASE = {"TerminateInstances", "DescribeNetworkInterfaces", "DeleteNetworkInterface"}
+PER_POOL = {"DescribeLaunchTemplates", "CreateLaunchTemplate"}  # once per new pool shape
+LAUNCH_BURST, LAUNCH_RATE = 5, 2.0  # EC2's RunInstances bucket: the launch budget's floor
+
+
+def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
+    g, n = res["gangs"], res["count"]
+    calls = res["calls"]
+    ctl = [c for c in calls if c["caller"] == CONTROLLER and c["service"] == "ec2"]
+    by_action = collections.Counter(c["action"] for c in ctl)
+    release = sum(v for k, v in by_action.items() if k in RELEASE)
+    per_pool = sum(v for k, v in by_action.items() if k in PER_POOL)
+    acquire = len(acquisition_calls(res))
+    outcomes = collections.Counter(c["outcome"] for c in ctl if c["action"] == "RunInstances")
+    print(f"\n## scale: {g} gangs of {n} ({g * n} instances), submitted at once\n")
+    print(
+        f"jobs complete {res['jobs_complete']}/{g}; all released: {res['released']}; "
+        f"wall {res['wall_seconds']:.0f} s (submitting took {res['submit_seconds']:.1f} s)"
+    )
+    print(
+        f"controller: peak RSS {res['peak_rss_mb']:.0f} MB (target <= 250), "
+        f"CPU {res['cpu_seconds']:.1f} s ({res['cpu_seconds'] / g * 1000:.0f} ms per gang)"
+    )
+    print(
+        f"controller EC2 calls: {len(ctl)} = {len(ctl) / g:.2f} per gang: acquisition "
+        f"{acquire / g:.2f} (target <= 2.0, new pools included: launch templates "
+        f"{per_pool / g:.2f}), release {release / g:.2f}; RunInstances outcomes {dict(outcomes)}"
+    )
+    acquiring = collections.Counter(c["action"] for c in acquisition_calls(res))
+    print("| action | calls | per gang | of which acquisition | moto s |")
+    print("|---|---|---|---|---|")
+    for action, count in by_action.most_common():
+        secs = sum(c["seconds"] for c in ctl if c["action"] == action)
+        print(
+            f"| {action} | {count} | {count / g:.2f} | {acquiring[action] / g:.2f} | {secs:.1f} |"
+        )
+    raw, net = [a for a, _ in lat], [b for _, b in lat]
+    ms = {k: sys_stack.pct(xs, q) * 1000 for k, xs, q in _pcts(raw, net)}
+    print(
+        f"\nlast Node Ready -> check Ready over {len(lat)} gangs: p50 {ms['raw50']:.0f} ms, "
+        f"p99 {ms['raw99']:.0f} ms; minus moto: p50 {ms['net50']:.0f} ms, p99 {ms['net99']:.0f} ms"
+    )
+    print(f"pool Events by reason (a release names its cause): {res.get('pool_events', {})}")
+    throttled = collections.Counter(
+        c["action"] for c in ctl if c["outcome"] == "error:RequestLimitExceeded"
+    )
+    print(f"our calls EC2 throttled, by action: {dict(throttled)}")
+    for side, xs in (res.get("split") or {}).items():
+        if xs:
+            print(
+                f"  {side} side: p50 {sys_stack.pct(xs, 0.5) * 1000:.0f} ms, "
+                f"p99 {sys_stack.pct(xs, 0.99) * 1000:.0f} ms"
+            )
+    _moto_report(res)
+
+
+def _pcts(raw: list[float], net: list[float]) -> list[tuple[str, list[float], float]]:
+    return [("raw50", raw, 0.5), ("raw99", raw, 0.99), ("net50", net, 0.5), ("net99", net, 0.99)]
+
+
+def _moto_report(res: dict[str, Any]) -> None:
+    by_caller: dict[str, float] = collections.defaultdict(float)
+    for c in res["calls"]:
+        by_caller[c["caller"]] += c["seconds"]
+    print(
+        "moto busy seconds by caller: "
+        + ", ".join(f"{k} {v:.0f}" for k, v in sorted(by_caller.items()))
+    )
+    sims = [
+        c for c in res["calls"] if c["caller"] == "nodesim" and c["action"] == "DescribeInstances"
+    ]
+    print("\nmoto slowing down: the simulator's DescribeInstances of every live instance")
+    print("| instances live | calls | median s |")
+    print("|---|---|---|")
+    buckets: dict[int, list[float]] = collections.defaultdict(list)
+    for c in sims:
+        live = min(res["trend"], key=lambda p: abs(p[0] - c["at"]))[1] if res["trend"] else 0
+        buckets[(live // 100) * 100].append(c["seconds"])
+    for base in sorted(buckets):
+        xs = buckets[base]
+        print(f"| {base}-{base + 99} | {len(xs)} | {sys_stack.pct(xs, 0.5):.2f} |")
+
+
+def acquisition_calls(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """The controller's EC2 calls that acquire: all but the release ones and those whose
+    every instance belongs to a gang already acquired (its check Ready), e.g. the
+    describes that watch a released set go. Calls naming no instance (launches,
+    discovery, templates, the reaper's listings) all count."""
+    acquired: dict[str, float] = res.get("acquired_at", {})
+    out = []
+    for c in res["calls"]:
+        if c["caller"] != CONTROLLER or c["service"] != "ec2" or c["action"] in RELEASE:
+            continue
+        ids = [v for v in c["params"].values() if isinstance(v, str) and v.startswith("i-")]
+        if not ids or any(c["at"] < acquired.get(i, float("inf")) for i in ids):
+            out.append(c)
+    return out
+
+
+def measures(res: dict[str, Any], lat: list[tuple[float, float]]) -> dict[str, float]:
+    """The targets' measures of one run."""
+    g = res["gangs"]
+    ctl = [c for c in res["calls"] if c["caller"] == CONTROLLER and c["service"] == "ec2"]
+    acquisition = acquisition_calls(res)
+    net = [b for _, b in lat]
+    return {
+        "reaction_p50_ms": round(sys_stack.pct(net, 0.5) * 1000, 1),
+        "reaction_p99_ms": round(sys_stack.pct(net, 0.99) * 1000, 1),
+        "ec2_calls_per_gang": round(len(acquisition) / g, 2),
+        "throttled": sum(c["outcome"] == "error:RequestLimitExceeded" for c in ctl),
+        "rss_mb": round(res["peak_rss_mb"], 1),
+        "cpu_s_per_gang": round(res["cpu_seconds"] / g, 3),
+        "wall_s": round(res["wall_seconds"], 1),
+    }
+
+
+def targets(m: dict[str, float], args: argparse.Namespace) -> None:
+    floor = max(0.0, (args.gangs - LAUNCH_BURST) / LAUNCH_RATE)
+    runs = seconds(args.runs_for)
+    print(f"\n## targets: {args.gangs} gangs × {args.count} at once\n")
+    print("| measure | this run | target |")
+    print("|---|---|---|")
+    print(
+        f"| last Node Ready → check Ready, net of moto | p50 {m['reaction_p50_ms']:.0f} ms / "
+        f"p99 {m['reaction_p99_ms']:.0f} ms | p50 ≤ 300 ms, p99 ≤ 1,000 ms |"
+    )
+    print(
+        "| EC2 calls per gang, acquisition, new pools included | "
+        f"{m['ec2_calls_per_gang']} | ≤ 2.0 |"
+    )
+    print(f"| our calls that EC2 throttled | {m['throttled']} | 0 |")
+    print(f"| controller peak RSS | {m['rss_mb']:.0f} MB | ≤ 200 MB |")
+    print(
+        f"| wall time, submission → last instance released (jobs run {runs:.0f} s) | "
+        f"{m['wall_s']:.0f} s | ≤ {floor + runs + 30:.0f} s (launch floor {floor:.1f} s) |"
+    )
+
+
+def seconds(text: str) -> float:
+    return float(text.removesuffix("s")) if text.endswith("s") else float(text)

@@ -1,0 +1,51 @@
+"""The provisioner's informers: one cache per kind, with the indexes the reconcilers
+and the event handlers look up."""
+
+from __future__ import annotations
+
+from atomic_gang import keys
+from atomic_gang_provisioner.kube import Informer, KubeClient, by_label, by_owner_uid
+from atomic_gang_provisioner.nodes import instance_index
+from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX
+from atomic_gang_provisioner.reconcilers.workload import (
+    CHECK_INDEX,
+    CLAIM_INDEX,
+    JOB_UID_INDEX,
+    check_index,
+    claim_index,
+    job_uid_index,
+)
+from atomic_gang_provisioner.resources import (
+    ADMISSION_CHECKS,
+    JOBS,
+    NODES,
+    POOLS,
+    RESOURCE_FLAVORS,
+    WORKLOADS,
+)
+
+OWNER_INDEX = "owner"
+
+
+def informers(client: KubeClient, *, resync_seconds: float) -> dict[str, Informer]:
+    """The caches, with the indexes the reconcilers and the event handlers look up."""
+    resync = resync_seconds  # the objects whose changes other objects do not announce
+    return {
+        "pools": Informer(
+            client, POOLS, indexers={CLAIM_INDEX: claim_index}, resync_seconds=resync
+        ),
+        "workloads": Informer(
+            client,
+            WORKLOADS,
+            indexers={OWNER_INDEX: by_owner_uid(kind="Job"), CHECK_INDEX: check_index},
+            resync_seconds=resync,
+        ),
+        "nodes": Informer(
+            client, NODES, indexers={INSTANCE_INDEX: instance_index, "pool": by_label(keys.POOL)}
+        ),
+        "jobs": Informer(
+            client, JOBS, label_selector=keys.POOL, indexers={JOB_UID_INDEX: job_uid_index}
+        ),
+        "checks": Informer(client, ADMISSION_CHECKS, resync_seconds=resync),
+        "flavors": Informer(client, RESOURCE_FLAVORS),
+    }

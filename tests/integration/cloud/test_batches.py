@@ -1,0 +1,80 @@
+"""Batched EC2 calls on moto + the layer: one DescribeInstances for many pools, and an
+id EC2 does not know never fails another pool's request (EC2 fails the whole call)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from atomic_gang import GangSpec
+from atomic_gang_fakeaws import FakeAws
+from atomic_gang_provisioner.cloud import AcquireRequest, CloudError, Launched
+from atomic_gang_provisioner.cloud.aws import Ec2Provider
+from atomic_gang_provisioner.cloud.batcher import Windows
+from tests.integration.cloud.conftest import Factory, live
+
+DEADLINE = 30.0
+UNKNOWN = "i-0123456789abcdef0"
+Spec = Callable[..., GangSpec]
+
+
+@pytest.fixture
+def wide(make_provider: Factory) -> Ec2Provider:
+    """Windows wide enough that requests made one after the other share a batch."""
+    return make_provider(batch=Windows(idle_seconds=0.3, max_seconds=2))
+
+
+def launch(provider: Ec2Provider, make_spec: Spec, pool: str) -> tuple[str, ...]:
+    result = provider.acquire(AcquireRequest(spec=make_spec(pool=pool, count=2), generation=0))
+    assert isinstance(result, Launched), result
+    return result.instance_ids
+
+
+def test_many_pools_share_one_describe_and_each_gets_its_own_answer(
+    wide: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    a, b = launch(wide, make_spec, "a"), launch(wide, make_spec, "b")
+    fake.clear_calls()
+    fa, fb = wide.describe_later(a), wide.describe_later(b)
+    assert sorted(i.instance_id for i in fa.result(DEADLINE)) == sorted(a)
+    assert sorted(i.instance_id for i in fb.result(DEADLINE)) == sorted(b)
+    assert len(fake.calls("DescribeInstances")) == 1
+
+
+def test_an_unknown_id_is_absent_from_its_own_answer_and_fails_no_other_pool(
+    wide: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    a, b = launch(wide, make_spec, "a"), launch(wide, make_spec, "b")
+    fake.clear_calls()
+    fa, fb = wide.describe_later(a), wide.describe_later((*b, UNKNOWN))
+    assert sorted(i.instance_id for i in fa.result(DEADLINE)) == sorted(a)
+    assert sorted(i.instance_id for i in fb.result(DEADLINE)) == sorted(b)
+    outcomes = [c["outcome"] for c in fake.calls("DescribeInstances")]
+    assert outcomes == ["error:InvalidInstanceID.NotFound", "ok"]
+
+
+def test_terminations_are_batched_and_a_bad_id_fails_only_its_caller(
+    wide: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    a, b = launch(wide, make_spec, "a"), launch(wide, make_spec, "b")
+    fake.clear_calls()
+    with ThreadPoolExecutor(2) as pool:
+        good = pool.submit(wide.terminate, a)
+        bad = pool.submit(wide.terminate, (*b, UNKNOWN))
+        assert sorted(good.result(DEADLINE)) == sorted(a)
+        assert sorted(bad.result(DEADLINE)) == sorted(b)  # the forgotten id dropped
+    assert not {i.id for i in live()} & {*a, *b}
+    first = fake.calls("TerminateInstances")[0]
+    assert first["outcome"] == "error:InvalidInstanceID.NotFound"
+    assert {*a, *b, UNKNOWN} <= set(first["params"].values())  # one call for both pools
+
+
+def test_describe_errors_other_than_unknown_ids_reach_every_caller(
+    wide: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    a = launch(wide, make_spec, "a")
+    fake.add_rule({"action": "DescribeInstances", "code": "UnauthorizedOperation", "status": 403})
+    with pytest.raises(CloudError, match="UnauthorizedOperation"):
+        wide.describe(a)

@@ -1,0 +1,84 @@
+"""Our mirror of EC2's token buckets: per action class, refill, reserve, throttle sync."""
+
+from __future__ import annotations
+
+import pytest
+
+from atomic_gang_provisioner.cloud.budget import (
+    ApiBudget,
+    BucketSpec,
+    BudgetLimits,
+    action_class,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.mark.parametrize(
+    ("operation", "cls"),
+    [
+        pytest.param("run_instances", "run_instances", id="launch"),
+        pytest.param("describe_instances", "non_mutating", id="describe"),
+        pytest.param("get_parameter", "non_mutating", id="get"),
+        pytest.param("terminate_instances", "mutating", id="terminate"),
+        pytest.param("create_tags", "mutating", id="tags"),
+        pytest.param("create_fleet", "mutating", id="fleet"),
+    ],
+)
+def test_each_operation_draws_from_its_class(operation: str, cls: str) -> None:
+    assert action_class(operation) == cls
+
+
+def test_run_instances_bursts_five_then_refills_at_two_per_second() -> None:
+    clock = Clock()
+    budget = ApiBudget(limits=BudgetLimits(), clock=clock)
+    assert [budget.take("run_instances", instances=1) for _ in range(5)] == [0.0] * 5
+    assert budget.take("run_instances", instances=1) == pytest.approx(0.5)
+    clock.t += 0.5
+    assert budget.take("run_instances", instances=1) == 0.0
+    assert budget.take("describe_instances") == 0.0  # other classes are untouched
+
+
+def test_the_instance_bucket_limits_big_launches() -> None:
+    clock = Clock()
+    limits = BudgetLimits(run_instances_instances=BucketSpec(10, 2))
+    budget = ApiBudget(limits=limits, clock=clock)
+    assert budget.take("run_instances", instances=8) == 0.0
+    assert budget.take("run_instances", instances=8) == pytest.approx(3.0)  # 6 more at 2/s
+    assert budget.wait("run_instances", instances=2) == 0.0
+
+
+def test_reserve_keeps_tokens_for_those_ahead_and_take_nothing_when_short() -> None:
+    clock = Clock()
+    budget = ApiBudget(limits=BudgetLimits(), clock=clock)
+    assert budget.take("run_instances", reserve=5) == pytest.approx(0.5)
+    assert budget.wait("run_instances", reserve=4) == 0.0  # the 5 tokens are all still here
+    assert budget.wait("run_instances", reserve=12) == pytest.approx(4.0)  # 13 needed, 5 here
+
+
+def test_a_throttle_from_ec2_empties_our_bucket_and_hints_the_refill() -> None:
+    clock = Clock()
+    budget = ApiBudget(limits=BudgetLimits(), clock=clock)
+    assert budget.throttled("run_instances") == pytest.approx(0.5)
+    assert budget.take("run_instances") == pytest.approx(0.5)
+    assert budget.throttled("describe_instances") == pytest.approx(0.05)
+
+
+def test_bad_limits_are_refused() -> None:
+    with pytest.raises(ValueError, match="capacity"):
+        BucketSpec(0, 1)
+
+
+def test_a_refill_that_falls_short_by_a_rounding_error_counts_as_whole() -> None:
+    clock = Clock()
+    clock.t = 1000.0
+    budget = ApiBudget(limits=BudgetLimits(non_mutating=BucketSpec(1, 3)), clock=clock)
+    budget.take("describe_instances")
+    clock.t += budget.wait("describe_instances")  # 1/3 s: not exact in floating point
+    assert budget.take("describe_instances") == 0.0

@@ -1,0 +1,73 @@
+"""The joining path never holds a worker on EC2: the reconcile hands its ids to the
+batched describe and ends; the answer requeues the pool, which then decides with it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from atomic_gang import keys
+from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
+from atomic_gang_provisioner.nodes import instance_index
+from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
+from tests.support.jobs import settings
+from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, answered, context
+from tests.support.pools import IDS, T0, instances, launched
+
+
+class LaterCloud(NoCloud):
+    """A describe whose answer comes when the test says so."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, ...]] = []
+        self.pending: list[Future[tuple[Instance, ...]]] = []
+
+    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+        self.asked.append(tuple(instance_ids))
+        future: Future[tuple[Instance, ...]] = Future()
+        self.pending.append(future)
+        return future
+
+    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+        return answered(TopologyRead())  # none of them sits in a reported topology
+
+
+def ready_node(i: int) -> dict[str, Any]:
+    group = launched().status.activeGroup
+    return {
+        "metadata": {
+            "name": f"ip-10-0-0-{i}",
+            "labels": {keys.POOL: "pretrain", keys.GROUP: group},
+        },
+        "spec": {"providerID": f"aws:///us-east-1a/{IDS[i]}"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:
+    transport, cloud = RecordingTransport(), LaterCloud()
+    requeued: list[str] = []
+    ctx = context(
+        settings=settings(),
+        transport=transport,
+        pools=FakeCache([launched().to_dict()]),
+        now=lambda: T0 + timedelta(seconds=30),
+    )
+    nodes = FakeCache([ready_node(i) for i in range(len(IDS))], {INSTANCE_INDEX: instance_index})
+    ctx = replace(ctx, nodes=nodes, cloud=cloud)
+    reconciler = PoolReconciler(ctx, requeue=requeued.append)
+    reconciler.reconcile("pretrain")
+    assert cloud.asked == [tuple(IDS)]
+    assert transport.writes() == []  # nothing decided yet, the worker is free
+    assert requeued == []
+    reconciler.reconcile("pretrain")  # a Node event before the answer: no second describe
+    assert len(cloud.asked) == 1
+    cloud.pending[0].set_result(instances())
+    assert requeued == ["pretrain"]
+    reconciler.reconcile("pretrain")
+    assert len(cloud.asked) == 1  # the answer was used, not asked for again
+    (write,) = transport.writes()
+    assert write.body["status"]["phase"] == "Satisfied"
