@@ -106,3 +106,16 @@ def test_short_cell_seconds_zero_turns_the_cache_off() -> None:
     cells.mark_short(P4D_A)
     assert cells.turn(P4D_A, pool="a", since=1.0) is None
     assert cells.turn(P4D_A, pool="b", since=2.0) is None
+
+
+def test_a_placement_groups_shortfall_is_its_own_cell() -> None:
+    """A cluster group holds its own capacity: one pool's group coming back short does
+    not make a pool with another group wait (nor the AZ without a group)."""
+    cells = ShortCells(clock=Clock())
+    mine = Cell("p4d.24xlarge", "us-east-1a", placement_group="atomic-gang-c-a-1")
+    cells.mark_short(mine)
+    assert cells.turn(mine, pool="a", since=1.0) == 0  # a, alone in its line, probes it
+    other = Cell("p4d.24xlarge", "us-east-1a", placement_group="atomic-gang-c-b-2")
+    assert cells.turn(other, pool="b", since=2.0) is None
+    assert cells.turn(P4D_A, pool="c", since=3.0) is None
+    assert str(mine) == "p4d.24xlarge in us-east-1a (group atomic-gang-c-a-1)"

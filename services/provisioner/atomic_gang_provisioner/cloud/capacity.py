@@ -1,11 +1,12 @@
 """What shortfalls taught us: capacity cells EC2 said are short, and who probes them.
 
-A cell is (instance type, AZ, capacity reservation). Once EC2 answers a launch into it
-with a capacity error, the cell is known short, as Karpenter keeps unavailable
-offerings: from then on only the pool that has waited longest for it probes it (at that
-pool's own backoff); the others wait behind it without a call, and can say how many
-gangs are ahead. A launch that succeeds there, a release of instances of that type,
-or ``ttl`` seconds clear it: then every pool may try again. The clock is injected.
+A cell is (instance type, AZ, capacity reservation, cluster placement group). Once
+EC2 answers a launch into it with a capacity error, the cell is known short, as
+Karpenter keeps unavailable offerings: from then on only the pool that has waited
+longest for it probes it (at that pool's own backoff); the others wait behind it
+without a call, and can say how many gangs are ahead. A launch that succeeds there, a
+release of instances of that type, or ``ttl`` seconds clear it: then every pool may
+try again. The clock is injected.
 """
 
 from __future__ import annotations
@@ -25,10 +26,18 @@ class Cell:
     instance_type: str
     zone: str
     reservation: str = ""
+    # A cluster placement group holds its own capacity: a pool's own group short says
+    # nothing of the AZ, and one named by several Jobs is a cell of their own.
+    placement_group: str = ""
 
     def __str__(self) -> str:
         where = f"{self.instance_type} in {self.zone}"
-        return f"{where} ({self.reservation})" if self.reservation else where
+        inside = [
+            x
+            for x in (self.reservation, self.placement_group and f"group {self.placement_group}")
+            if x
+        ]
+        return f"{where} ({', '.join(inside)})" if inside else where
 
 
 class ShortCells:

@@ -186,4 +186,5 @@ def token_for(plan: LaunchPlan, zone: str) -> str:
 def cell_of(plan: LaunchPlan, zone: str) -> Cell:
     """The capacity cell a launch of ``plan`` into ``zone`` draws from."""
     reservation = plan.reservation.reservation_id if plan.reservation is not None else ""
-    return Cell(plan.spec.instance_type, zone, reservation)
+    group = plan.network.placement_group or ""
+    return Cell(plan.spec.instance_type, zone, reservation, group)
