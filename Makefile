@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 CRD := charts/atomic-gang-provisioner/crds/gangnodepools.atomic-gang.k8s.aws.yaml
 
-.PHONY: crd helm-sync manifests generate helm-lint helm-test helm-package demo demo-cluster test test-fast lint unit integration e2e bins venv dev-up dev-down bench clean-venv build run images cluster-up cluster-down docker-build docker-push
+.PHONY: crd helm-sync manifests generate helm-lint helm-test helm-package demo demo-cluster test test-fast coverage lint unit integration e2e bins venv dev-up dev-down bench clean-venv build run images cluster-up cluster-down docker-build docker-push
 
 ## demo: run the whole product locally (control plane + Kueue + moto + provisioner)
 demo: venv bins
@@ -21,8 +21,12 @@ demo-cluster: venv bins images
 test: venv bins lint
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
-## test-fast: lint plus everything below e2e, with a coverage summary of our four packages
+## test-fast: lint plus everything below e2e (the inner loop: no coverage tracing)
 test-fast: venv lint
+	$(BIN)/pytest -q -p no:cacheprovider tests/unit tests/integration
+
+## coverage: everything below e2e with a line-coverage summary of our four packages
+coverage: venv
 	$(BIN)/pytest -q -p no:cacheprovider --cov --cov-report=term tests/unit tests/integration
 
 lint: venv
