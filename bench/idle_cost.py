@@ -248,7 +248,6 @@ def main() -> None:
     trace = make_trace(jobs=args.jobs, seed=args.seed)
     today = None
     if not (args.ours_only or args.without_today):
-        print("phase 0: our provisioner, short-cell cache off (today)", flush=True)
         today, _ = _on_stack(trace, args, CACHE_OFF, name="ours, cache off", ours_only=True)
     ours, base = _on_stack(trace, args, SETTINGS, ours_only=args.ours_only)
     if base is not None:
@@ -286,13 +285,13 @@ def _both(
     kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
     sys_stack.set_gpu_quota(kube, 10000)
     ControlClient(fakeaws_endpoint(ctx)).set_throttling(False)
-    print("phase 1: our provisioner", flush=True)
+    print(f"phase: {name}", flush=True)
     ours = run_ours(ctx, trace, max_seconds, name)
     if ours_only:
         return ours, None
     # The baseline runs alone: our reaper would take its instances for orphans.
     stack.stop_component(sys_stack.LEADER)
-    print("phase 2: the incremental baseline", flush=True)
+    print("phase: the incremental baseline", flush=True)
     return ours, run_baseline(ctx, trace, max_seconds)
 
 
