@@ -40,6 +40,17 @@ def cluster_join(eks: Any, cluster: str) -> ClusterJoin:
     )
 
 
+# Another provisioner's nodes carry a taint of their own: the gang taint is ours, and
+# the webhook refuses any Job that tolerates it (only Kueue adds that toleration).
+BASELINE_TAINT = "baseline.example.com/gang"
+
+
+def baseline_user_data(join: ClusterJoin, pool: str) -> str:
+    """Our node user data with the baseline's taint in place of the gang taint."""
+    data = user_data(join=join, labels={NODE_LABEL: pool}, pool=pool)
+    return data.replace(f"{keys.GANG_TAINT}=", f"{BASELINE_TAINT}=")
+
+
 @dataclass
 class IncrementalBaseline:
     ec2: Any  # boto3 EC2 client without retries (an ICE is an answer, not a glitch)
@@ -95,7 +106,7 @@ class IncrementalBaseline:
             "MinCount": 1,
             "MaxCount": 1,
             "SubnetId": self.subnet,
-            "UserData": user_data(join=self.join, labels={NODE_LABEL: pool}, pool=pool),
+            "UserData": baseline_user_data(self.join, pool),
             "TagSpecifications": [
                 {
                     "ResourceType": "instance",
@@ -137,7 +148,7 @@ def baseline_job(name: str, namespace: str, *, count: int) -> dict[str, Any]:
                     "restartPolicy": "Never",
                     "terminationGracePeriodSeconds": 0,
                     "nodeSelector": {NODE_LABEL: name},
-                    "tolerations": [{"key": keys.GANG_TAINT, "operator": "Exists"}],
+                    "tolerations": [{"key": BASELINE_TAINT, "operator": "Exists"}],
                     "containers": [
                         {
                             "name": "trainer",
