@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pytest
 
 from atomic_gang_provisioner.cloud.batcher import Batcher, Windows
+from tests.support.wait import wait_for
 
 DEADLINE = 10.0
 
@@ -84,7 +84,7 @@ def test_a_slow_answer_does_not_hold_back_the_next_batch() -> None:
     windows = Windows(idle_seconds=0.01, max_seconds=0.05)
     two: Batcher[int, int] = Batcher(name="t", run=run, windows=windows, in_flight=2)
     first = two.submit(1)
-    assert _eventually(lambda: batches == [[1]])
+    wait_for(lambda: batches == [[1]], timeout=DEADLINE, what="the first batch out")
     assert two.submit(2).result(DEADLINE) == 2  # went out while the first hangs
     slow.set()
     assert first.result(DEADLINE) == 1
@@ -93,17 +93,8 @@ def test_a_slow_answer_does_not_hold_back_the_next_batch() -> None:
     slow.clear()
     one: Batcher[int, int] = Batcher(name="u", run=run, windows=windows, in_flight=1)
     held = one.submit(1)
-    assert _eventually(lambda: batches == [[1]])
+    wait_for(lambda: batches == [[1]], timeout=DEADLINE, what="the first batch out")
     later = [one.submit(n) for n in (3, 4)]
     slow.set()
     assert [f.result(DEADLINE) for f in (held, *later)] == [1, 3, 4]
     assert batches == [[1], [3, 4]]  # gathered while the only slot was out
-
-
-def _eventually(ok: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + DEADLINE
-    while not ok():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)  # polling a condition with a deadline, not a stand-in for sync
-    return True
