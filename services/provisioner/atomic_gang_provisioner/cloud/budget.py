@@ -6,6 +6,11 @@ non-mutating 100 at 20/s). The engine takes a token here before each call, so th
 controller never drives itself into ``RequestLimitExceeded``; when EC2 throttles
 anyway (other launchers in the account), :meth:`ApiBudget.throttled` empties the
 class's bucket, since EC2 just said its own is empty. The clock is injected.
+
+Each request bucket holds one token less than EC2's: EC2 counts a call when it
+arrives, and calls sent half a second apart can arrive closer (queues on the way),
+so a bucket that mirrored EC2's exactly would now and then find EC2's one token
+short. The token kept in hand absorbs that, at a cost of one burst call.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ ActionClass = Literal["run_instances", "mutating", "non_mutating"]
 LAUNCH_INSTANCES: Final = "run_instances/instances"
 READ_PREFIXES: Final = ("describe_", "get_", "list_")
 EPSILON: Final = 1e-6  # of a token: float refills never quite reach a whole one
+HEADROOM: Final = 1.0  # request tokens of EC2's bucket we never count on (see above)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +74,11 @@ class TokenBucket:
         return short / self.spec.per_second if short > EPSILON else 0.0
 
 
+def _in_hand(spec: BucketSpec) -> BucketSpec:
+    """EC2's request bucket less the headroom (a bucket of 1 stays 1)."""
+    return BucketSpec(max(1.0, spec.capacity - HEADROOM), spec.per_second)
+
+
 class ApiBudget:
     """The buckets of every action class, shared by every caller of one engine."""
 
@@ -75,10 +86,10 @@ class ApiBudget:
         self._clock = clock
         now = clock()
         self._buckets: dict[str, TokenBucket] = {
-            "run_instances": TokenBucket(limits.run_instances, now),
+            "run_instances": TokenBucket(_in_hand(limits.run_instances), now),
             LAUNCH_INSTANCES: TokenBucket(limits.run_instances_instances, now),
-            "mutating": TokenBucket(limits.mutating, now),
-            "non_mutating": TokenBucket(limits.non_mutating, now),
+            "mutating": TokenBucket(_in_hand(limits.mutating), now),
+            "non_mutating": TokenBucket(_in_hand(limits.non_mutating), now),
         }
         self._lock = threading.Lock()
 
