@@ -72,6 +72,11 @@ class Ec2Api(_Section):
         ge=0,
         description="How long a capacity cell EC2 answered short stays known short; 0: off.",
     )
+    describeReuseSeconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="A join check takes a DescribeInstances answer this recent; 0: always asks.",
+    )
 
     @model_validator(mode="after")
     def _windows(self) -> Ec2Api:

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from atomic_gang import GangSettings
+from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
@@ -111,7 +112,9 @@ class NoCloud:
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         return self._no(instance_ids)  # type: ignore[no-any-return]
 
-    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+    def describe_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
+    ) -> Future[tuple[Instance, ...]]:
         return self._no(instance_ids)  # type: ignore[no-any-return]
 
     def release(self, request: ReleaseRequest) -> ReleaseResult:
@@ -144,7 +147,9 @@ class NoCloud:
     def reap_placement_group(self, name: str) -> bool:
         return self._no(name)  # type: ignore[no-any-return]
 
-    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+    def read_topology_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
+    ) -> Future[TopologyRead]:
         return self._no(instance_ids)  # type: ignore[no-any-return]
 
 
@@ -172,7 +177,7 @@ def context(
 ) -> Context:
     return Context(
         client=KubeClient(transport),
-        pools=pools or FakeCache(),
+        pools=pools or FakeCache([], POOL_INDEXERS),
         workloads=workloads or FakeCache(),
         nodes=FakeCache(),
         jobs=jobs or FakeCache(),

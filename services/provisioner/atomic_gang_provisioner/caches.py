@@ -7,6 +7,7 @@ from atomic_gang import keys
 from atomic_gang_provisioner.kube import Informer, KubeClient, by_label, by_owner_uid
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX
+from atomic_gang_provisioner.reconcilers.reads import PHASE_INDEX, phase_index
 from atomic_gang_provisioner.reconcilers.workload import (
     CHECK_INDEX,
     CLAIM_INDEX,
@@ -25,6 +26,7 @@ from atomic_gang_provisioner.resources import (
 )
 
 OWNER_INDEX = "owner"
+POOL_INDEXERS = {CLAIM_INDEX: claim_index, PHASE_INDEX: phase_index}
 
 
 def informers(client: KubeClient, *, resync_seconds: float) -> dict[str, Informer]:
@@ -32,7 +34,10 @@ def informers(client: KubeClient, *, resync_seconds: float) -> dict[str, Informe
     resync = resync_seconds  # the objects whose changes other objects do not announce
     return {
         "pools": Informer(
-            client, POOLS, indexers={CLAIM_INDEX: claim_index}, resync_seconds=resync
+            client,
+            POOLS,
+            indexers=POOL_INDEXERS,
+            resync_seconds=resync,
         ),
         "workloads": Informer(
             client,

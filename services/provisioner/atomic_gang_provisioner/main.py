@@ -158,6 +158,7 @@ def _cloud(
             limits=budget_limits(api),
             batch=Windows(idle_seconds=api.batchIdleSeconds, max_seconds=api.batchMaxSeconds),
             capacity_ttl_seconds=api.shortCellSeconds,
+            describe_reuse_seconds=api.describeReuseSeconds,
         ),
         aws_auth=aws_auth_reader(client),
         on_call=metrics.aws_call,

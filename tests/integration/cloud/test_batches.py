@@ -13,7 +13,7 @@ from atomic_gang_fakeaws import FakeAws
 from atomic_gang_provisioner.cloud import AcquireRequest, CloudError, Launched
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
 from atomic_gang_provisioner.cloud.batcher import Windows
-from tests.integration.cloud.conftest import Factory, live
+from tests.integration.cloud.conftest import Factory, FakeClock, live
 
 DEADLINE = 30.0
 UNKNOWN = "i-0123456789abcdef0"
@@ -78,3 +78,54 @@ def test_describe_errors_other_than_unknown_ids_reach_every_caller(
     fake.add_rule({"action": "DescribeInstances", "code": "UnauthorizedOperation", "status": 403})
     with pytest.raises(CloudError, match="UnauthorizedOperation"):
         wide.describe(a)
+
+
+def test_a_join_check_takes_another_pools_recent_answer_and_asks_ec2_once_it_is_old(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+) -> None:
+    """Pool a's join check asks along for joining pool b; b's check, 6 s later, is
+    answered from that call; 11 s later (past ec2Api.describeReuseSeconds, 10) it asks."""
+    a, b = launch(provider, make_spec, "a"), launch(provider, make_spec, "b")
+    fake.clear_calls()
+    provider.describe_later(a, also=b, reuse=True).result(DEADLINE)
+    (call,) = fake.calls("DescribeInstances")
+    assert {*a, *b} == {v for k, v in call["params"].items() if k.startswith("InstanceId")}
+    clock.sleep(6)
+    reused = provider.describe_later(b, reuse=True)
+    assert reused.done()  # no call, no batch: the answer is there
+    assert sorted(i.instance_id for i in reused.result()) == sorted(b)
+    assert {i.state for i in reused.result()} <= {"pending", "running"}
+    assert provider.describe_later(b).result(DEADLINE)  # without reuse: always asks EC2
+    assert len(fake.calls("DescribeInstances")) == 2
+    clock.sleep(11)
+    provider.describe_later(b, reuse=True).result(DEADLINE)
+    assert len(fake.calls("DescribeInstances")) == 3
+
+
+def test_a_terminated_instance_seen_in_a_recent_answer_is_reported_as_terminated(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    """The reuse never hides a death EC2 has already reported; a gone id is never reused."""
+    a = launch(provider, make_spec, "a")
+    provider.terminate(a[:1])
+    provider.describe_later(a).result(DEADLINE)
+    fake.clear_calls()
+    seen = {i.instance_id: i.state for i in provider.describe_later(a, reuse=True).result()}
+    assert seen[a[0]] in ("shutting-down", "terminated")
+    assert seen[a[1]] == "running"
+    assert fake.calls("DescribeInstances") == []
+    assert not provider.describe_later((*a, UNKNOWN), reuse=True).done()  # never seen: asks
+
+
+def test_ids_asked_along_fill_the_call_and_never_add_one(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    a = launch(provider, make_spec, "a")
+    fake.clear_calls()
+    many = tuple(f"i-{n:017x}" for n in range(1, 600))  # more than one call's room
+    provider.describe_later(a, also=many).result(DEADLINE)
+    calls = fake.calls("DescribeInstances")
+    asked = [v for c in calls for k, v in c["params"].items() if k.startswith("InstanceId")]
+    assert set(a) <= set(asked)
+    assert len(set(asked)) == 500  # IDS_PER_CALL: the room of one call, no second chunk
+    assert all(c["outcome"] in ("ok", "error:InvalidInstanceID.NotFound") for c in calls)

@@ -4,6 +4,7 @@ together, paced below EC2's 1/s by the batch thread, cached per instance."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
@@ -90,3 +91,42 @@ def test_throttled_by_ec2_after_the_retries_is_a_later_not_an_error(
     read = provider.read_topology_later(ids).result()
     assert (read.nodes, read.retry_after) == ((), THROTTLED_WAIT)
     assert len(fake.calls("DescribeInstanceTopology")) == 4  # the caller's retry budget
+
+
+def ids_of(call: dict[str, Any]) -> list[str]:
+    return [v for k, v in call["params"].items() if k.startswith("InstanceId")]
+
+
+def test_other_gangs_ids_ride_along_so_their_own_read_is_a_cache_hit(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    first = launch(provider, make_spec(pool="a", count=2, placement="cluster"))
+    second = launch(provider, make_spec(pool="b", count=2, placement="cluster"))
+    assert provider.read_topology_later(first, also=second).result().spread == 1
+    later = provider.read_topology_later(second, also=first)
+    assert later.done()  # cached: no call, no wait
+    assert later.result().spread == 1
+    (call,) = fake.calls("DescribeInstanceTopology")
+    assert ids_of(call) == [*sorted(first), *second]  # the asker's own ids first
+
+
+def test_a_read_failed_by_an_id_asked_along_is_asked_again_without_them(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+) -> None:
+    """One gang's bad id never fails another gang's read."""
+    mine = launch(provider, make_spec(pool="a", count=2, placement="cluster"))
+    bad = "i-0badbadbadbadbad0"
+    fake.add_rule(
+        {
+            "action": "DescribeInstanceTopology",
+            "code": "InvalidInstanceID.Malformed",
+            "status": 400,
+            "times": None,
+            "match": {"InstanceId.3": bad},
+        }
+    )
+    read = provider.read_topology_later(mine, also=(bad,)).result()
+    assert (read.error, read.spread) == ("", 1)
+    calls = fake.calls("DescribeInstanceTopology")
+    assert [c["outcome"] for c in calls] == ["error:InvalidInstanceID.Malformed", "ok"]
+    assert ids_of(calls[1]) == sorted(mine)

@@ -13,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.pool.model import update
 from atomic_gang_provisioner.pool.report import set_condition
@@ -86,7 +87,7 @@ def test_the_pool_reconciler_reconciles_a_newer_pool_and_writes_its_fields_back(
     ctx = context(
         settings=settings(),
         transport=transport,
-        pools=FakeCache([newer_object()]),
+        pools=FakeCache([newer_object()], POOL_INDEXERS),
         now=lambda: T0 + timedelta(seconds=601),  # past the join deadline: a status write
     )
     nodes = FakeCache([], {INSTANCE_INDEX: instance_index})

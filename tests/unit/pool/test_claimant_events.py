@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
@@ -46,7 +47,7 @@ def reconcile(
     ctx = context(
         settings=settings(),
         transport=RecordingTransport(),
-        pools=FakeCache([pool_obj]),
+        pools=FakeCache([pool_obj], POOL_INDEXERS),
         workloads=FakeCache(workloads),
         now=lambda: T0 + timedelta(seconds=601),  # past the join deadline
     )

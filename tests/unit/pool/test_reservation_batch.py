@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.cloud.types import AcquireRequest, AcquireResult, AwaitingReservation
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
@@ -51,7 +52,7 @@ def test_one_acquire_carries_the_reservations_every_other_acquiring_pool_awaits(
     ctx = context(
         settings=settings(),
         transport=RecordingTransport(),
-        pools=FakeCache(pools),
+        pools=FakeCache(pools, POOL_INDEXERS),
         workloads=FakeCache([]),
         now=lambda: T0 + timedelta(seconds=1),
     )

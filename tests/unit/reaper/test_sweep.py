@@ -96,7 +96,9 @@ class FakeCloud:
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         raise AssertionError("unused")
 
-    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+    def describe_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
+    ) -> Future[tuple[Instance, ...]]:
         raise AssertionError("unused")
 
     def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
@@ -125,7 +127,9 @@ class FakeCloud:
     def delete_placement_group(self, pool: str) -> bool:
         raise AssertionError("the reaper deletes groups by name")
 
-    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+    def read_topology_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
+    ) -> Future[TopologyRead]:
         raise AssertionError("unused")
 
 

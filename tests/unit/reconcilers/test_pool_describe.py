@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from atomic_gang import keys
+from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
@@ -23,15 +24,21 @@ class LaterCloud(NoCloud):
 
     def __init__(self) -> None:
         self.asked: list[tuple[str, ...]] = []
+        self.along: list[tuple[tuple[str, ...], bool]] = []
         self.pending: list[Future[tuple[Instance, ...]]] = []
 
-    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+    def describe_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
+    ) -> Future[tuple[Instance, ...]]:
         self.asked.append(tuple(instance_ids))
+        self.along.append((tuple(also), reuse))
         future: Future[tuple[Instance, ...]] = Future()
         self.pending.append(future)
         return future
 
-    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+    def read_topology_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
+    ) -> Future[TopologyRead]:
         return answered(TopologyRead())  # none of them sits in a reported topology
 
 
@@ -53,7 +60,7 @@ def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:
     ctx = context(
         settings=settings(),
         transport=transport,
-        pools=FakeCache([launched().to_dict()]),
+        pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
         now=lambda: T0 + timedelta(seconds=30),
     )
     nodes = FakeCache([ready_node(i) for i in range(len(IDS))], {INSTANCE_INDEX: instance_index})
@@ -71,3 +78,31 @@ def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:
     assert len(cloud.asked) == 1  # the answer was used, not asked for again
     (write,) = transport.writes()
     assert write.body["status"]["phase"] == "Satisfied"
+
+
+def other_pool(name: str, phase: str, ids: list[str]) -> dict[str, Any]:
+    obj = launched(phase=phase, instanceIds=ids).to_dict()
+    obj["metadata"]["name"] = name
+    return obj
+
+
+def test_the_join_check_asks_along_for_the_other_joining_pools_and_may_reuse() -> None:
+    """Their own checks then find a recent answer (ec2Api.describeReuseSeconds) and cost
+    no call; pools in other phases are not asked about."""
+    cloud = LaterCloud()
+    pools = [
+        launched().to_dict(),
+        other_pool("joining", "Joining", ["i-00000000000000aa", "i-00000000000000ab"]),
+        other_pool("satisfied", "Satisfied", ["i-00000000000000ba"]),
+    ]
+    ctx = context(
+        settings=settings(),
+        transport=RecordingTransport(),
+        pools=FakeCache(pools, POOL_INDEXERS),
+        now=lambda: T0 + timedelta(seconds=30),
+    )
+    nodes = FakeCache([ready_node(i) for i in range(len(IDS))], {INSTANCE_INDEX: instance_index})
+    PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud), requeue=lambda _: None).reconcile(
+        "pretrain"
+    )
+    assert cloud.along == [(("i-00000000000000aa", "i-00000000000000ab"), True)]

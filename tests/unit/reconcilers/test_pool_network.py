@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from atomic_gang import keys
+from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
 from atomic_gang_provisioner.kube.errors import ForbiddenError
@@ -29,10 +30,14 @@ class NetCloud(NoCloud):
     deleted: list[str] = field(default_factory=list)
     in_use: bool = False
 
-    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+    def describe_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
+    ) -> Future[tuple[Instance, ...]]:
         return answered(instances())
 
-    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+    def read_topology_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
+    ) -> Future[TopologyRead]:
         self.reads.append(tuple(instance_ids))
         return answered(self.read)
 
@@ -57,7 +62,7 @@ def run(obj: dict[str, Any], cloud: NetCloud, transport: RecordingTransport) -> 
     ctx = context(
         settings=settings(),
         transport=transport,
-        pools=FakeCache([obj]),
+        pools=FakeCache([obj], POOL_INDEXERS),
         now=lambda: T0 + timedelta(seconds=30),
     )
     nodes = FakeCache(
@@ -87,7 +92,9 @@ def test_a_joining_gang_reads_ahead_without_waiting_for_the_answer() -> None:
     pending: Future[TopologyRead] = Future()
 
     class Slow(NetCloud):
-        def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+        def read_topology_later(
+            self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
+        ) -> Future[TopologyRead]:
             self.reads.append(tuple(instance_ids))
             return pending  # never answered in this test
 
@@ -95,7 +102,7 @@ def test_a_joining_gang_reads_ahead_without_waiting_for_the_answer() -> None:
     ctx = context(
         settings=settings(),
         transport=transport,
-        pools=FakeCache([launched().to_dict()]),
+        pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
         now=lambda: T0 + timedelta(seconds=30),
     )
     nodes = FakeCache([node(0), node(1)], {INSTANCE_INDEX: instance_index})

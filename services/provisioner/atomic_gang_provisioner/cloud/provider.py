@@ -36,9 +36,14 @@ class CloudProvider(Protocol):
         """Current state of these instances; unknown ids are simply absent."""
         ...
 
-    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
+    def describe_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
+    ) -> Future[tuple[Instance, ...]]:
         """``describe`` without waiting: the call is shared with every other pool that
-        asks within the batch window, and the Future carries this caller's answer."""
+        asks within the batch window, and the Future carries this caller's answer.
+        ``also``: ids other pools will ask about soon, asked along while the call has
+        room. ``reuse``: an answer EC2 gave for every id (to any pool's call) within
+        ``ec2Api.describeReuseSeconds`` will do, without a call."""
         ...
 
     def release(self, request: ReleaseRequest) -> ReleaseResult:
@@ -86,7 +91,10 @@ class CloudProvider(Protocol):
         """Delete a managed placement group by name; as delete_placement_group."""
         ...
 
-    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+    def read_topology_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
+    ) -> Future[TopologyRead]:
         """The instances' network nodes: a limited, cached DescribeInstanceTopology shared
-        with every gang that asks within the batch window (at once when all cached)."""
+        with every gang that asks within the batch window (at once when all cached);
+        ``also``: other gangs' ids, asked along while a call has room."""
         ...

@@ -107,6 +107,8 @@ class Plan:
     tag: TagRequest | None = None
     label_nodes: tuple[NodeLabels, ...] = ()
     describe: bool = False
+    # The join check: a recent answer another pool's call got will do (ec2Api).
+    describe_shared: bool = False
     find: int | None = None  # look up (pool, generation) by tag; launches nothing
     read_topology: tuple[str, ...] = ()  # instance ids: one DescribeInstanceTopology
     # Read ahead, the answer only fills the cache: the gang's own read at N Ready is

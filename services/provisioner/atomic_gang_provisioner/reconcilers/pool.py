@@ -12,16 +12,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
 from atomic_gang_provisioner.api import FINALIZER, GangNodePool
-from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import (
     AcquireResult,
-    Instance,
     RetryLater,
-    TopologyRead,
     Waiting,
 )
 from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFoundError
@@ -29,13 +27,14 @@ from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import Metric, NodeLabels, NodeView, Observed, Plan
 from atomic_gang_provisioner.reconcilers.context import Context
-from atomic_gang_provisioner.reconcilers.outstanding import Outstanding
+from atomic_gang_provisioner.reconcilers.reads import PoolReads
 from atomic_gang_provisioner.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.workload.view import view
 
 log = logging.getLogger("atomic_gang_provisioner.pool")
 INSTANCE_INDEX = "instance"
+LABEL_WRITERS = 8  # a gang's Node label patches go out side by side
 
 
 def _rv(obj: Mapping[str, Any]) -> int:
@@ -53,8 +52,7 @@ def launched_nothing(result: AcquireResult) -> bool:
 class PoolReconciler:
     def __init__(self, ctx: Context, *, requeue: Callable[[str], None] | None = None) -> None:
         self.ctx = ctx
-        self._described: Outstanding[tuple[Instance, ...]] = Outstanding(requeue)
-        self._topology: Outstanding[TopologyRead] = Outstanding(requeue)
+        self._reads = PoolReads(ctx, requeue=requeue)
         # Our own last write per pool. The informer may not have delivered it yet; deciding
         # from an older cached copy would redo (or undo) a step. etcd resourceVersions are
         # increasing integers, so the newer of the two copies is the one to trust.
@@ -63,6 +61,7 @@ class PoolReconciler:
         # not launched at yet: no set of that generation can exist, so no tag lookup.
         self._fresh: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._labelers = ThreadPoolExecutor(LABEL_WRITERS, thread_name_prefix="node-labels")
 
     def _current(self, name: str) -> dict[str, Any] | None:
         cached = self.ctx.pools.get(name)
@@ -94,14 +93,13 @@ class PoolReconciler:
         observed = Observed(nodes=self._nodes(pool), knobs=self.ctx.knobs)
         plan = machine.decide(pool, observed, now)
         if plan.describe:
-            ids = tuple(pool.status.instanceIds)
-            described = self._described.answer(name, ids, self.ctx.cloud.describe_later)
+            described = self._reads.describe(pool, shared=plan.describe_shared)
             if described is None:
                 return Result()  # the answer requeues the pool
             observed = replace(observed, instances=described)
             plan = machine.decide(pool, observed, now)
         if plan.read_topology:
-            read = self._read_topology(name, plan.read_topology)
+            read = self._reads.topology(name, plan.read_topology)
             if read is None:
                 return Result()  # the answer requeues the pool
             plan = machine.decide(pool, replace(observed, topology=read), now)
@@ -116,13 +114,6 @@ class PoolReconciler:
             return Result(requeue=True)
         return Result(requeue_after=plan.requeue_after)
 
-    def _read_topology(self, name: str, instance_ids: tuple[str, ...]) -> TopologyRead | None:
-        """A failed read is a fact for decide (a gang without max-spread goes on)."""
-        try:
-            return self._topology.answer(name, instance_ids, self.ctx.cloud.read_topology_later)
-        except CloudError as err:
-            return TopologyRead(error=f"{err.code}: {err.message}")
-
     def _perform(self, pool: GangNodePool, plan: Plan) -> Plan:
         ctx = self.ctx
         now = ctx.now()
@@ -130,7 +121,7 @@ class PoolReconciler:
             ctx.must_lead()
             with self._lock:
                 fresh = self._fresh.pop(pool.name, None) == plan.acquire.generation
-            also = self._wanted(pool.name) if plan.acquire.spec.reservation_ids else ()
+            also = self._reads.wanted(pool.name) if plan.acquire.spec.reservation_ids else ()
             request = replace(plan.acquire, adopt=not fresh, also_reservations=also)
             result = ctx.cloud.acquire(request)
             ctx.faults.after_launch()
@@ -153,37 +144,26 @@ class PoolReconciler:
             ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
         self._label(pool, plan.label_nodes)
         if plan.warm_topology:  # fills the reader's cache; nobody waits for it
-            ctx.cloud.read_topology_later(plan.warm_topology)
+            self._reads.warm(pool.name, plan.warm_topology)
         return plan
 
-    def _wanted(self, name: str) -> tuple[str, ...]:
-        """Reservations other claimed pools still acquire for: described in the same
-        DescribeCapacityReservations call as this pool's. Asked only by a pool that lists
-        reservations itself (the others cost no pass over the pools), read from the cached
-        objects without parsing them."""
-        out: dict[str, None] = {}
-        for obj in self.ctx.pools.list():
-            spec, status = obj.get("spec") or {}, obj.get("status") or {}
-            if (obj.get("metadata") or {}).get("name") == name or spec.get("claim") is None:
-                continue
-            if status.get("phase", "Idle") in ("Idle", "Acquiring"):
-                ids = str((spec.get("shape") or {}).get("capacityReservationId") or "")
-                out.update((i.strip(), None) for i in ids.split(",") if i.strip())
-        return tuple(out)
-
     def _label(self, pool: GangNodePool, nodes: tuple[NodeLabels, ...]) -> None:
-        """The network-node-layer labels a Node lacks. A label is a hint for schedulers,
-        not part of the gang: a Node that refuses it is logged, and the gang goes on."""
-        for node in nodes:
+        """The network-node-layer labels a Node lacks, patched side by side: the gang's
+        Satisfied waits for them. A label is a hint for schedulers, not part of the gang:
+        a Node that refuses it is logged, and the gang goes on."""
+        if nodes:
             self.ctx.must_lead()
-            patch = {"metadata": {"labels": dict(node.labels)}}
-            try:
-                self.ctx.client.patch(NODES, node.node, patch)
-            except KubeError as err:
-                log.warning(
-                    "node label patch failed",
-                    extra={"pool": pool.name, "node": node.node, "error": str(err)},
-                )
+            list(self._labelers.map(lambda node: self._label_one(pool, node), nodes))
+
+    def _label_one(self, pool: GangNodePool, node: NodeLabels) -> None:
+        patch = {"metadata": {"labels": dict(node.labels)}}
+        try:
+            self.ctx.client.patch(NODES, node.node, patch)
+        except KubeError as err:
+            log.warning(
+                "node label patch failed",
+                extra={"pool": pool.name, "node": node.node, "error": str(err)},
+            )
 
     def _write(self, pool: GangNodePool, plan: Plan) -> None:
         ctx = self.ctx

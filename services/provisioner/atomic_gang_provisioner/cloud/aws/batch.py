@@ -7,16 +7,21 @@ ids the error names and asks again (halving the set when it names none), so an i
 EC2 forgot is simply absent from its caller's answer. A terminate or tag batch that
 fails so is sent again caller by caller: only the caller whose id is bad gets the
 error, and no other pool's request fails with it.
+
+A describe request may name ids other pools will soon ask about (``also``): they
+fill the room the call has left, never an extra call, and their answers are
+recorded (``observed.py``) for those pools' own checks.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from atomic_gang_provisioner.cloud.aws import parse
 from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.aws.observed import Observations
 from atomic_gang_provisioner.cloud.batcher import Batcher, Windows
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import Instance
@@ -26,21 +31,31 @@ UNKNOWN_ID = frozenset({"InvalidInstanceID.NotFound", "InvalidInstanceID.Malform
 _ID = re.compile(r"i-[0-9a-zA-Z]+")
 Ids = tuple[str, ...]
 TagCall = tuple[Ids, tuple[tuple[str, str], ...]]
+DescribeAsk = tuple[Ids, Ids]  # (the caller's ids, other pools' ids to ask along)
 
 
 def chunks(items: Sequence[str], size: int) -> list[list[str]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
-def union(requests: Sequence[Ids]) -> list[str]:
+def union(requests: Iterable[Ids]) -> list[str]:
     return sorted({i for ids in requests for i in ids})
 
 
+def padded(own: list[str], extra: Iterable[str], per_call: int) -> list[str]:
+    """``own``, then as many of ``extra`` as fit in the room its last call has left:
+    asking along costs no call of its own (and nothing at all when ``own`` is empty)."""
+    room = -len(own) % per_call
+    mine = set(own)
+    return own + [i for i in dict.fromkeys(extra) if i not in mine][:room]
+
+
 class Ec2Batches:
-    def __init__(self, *, ec2: Any, caller: Caller, windows: Windows) -> None:
+    def __init__(self, *, ec2: Any, caller: Caller, windows: Windows, seen: Observations) -> None:
         self._ec2 = ec2
         self._caller = caller
-        self.describe: Batcher[Ids, tuple[Instance, ...]] = Batcher(
+        self.seen = seen
+        self.describe: Batcher[DescribeAsk, tuple[Instance, ...]] = Batcher(
             name="describe-instances", run=self._describe, windows=windows
         )
         self.terminate: Batcher[Ids, None] = Batcher(
@@ -50,11 +65,15 @@ class Ec2Batches:
             name="create-tags", run=self._tag, windows=windows
         )
 
-    def _describe(self, requests: Sequence[Ids]) -> list[tuple[Instance, ...]]:
+    def _describe(self, requests: Sequence[DescribeAsk]) -> list[tuple[Instance, ...]]:
+        own = union(ids for ids, _ in requests)
+        asked = padded(own, (i for _, also in requests for i in also), IDS_PER_CALL)
+        sent = self.seen.now()
         found: dict[str, Instance] = {}
-        for chunk in chunks(union(requests), IDS_PER_CALL):
+        for chunk in chunks(asked, IDS_PER_CALL):
             found.update(self._describe_known(chunk))
-        return [tuple(found[i] for i in sorted(set(ids)) if i in found) for ids in requests]
+        self.seen.record(found.values(), at=sent)
+        return [tuple(found[i] for i in sorted(set(ids)) if i in found) for ids, _ in requests]
 
     def _describe_known(self, ids: list[str]) -> dict[str, Instance]:
         """Every instance of ``ids`` EC2 knows, however many of them it does not."""

@@ -23,6 +23,7 @@ from atomic_gang_provisioner.cloud.aws.batch import Ec2Batches
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.cluster import Resolver
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
+from atomic_gang_provisioner.cloud.aws.observed import Observations
 from atomic_gang_provisioner.cloud.aws.placement import UNKNOWN as UNKNOWN_GROUP
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.planner import Planner
@@ -69,6 +70,8 @@ class EngineConfig:
     capacity_ttl_seconds: float = DEFAULT_TTL_SECONDS
     # A shape's shared launch template unused this long is deleted by the reaper.
     template_idle_seconds: float = 3600.0
+    # A join check takes a DescribeInstances answer (any pool's call) this recent.
+    describe_reuse_seconds: float = 10.0
 
 
 def _utcnow() -> datetime:
@@ -108,7 +111,8 @@ class Ec2Provider:
         self._topology = TopologyReader(
             clients=clients, caller=self._caller, monotonic=monotonic, windows=config.batch
         )
-        batches = Ec2Batches(ec2=clients.ec2, caller=self._caller, windows=config.batch)
+        seen = Observations(monotonic=monotonic, reuse_seconds=config.describe_reuse_seconds)
+        batches = Ec2Batches(ec2=clients.ec2, caller=self._caller, windows=config.batch, seen=seen)
         self._inv = Inventory(
             clients=clients, caller=self._caller, cluster=config.cluster, batches=batches
         )
@@ -200,8 +204,10 @@ class Ec2Provider:
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         return self._inv.describe(instance_ids)
 
-    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
-        return self._inv.describe_later(instance_ids)
+    def describe_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
+    ) -> Future[tuple[Instance, ...]]:
+        return self._inv.describe_later(instance_ids, also=also, reuse=reuse)
 
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         result = self._releaser.release(request)
@@ -247,7 +253,9 @@ class Ec2Provider:
         """Delete a managed group by name (one whose pool is gone); as delete_placement_group."""
         return self._groups.delete(name)
 
-    def read_topology_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+    def read_topology_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
+    ) -> Future[TopologyRead]:
         """Network nodes of these instances: a limited, cached, batched
-        DescribeInstanceTopology."""
-        return self._topology.read_later(instance_ids)
+        DescribeInstanceTopology (``also``: ids asked along while a call has room)."""
+        return self._topology.read_later(instance_ids, also=also)

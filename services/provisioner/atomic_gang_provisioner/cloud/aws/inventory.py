@@ -4,7 +4,8 @@ listing, tags and plain termination.
 Describe by ids, terminate and tag go through the batches (``batch.py``): the
 requests of every pool that asks within a short window share one call, and an
 id EC2 has forgotten is just absent from its caller's answer. The reaper listing
-is one paginated DescribeInstances filtered server-side by our tags.
+is one paginated DescribeInstances filtered server-side by our tags. A join check
+(``reuse``) takes a recent enough answer another pool's call got (``observed.py``).
 """
 
 from __future__ import annotations
@@ -44,8 +45,16 @@ class Inventory:
     def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
         return self.describe_later(instance_ids).result()
 
-    def describe_later(self, instance_ids: Sequence[str]) -> Future[tuple[Instance, ...]]:
-        return self._batches.describe.submit(tuple(sorted(set(instance_ids))))
+    def describe_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
+    ) -> Future[tuple[Instance, ...]]:
+        ids = tuple(sorted(set(instance_ids)))
+        recent = self._batches.seen.recent(ids) if reuse else None
+        if recent is None:
+            return self._batches.describe.submit((ids, tuple(also)))
+        done: Future[tuple[Instance, ...]] = Future()
+        done.set_result(recent)
+        return done
 
     def _owned_filters(self, states: Sequence[str] = tuple(LIVE_STATES)) -> list[dict[str, Any]]:
         return [

@@ -10,7 +10,9 @@ for the next one while more gangs join the next call; should none come, the gang
 get "later, in t seconds". A cache, since a running instance's place in the network
 does not change: a gang whose ids are all cached gets its answer at once, without a
 batch. Instances EC2 does not list (unsupported type, not running yet) are not
-cached.
+cached. A gang may name other gangs' ids (``also``): they fill the room left in the
+last call of a batch (never a call of their own), so those gangs find their
+answers cached.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from atomic_gang_provisioner.cloud.aws.batch import chunks
+from atomic_gang_provisioner.cloud.aws.batch import chunks, padded
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.batcher import Batcher, Windows
@@ -31,6 +33,7 @@ from atomic_gang_provisioner.cloud.types import TopologyRead
 IDS_PER_CALL = 100
 PACE = 0.9  # of EC2's rate
 Ids = tuple[str, ...]
+Ask = tuple[Ids, Ids]  # (the gang's ids, other gangs' ids to ask along)
 CACHE_MAX = 20_000
 THROTTLED_WAIT = 5.0
 
@@ -76,30 +79,35 @@ class TopologyReader:
         self._bucket = TokenBucket(rate=rate * PACE, burst=burst, monotonic=monotonic)
         self._cache: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._lock = threading.Lock()
-        self._batch: Batcher[Ids, TopologyRead] = Batcher(
+        self._batch: Batcher[Ask, TopologyRead] = Batcher(
             name="describe-instance-topology",
             run=self._read,
             windows=windows or Windows(),
             in_flight=1,  # paced: one call after another
         )
 
-    def read_later(self, instance_ids: Sequence[str]) -> Future[TopologyRead]:
+    def read_later(
+        self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
+    ) -> Future[TopologyRead]:
         wanted = tuple(sorted(set(instance_ids)))
         with self._lock:
             cached = all(i in self._cache for i in wanted)
         if not cached:
-            return self._batch.submit(wanted)
+            return self._batch.submit((wanted, tuple(also)))
         done: Future[TopologyRead] = Future()
         done.set_result(TopologyRead(nodes=self._known(list(wanted))))
         return done
 
-    def _read(self, requests: Sequence[Ids]) -> list[TopologyRead | Exception]:
+    def _read(self, requests: Sequence[Ask]) -> list[TopologyRead | Exception]:
         """One batch: its gangs' uncached ids in calls of up to 100, in the order the
         gangs asked; once the bucket is empty the rest wait, with the time to wait."""
+        own = {i for ids, _ in requests for i in ids}
         unread: set[str] = set()
         failed: dict[str, Exception] = {}
         wait = 0.0
-        for chunk in self._chunks(requests):
+        work = self._chunks(requests)
+        while work:
+            chunk = work.pop(0)
             wait = wait or self._token()
             if wait:
                 unread.update(chunk)
@@ -113,12 +121,15 @@ class TopologyReader:
                 self._bucket.spent()
             except CloudError as err:
                 self._bucket.spent()
-                if err.kind != "throttled":  # still throttled after the caller's retries
+                mine = [i for i in chunk if i in own]
+                if err.kind == "throttled":  # still throttled after the caller's retries
+                    wait = THROTTLED_WAIT
+                    unread.update(chunk)
+                elif len(mine) < len(chunk):  # an id asked along may be the bad one
+                    work.insert(0, mine)
+                else:
                     failed.update((i, err) for i in chunk)
-                    continue
-                wait = THROTTLED_WAIT
-                unread.update(chunk)
-        return [self._answer(ids, unread, failed, wait) for ids in requests]
+        return [self._answer(ids, unread, failed, wait) for ids, _ in requests]
 
     def _token(self) -> float:
         """0.0 with a token taken; else, after one wait for the refill, the seconds
@@ -129,14 +140,15 @@ class TopologyReader:
             wait = self._bucket.take()
         return wait
 
-    def _chunks(self, requests: Sequence[Ids]) -> list[list[str]]:
+    def _chunks(self, requests: Sequence[Ask]) -> list[list[str]]:
         with self._lock:
             seen = set(self._cache)
         order: list[str] = []
-        for ids in requests:
+        for ids, _ in requests:
             order.extend(i for i in ids if i not in seen)
             seen.update(ids)
-        return chunks(order, IDS_PER_CALL)
+        extra = (i for _, also in requests for i in also if i not in seen)
+        return chunks(padded(order, extra, IDS_PER_CALL), IDS_PER_CALL)
 
     def _answer(
         self, ids: Ids, unread: set[str], failed: dict[str, Exception], wait: float

@@ -65,7 +65,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             warm_topology=topology.ahead(pool, status, ready=h.ready),
         )
     if observed.instances is None:
-        return Plan(status=status, describe=True)
+        return Plan(status=status, describe=True, describe_shared=True)
     placed = topology.gate(pool, status, observed)
     return placed if isinstance(placed, Plan) else _satisfied(pool, placed, now)
 
