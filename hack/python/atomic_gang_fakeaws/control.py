@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 from moto.core.models import DEFAULT_ACCOUNT_ID
+from moto.ec2.models import ec2_backends
 
 from atomic_gang_fakeaws.netcontrol import NetworkControl, NetworkControlClient
 from atomic_gang_fakeaws.reservations import CapacityReservation, ReservationSpec
@@ -66,6 +67,21 @@ class FakeAws(NetworkControl):
         with self.state.lock:
             self.state.calls.clear()
 
+    def instance_states(
+        self, *, tags: dict[str, str], region: str, account: str = DEFAULT_ACCOUNT_ID
+    ) -> dict[str, str]:
+        """The state of every instance carrying all of ``tags``, read straight from the
+        backend: a harness's view (the node simulator's, standing in for kubelets, which
+        call no EC2 API), so it costs no DescribeInstances and is not in the call log."""
+        backend = ec2_backends[account][region]
+        out: dict[str, str] = {}
+        for reservation in list(backend.reservations.values()):
+            for inst in list(reservation.instances):
+                have = backend.tags.get(inst.id) or {}
+                if all(have.get(k) == v for k, v in tags.items()):
+                    out[inst.id] = inst.state
+        return out
+
 
 class ControlClient(NetworkControlClient):
     """HTTP client for the server's ``/_fake`` API."""
@@ -113,6 +129,12 @@ class ControlClient(NetworkControlClient):
 
     def clear_calls(self) -> None:
         self._send("DELETE", "/calls")
+
+    def instance_states(self, *, tags: dict[str, str], region: str) -> dict[str, str]:
+        found: dict[str, str] = self._send(
+            "POST", "/instance-states", {"tags": tags, "region": region}
+        )
+        return found
 
     def close(self) -> None:
         self._http.close()

@@ -63,6 +63,9 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("PUT", "/eni-detach-polls"): lambda f, b, r: f.set_eni_detach_polls(int(b["polls"])),
     ("GET", "/calls"): _calls,
     ("DELETE", "/calls"): lambda f, b, r: f.clear_calls(),
+    ("POST", "/instance-states"): lambda f, b, r: f.instance_states(
+        tags=dict(b["tags"]), region=str(b["region"])
+    ),
     **NETWORK_ROUTES,
 }
 

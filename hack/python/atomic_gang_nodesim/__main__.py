@@ -17,11 +17,20 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_nodesim.control import Controls, NodeSimClient, serve
-from atomic_gang_nodesim.ec2 import make_view
+from atomic_gang_nodesim.ec2 import States, make_view
 from atomic_gang_nodesim.knobs import BootDelay, DropRule, Knobs
 from atomic_gang_nodesim.sim import Simulator
 from atomic_gang_provisioner.kube import KubeClient
+
+
+def _states(endpoint: str | None, region: str) -> States | None:
+    """The fake layer's instance states (its control API beside its EC2 endpoint)."""
+    if not endpoint:
+        return None
+    fake = ControlClient(endpoint)
+    return lambda tags: fake.instance_states(tags=tags, region=region)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,7 +69,12 @@ def _run(args: argparse.Namespace) -> int:
         drops=[DropRule(nth=k) for k in args.drop_join],
     )
     sim = Simulator(
-        view=make_view(endpoint=args.endpoint, region=args.region, cluster=args.cluster),
+        view=make_view(
+            endpoint=args.endpoint,
+            region=args.region,
+            cluster=args.cluster,
+            states=_states(args.endpoint, args.region),
+        ),
         kube=KubeClient.from_kubeconfig(args.kubeconfig),
         region=args.region,
         knobs=knobs,

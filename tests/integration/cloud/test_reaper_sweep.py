@@ -60,9 +60,14 @@ def test_listing_is_one_filtered_call_of_this_clusters_managed_instances(
 
 
 def test_listing_follows_next_token(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, monkeypatch: pytest.MonkeyPatch
+    provider: Ec2Provider,
+    make_spec: Spec,
+    fake: FakeAws,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for i in range(5):
+        clock.sleep(0.5)  # our launch budget: a burst of 4, then 2 a second
         launch(provider, make_spec(pool=f"p{i}", count=1))
     monkeypatch.setattr(inventory, "PAGE", 2)
     fake.clear_calls()

@@ -20,7 +20,7 @@ from atomic_gang import GangSpec, GoDuration, keys
 from atomic_gang_fakeaws import FakeAws, installed
 from atomic_gang_fakeaws.world import World, seed_backends
 from atomic_gang_nodesim.control import Controls
-from atomic_gang_nodesim.ec2 import Ec2View
+from atomic_gang_nodesim.ec2 import Ec2View, States
 from atomic_gang_nodesim.knobs import BootDelay, DropRule, Knobs
 from atomic_gang_nodesim.sim import Simulator
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
@@ -111,12 +111,13 @@ def _client(service: str, key: str) -> Any:
     return session.client(service)
 
 
-def _sim(kube: FakeKube, clock: Clock, **knobs: Any) -> Simulator:
+def _sim(kube: FakeKube, clock: Clock, states: States | None = None, **knobs: Any) -> Simulator:
     view = Ec2View(
         ec2=_client("ec2", "nodesim"),
         eks=_client("eks", "nodesim"),
         iam=_client("iam", "nodesim"),
         cluster=CLUSTER,
+        states=states,
     )
     return Simulator(
         view=view,
@@ -290,3 +291,27 @@ def test_an_aws_auth_mapping_lets_nodes_register(
     kube.config_maps["aws-auth"] = {"data": {"mapRoles": yaml.safe_dump([row])}}
     _sim(kube, clock, boot=BootDelay(seconds=0)).tick()
     assert len(kube.nodes) == (3 if joins else 0)
+
+
+def test_with_the_layers_control_api_a_tick_describes_only_new_instances(
+    world: World, fake: FakeAws
+) -> None:
+    """Kubelets call no EC2 API: the simulator reads the instances' states from the fake
+    layer and describes each instance once, so it does not load moto as gangs pile up."""
+    ids = _launch(world, "train")
+    kube, clock = FakeKube(), Clock()
+    sim = _sim(
+        kube,
+        clock,
+        states=lambda tags: fake.instance_states(tags=tags, region=REGION),
+        boot=BootDelay(seconds=0),
+    )
+    sim.tick()
+    assert sorted(n["spec"]["providerID"].rsplit("/", 1)[1] for n in kube.nodes.values()) == ids
+    described = len(fake.calls("DescribeInstances"))
+    sim.tick()
+    assert len(fake.calls("DescribeInstances")) == described  # nothing new: no describe
+    Controls(sim).terminate(ids[0])
+    sim.tick()
+    assert sorted(n["spec"]["providerID"].rsplit("/", 1)[1] for n in kube.nodes.values()) == ids[1:]
+    assert len(fake.calls("DescribeInstances")) == described
