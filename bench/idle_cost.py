@@ -18,8 +18,11 @@ Before both, unless ``--without-today``, the same trace runs through our provisi
 with the short-capacity-cell cache off (``ec2Api.shortCellSeconds: 0``, how it was
 before the cache) on a stack of its own: the issue's targets compare the two.
 
-Usage: .venv/bin/python -m bench.idle_cost [--jobs 48] [--seed 7] [--max-seconds 900]
-       [--ours-only] [--without-today]
+Usage: .venv/bin/python -m bench.idle_cost [--jobs 48] [--seed 7] [--window 200]
+       [--max-seconds 900] [--ours-only | --baseline-only] [--without-today]
+
+``--baseline-only`` runs the baseline alone on a stack without our provisioner (with
+``--jobs 6 --window 60``: about two minutes), to check it on a small trace.
 """
 
 from __future__ import annotations
@@ -36,20 +39,16 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import httpx
 from botocore.config import Config
-from prometheus_client.parser import text_string_to_metric_families
 
 from atomic_gang import keys
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components.cloud import FakeAws, fakeaws_endpoint
-from atomic_gang_devstack.stack import Stack
 from atomic_gang_fakeaws.control import ControlClient
-from atomic_gang_provisioner.cost import INSTANCE_SECONDS
 from atomic_gang_provisioner.kube import KubeClient, NotFoundError
 from atomic_gang_provisioner.resources import JOBS
 from bench import system_stack as sys_stack
-from bench.idle_report import report, report_metric
+from bench.idle_report import billed_by_state, report, report_alone, report_metric
 from bench.idle_trace import Ledger, Trace, TraceJob, Use, classify, make_trace
 from bench.incremental_baseline import PODS, IncrementalBaseline, baseline_job, cluster_join
 from tests.e2e.system.harness import sample_job
@@ -62,6 +61,7 @@ SETTINGS = {
 }
 TICK = 0.5
 CACHE_OFF = {**SETTINGS, "ec2Api": {"shortCellSeconds": 0}}
+OFF = "ours, cache off"
 
 
 @dataclass
@@ -185,18 +185,6 @@ def run_ours(
     return PhaseResult(name, list(phase.runs.values()), phase.ledger, launches, span, metric)
 
 
-def billed_by_state(ctx: Context, pools: set[str]) -> dict[str, float]:
-    """What the controller's own cost metric says these pools billed, by state."""
-    text = httpx.get(f"http://127.0.0.1:{ctx.port(sys_stack.LEADER)}/metrics", timeout=10).text
-    out: dict[str, float] = {}
-    for fam in text_string_to_metric_families(text):
-        for sample in fam.samples:
-            if sample.name == INSTANCE_SECONDS + "_total" and sample.labels["pool"] in pools:
-                state = sample.labels["state"]
-                out[state] = out.get(state, 0.0) + sample.value
-    return out
-
-
 def run_baseline(ctx: Context, trace: Trace, max_seconds: float) -> PhaseResult:
     ns = "idle-baseline"
     kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
@@ -206,13 +194,15 @@ def run_baseline(ctx: Context, trace: Trace, max_seconds: float) -> PhaseResult:
     session = boto3.session.Session(
         aws_access_key_id="baseline", aws_secret_access_key="x", region_name="us-east-1"
     )
+    world = FakeAws().world(ctx)
     baseline = IncrementalBaseline(
         ec2=session.client("ec2", endpoint_url=endpoint, config=once),
         kube=kube,
         namespace=ns,
-        subnet=FakeAws().world(ctx)["subnets"][ZONE],
+        subnet=world["subnets"][ZONE],
         join=cluster_join(session.client("eks", endpoint_url=endpoint), CLUSTER),
         cluster=CLUSTER,
+        instance_profile=world["instance_profile"],  # the seeded node role's
     )
     thread = threading.Thread(target=baseline.run, daemon=True, name="baseline")
     thread.start()
@@ -233,11 +223,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--jobs", type=int, default=48)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--window", type=float, default=200, help="seconds the arrivals spread over")
     ap.add_argument("--max-seconds", type=float, default=900, help="per provisioner")
-    ap.add_argument(
+    only = ap.add_mutually_exclusive_group()
+    only.add_argument(
         "--ours-only",
         action="store_true",
         help="skip the baseline: only our phase, and the cost metric against the ledger",
+    )
+    only.add_argument(
+        "--baseline-only",
+        action="store_true",
+        help="only the incremental baseline, on a stack without our provisioner",
     )
     ap.add_argument(
         "--without-today",
@@ -245,11 +242,17 @@ def main() -> None:
         help="skip the first phase (ours with the short-cell cache off)",
     )
     args = ap.parse_args()
-    trace = make_trace(jobs=args.jobs, seed=args.seed)
+    trace = make_trace(jobs=args.jobs, seed=args.seed, window=args.window)
+    if args.baseline_only:
+        _, alone = _on_stack(trace, args, SETTINGS, ours=False, baseline=True)
+        assert alone is not None
+        report_alone(trace, alone)
+        return
     today = None
     if not (args.ours_only or args.without_today):
-        today, _ = _on_stack(trace, args, CACHE_OFF, name="ours, cache off", ours_only=True)
-    ours, base = _on_stack(trace, args, SETTINGS, ours_only=args.ours_only)
+        today, _ = _on_stack(trace, args, CACHE_OFF, ours=True, baseline=False, name=OFF)
+    ours, base = _on_stack(trace, args, SETTINGS, ours=True, baseline=not args.ours_only)
+    assert ours is not None
     if base is not None:
         report(trace, ours, base, today=today)
     report_metric(ours)
@@ -260,39 +263,30 @@ def _on_stack(
     args: argparse.Namespace,
     settings: dict[str, Any],
     *,
-    ours_only: bool,
+    ours: bool,
+    baseline: bool,
     name: str = "ours (N-or-0)",
-) -> tuple[PhaseResult, PhaseResult | None]:
+) -> tuple[PhaseResult | None, PhaseResult | None]:
+    """Our phase and/or the baseline's, one after the other on one fresh stack."""
     with tempfile.TemporaryDirectory() as d:
         stack, ctx = sys_stack.start(
-            Path(d) / "stack", provisioners=1, settings=settings, boot=(2.0, 2.0)
+            Path(d) / "stack", provisioners=int(ours), settings=settings, boot=(2.0, 2.0)
         )
         try:
-            return _both(stack, ctx, trace, args.max_seconds, ours_only=ours_only, name=name)
+            sys_stack.set_gpu_quota(KubeClient.from_kubeconfig(ctx.admin_kubeconfig()), 10000)
+            ControlClient(fakeaws_endpoint(ctx)).set_throttling(False)
+            result = None
+            if ours:
+                print(f"phase: {name}", flush=True)
+                result = run_ours(ctx, trace, args.max_seconds, name)
+                if baseline:  # it runs alone: our reaper would take its instances for orphans
+                    stack.stop_component(sys_stack.LEADER)
+            if not baseline:
+                return result, None
+            print("phase: the incremental baseline", flush=True)
+            return result, run_baseline(ctx, trace, args.max_seconds)
         finally:
             stack.down()
-
-
-def _both(
-    stack: Stack,
-    ctx: Context,
-    trace: Trace,
-    max_seconds: float,
-    *,
-    ours_only: bool,
-    name: str,
-) -> tuple[PhaseResult, PhaseResult | None]:
-    kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
-    sys_stack.set_gpu_quota(kube, 10000)
-    ControlClient(fakeaws_endpoint(ctx)).set_throttling(False)
-    print(f"phase: {name}", flush=True)
-    ours = run_ours(ctx, trace, max_seconds, name)
-    if ours_only:
-        return ours, None
-    # The baseline runs alone: our reaper would take its instances for orphans.
-    stack.stop_component(sys_stack.LEADER)
-    print("phase: the incremental baseline", flush=True)
-    return ours, run_baseline(ctx, trace, max_seconds)
 
 
 if __name__ == "__main__":

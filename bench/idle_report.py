@@ -1,11 +1,17 @@
-"""The idle-cost bench's side-by-side table (ours vs the incremental baseline)."""
+"""The idle-cost bench's side-by-side table (ours vs the incremental baseline), and our
+controller's own cost metric beside the bench's ledger."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from atomic_gang_devstack.component import Context
+from atomic_gang_provisioner.cost import INSTANCE_SECONDS
 from bench.idle_trace import Trace
-from bench.system_stack import pct
+from bench.system_stack import LEADER, pct
 
 if TYPE_CHECKING:
     from bench.idle_cost import PhaseResult
@@ -63,6 +69,17 @@ def report(
         _against_today(today, ours, base)
 
 
+def report_alone(trace: Trace, res: PhaseResult) -> None:
+    """One phase on its own (``--baseline-only``): its rows and its RunInstances calls."""
+    print(f"\n## {res.name} alone: {len(trace.jobs)} gang Jobs\n")
+    print(f"| | {res.name} |")
+    print("|---|---|")
+    for key, value in _rows(res).items():
+        fmt = "{:.0f}" if "jobs" in key or "peak" in key else "{:.1f}"
+        print(f"| {key} | {fmt.format(value)} |")
+    print(f"| RunInstances calls | {_calls(res)} |")
+
+
 def _failed(res: PhaseResult) -> int:
     return sum(v for k, v in res.launches.items() if k != "ok")
 
@@ -91,6 +108,18 @@ def _against_today(today: PhaseResult, ours: PhaseResult, base: PhaseResult) -> 
 
 def _calls(res: PhaseResult) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(res.launches.items()))
+
+
+def billed_by_state(ctx: Context, pools: set[str]) -> dict[str, float]:
+    """What the controller's own cost metric says these pools billed, by state."""
+    text = httpx.get(f"http://127.0.0.1:{ctx.port(LEADER)}/metrics", timeout=10).text
+    out: dict[str, float] = {}
+    for fam in text_string_to_metric_families(text):
+        for sample in fam.samples:
+            if sample.name == INSTANCE_SECONDS + "_total" and sample.labels["pool"] in pools:
+                state = sample.labels["state"]
+                out[state] = out.get(state, 0.0) + sample.value
+    return out
 
 
 def report_metric(ours: PhaseResult) -> None:

@@ -9,7 +9,9 @@ insufficient-capacity cache (Karpenter backs off an offering for 3 minutes) and
 retries every tick, which only helps it.
 
 Its nodes join through the same node-join simulator: the user data is the same
-nodeadm NodeConfig our engine writes, labelled with the Job's name.
+nodeadm NodeConfig our engine writes, labelled with the Job's name, and the instance
+profile is the cluster's node role (EKS lets a node register only with a role it
+authorizes: without one, kubelet has no credentials and the node never joins).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class IncrementalBaseline:
     subnet: str
     join: ClusterJoin
     cluster: str
+    instance_profile: str  # holds a node role the cluster authorizes (an EC2_LINUX entry)
     instance_type: str = "p4d.24xlarge"
     image: str = "ami-0123456789abcdef0"
     launches: Counter[str] = field(default_factory=Counter)  # "ok" / error code
@@ -106,6 +109,7 @@ class IncrementalBaseline:
             "MinCount": 1,
             "MaxCount": 1,
             "SubnetId": self.subnet,
+            "IamInstanceProfile": {"Name": self.instance_profile},
             "UserData": baseline_user_data(self.join, pool),
             "TagSpecifications": [
                 {

@@ -5,127 +5,28 @@ knobs work; its calls carry their own access key and skip the account's throttli
 from __future__ import annotations
 
 import base64
-import copy
-import itertools
-from collections.abc import Iterator, Mapping
-from typing import Any
 
 import boto3
-import botocore.session
 import pytest
 import yaml
-from moto import mock_aws
 
 from atomic_gang import GangSpec, GoDuration, keys
-from atomic_gang_fakeaws import FakeAws, installed
-from atomic_gang_fakeaws.world import World, seed_backends
+from atomic_gang_fakeaws import FakeAws
+from atomic_gang_fakeaws.world import World
 from atomic_gang_nodesim.control import Controls
-from atomic_gang_nodesim.ec2 import Ec2View, States
-from atomic_gang_nodesim.knobs import BootDelay, DropRule, Knobs
-from atomic_gang_nodesim.sim import Simulator
+from atomic_gang_nodesim.knobs import BootDelay, DropRule
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Launched
 from atomic_gang_provisioner.cloud.userdata import ClusterJoin, user_data
-from atomic_gang_provisioner.kube import AlreadyExistsError, NotFoundError
-from atomic_gang_provisioner.kube.types import Listing
-
-REGION, CLUSTER = "us-east-1", "dev"
-
-
-class FakeKube:
-    """The few KubeClient calls the simulator makes, over a dict of Nodes."""
-
-    def __init__(self) -> None:
-        self.nodes: dict[str, dict[str, Any]] = {}
-        self.config_maps: dict[str, dict[str, Any]] = {}  # kube-system/<name>
-        self._uid = itertools.count(1)
-
-    def list(self, res: Any, **_: Any) -> Listing:
-        return Listing(items=[copy.deepcopy(n) for n in self.nodes.values()], resource_version="1")
-
-    def create(self, res: Any, obj: dict[str, Any], **_: Any) -> dict[str, Any]:
-        name = obj["metadata"]["name"]
-        if name in self.nodes:
-            raise AlreadyExistsError(name)
-        obj = copy.deepcopy(obj)
-        obj["metadata"]["uid"] = f"uid-{next(self._uid)}"
-        self.nodes[name] = obj
-        return obj
-
-    def get(self, res: Any, name: str, **kw: Any) -> dict[str, Any]:
-        where = self.config_maps if res.plural == "configmaps" else self.nodes
-        if res.plural == "configmaps" and kw.get("namespace") != "kube-system":
-            where = {}
-        if name not in where:
-            raise NotFoundError(name)
-        return copy.deepcopy(where[name])
-
-    def delete(self, res: Any, name: str, **_: Any) -> None:
-        if self.nodes.pop(name, None) is None:
-            raise NotFoundError(name)
-
-    def patch(self, res: Any, name: str, patch: Mapping[str, Any], **_: Any) -> dict[str, Any]:
-        ann = patch["metadata"]["annotations"]
-        self.nodes[name]["metadata"]["annotations"].update(ann)
-        return copy.deepcopy(self.nodes[name])
-
-    def replace_status(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
-        self.nodes[obj["metadata"]["name"]]["status"] = copy.deepcopy(obj["status"])
-        return obj
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAws]:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
-    with mock_aws(), installed() as layer:
-        layer.state.unthrottled.add("nodesim")
-        yield layer
-
-
-@pytest.fixture
-def world(fake: FakeAws) -> World:
-    return seed_backends(region=REGION, cluster=CLUSTER)
-
-
-_BOTOCORE = botocore.session.get_session()  # service models parsed once per run
-
-
-def _client(service: str, key: str) -> Any:
-    session = boto3.session.Session(
-        aws_access_key_id=key,
-        aws_secret_access_key="x",
-        region_name=REGION,
-        botocore_session=_BOTOCORE,
-    )
-    return session.client(service)
-
-
-def _sim(kube: FakeKube, clock: Clock, states: States | None = None, **knobs: Any) -> Simulator:
-    view = Ec2View(
-        ec2=_client("ec2", "nodesim"),
-        eks=_client("eks", "nodesim"),
-        iam=_client("iam", "nodesim"),
-        cluster=CLUSTER,
-        states=states,
-    )
-    return Simulator(
-        view=view,
-        kube=kube,
-        region=REGION,
-        knobs=Knobs(**knobs),
-        clock=clock,
-    )
+from tests.integration.nodesim.conftest import (
+    BOTOCORE,
+    CLUSTER,
+    REGION,
+    Clock,
+    FakeKube,
+    client,
+    simulator,
+)
 
 
 def _launch(world: World, pool: str, *, mode: str = "runinstances", count: int = 3) -> list[str]:
@@ -144,7 +45,7 @@ def _launch(world: World, pool: str, *, mode: str = "runinstances", count: int =
         aws_access_key_id="testing",
         aws_secret_access_key="x",
         region_name=REGION,
-        botocore_session=_BOTOCORE,
+        botocore_session=BOTOCORE,
     )
     clients = make_clients(region=REGION, session=session)
     engine = Ec2Provider(clients=clients, config=EngineConfig(cluster=CLUSTER))
@@ -157,7 +58,7 @@ def _launch(world: World, pool: str, *, mode: str = "runinstances", count: int =
 def test_our_gangs_join_after_the_boot_delay(world: World, mode: str) -> None:
     ids = _launch(world, "train", mode=mode)
     kube, clock = FakeKube(), Clock()
-    sim = _sim(kube, clock, boot=BootDelay(seconds=5))
+    sim = simulator(kube, clock, boot=BootDelay(seconds=5))
     sim.tick()
     assert kube.nodes == {}  # still booting
     clock.t += 5
@@ -177,7 +78,7 @@ def test_our_gangs_join_after_the_boot_delay(world: World, mode: str) -> None:
 def test_terminated_instances_lose_their_nodes(world: World) -> None:
     ids = _launch(world, "train")
     kube, clock = FakeKube(), Clock()
-    sim = _sim(kube, clock, boot=BootDelay(seconds=0))
+    sim = simulator(kube, clock, boot=BootDelay(seconds=0))
     sim.tick()
     assert len(kube.nodes) == 3
     Controls(sim).terminate(ids[0])
@@ -188,7 +89,7 @@ def test_terminated_instances_lose_their_nodes(world: World) -> None:
 def test_dropped_join_and_not_ready(world: World) -> None:
     ids = _launch(world, "train")
     kube, clock = FakeKube(), Clock()
-    sim = _sim(kube, clock, boot=BootDelay(seconds=0), drops=[DropRule(nth=2)])
+    sim = simulator(kube, clock, boot=BootDelay(seconds=0), drops=[DropRule(nth=2)])
     sim.tick()
     assert len(kube.nodes) == 2
     state = Controls(sim).snapshot()["instances"]
@@ -207,7 +108,7 @@ def test_dropped_join_and_not_ready(world: World) -> None:
 
 
 def test_bad_user_data_never_joins(world: World) -> None:
-    ec2 = _client("ec2", "testing")
+    ec2 = client("ec2", "testing")
     pem = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n")
     join = ClusterJoin(
         name=CLUSTER,
@@ -226,7 +127,7 @@ def test_bad_user_data_never_joins(world: World) -> None:
             TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
         )
     kube = FakeKube()
-    sim = _sim(kube, Clock(), boot=BootDelay(seconds=0))
+    sim = simulator(kube, Clock(), boot=BootDelay(seconds=0))
     sim.tick()
     assert kube.nodes == {}
     reasons = [t["reason"] for t in Controls(sim).snapshot()["instances"].values()]
@@ -239,8 +140,8 @@ def test_restart_adopts_nodes_and_the_call_log_names_the_caller(
 ) -> None:
     _launch(world, "train")
     kube, clock = FakeKube(), Clock()
-    _sim(kube, clock, boot=BootDelay(seconds=0)).tick()
-    again = _sim(kube, clock)
+    simulator(kube, clock, boot=BootDelay(seconds=0)).tick()
+    again = simulator(kube, clock)
     again.adopt()
     again.tick()
     assert len(kube.nodes) == 3
@@ -256,10 +157,10 @@ def test_a_role_the_cluster_does_not_authorize_never_registers_until_it_is(
     world: World,
 ) -> None:
     ids = _launch(world, "train")
-    eks = _client("eks", "testing")
+    eks = client("eks", "testing")
     eks.delete_access_entry(clusterName=CLUSTER, principalArn=world.node_role_arn)
     kube, clock = FakeKube(), Clock()
-    sim = _sim(kube, clock, boot=BootDelay(seconds=0))
+    sim = simulator(kube, clock, boot=BootDelay(seconds=0))
     sim.tick()
     assert kube.nodes == {}
     state = Controls(sim).snapshot()["instances"]
@@ -284,12 +185,12 @@ def test_an_aws_auth_mapping_lets_nodes_register(
     world: World, groups: list[str], joins: bool
 ) -> None:
     _launch(world, "train")
-    eks = _client("eks", "testing")
+    eks = client("eks", "testing")
     eks.delete_access_entry(clusterName=CLUSTER, principalArn=world.node_role_arn)
     kube, clock = FakeKube(), Clock()
     row = {"rolearn": world.node_role_arn, "username": "system:node:x", "groups": groups}
     kube.config_maps["aws-auth"] = {"data": {"mapRoles": yaml.safe_dump([row])}}
-    _sim(kube, clock, boot=BootDelay(seconds=0)).tick()
+    simulator(kube, clock, boot=BootDelay(seconds=0)).tick()
     assert len(kube.nodes) == (3 if joins else 0)
 
 
@@ -300,7 +201,7 @@ def test_with_the_layers_control_api_a_tick_describes_only_new_instances(
     layer and describes each instance once, so it does not load moto as gangs pile up."""
     ids = _launch(world, "train")
     kube, clock = FakeKube(), Clock()
-    sim = _sim(
+    sim = simulator(
         kube,
         clock,
         states=lambda tags: fake.instance_states(tags=tags, region=REGION),

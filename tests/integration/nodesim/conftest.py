@@ -1,0 +1,123 @@
+"""What the simulator's integration tests share: in-process moto + our layer with a
+seeded world, boto3 clients by access key, a dict of Nodes standing in for the API
+server, a settable clock, and a simulator wired to all of them."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import boto3
+import botocore.session
+import pytest
+from moto import mock_aws
+
+from atomic_gang_fakeaws import FakeAws, installed
+from atomic_gang_fakeaws.world import World, seed_backends
+from atomic_gang_nodesim.ec2 import Ec2View, States
+from atomic_gang_nodesim.knobs import Knobs
+from atomic_gang_nodesim.sim import Simulator
+from atomic_gang_provisioner.kube import AlreadyExistsError, NotFoundError
+from atomic_gang_provisioner.kube.types import Listing
+
+REGION, CLUSTER = "us-east-1", "dev"
+
+
+class FakeKube:
+    """The few KubeClient calls the simulator makes, over a dict of Nodes."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.config_maps: dict[str, dict[str, Any]] = {}  # kube-system/<name>
+        self._uid = itertools.count(1)
+
+    def list(self, res: Any, **_: Any) -> Listing:
+        return Listing(items=[copy.deepcopy(n) for n in self.nodes.values()], resource_version="1")
+
+    def create(self, res: Any, obj: dict[str, Any], **_: Any) -> dict[str, Any]:
+        name = obj["metadata"]["name"]
+        if name in self.nodes:
+            raise AlreadyExistsError(name)
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["uid"] = f"uid-{next(self._uid)}"
+        self.nodes[name] = obj
+        return obj
+
+    def get(self, res: Any, name: str, **kw: Any) -> dict[str, Any]:
+        where = self.config_maps if res.plural == "configmaps" else self.nodes
+        if res.plural == "configmaps" and kw.get("namespace") != "kube-system":
+            where = {}
+        if name not in where:
+            raise NotFoundError(name)
+        return copy.deepcopy(where[name])
+
+    def delete(self, res: Any, name: str, **_: Any) -> None:
+        if self.nodes.pop(name, None) is None:
+            raise NotFoundError(name)
+
+    def patch(self, res: Any, name: str, patch: Mapping[str, Any], **_: Any) -> dict[str, Any]:
+        ann = patch["metadata"]["annotations"]
+        self.nodes[name]["metadata"]["annotations"].update(ann)
+        return copy.deepcopy(self.nodes[name])
+
+    def replace_status(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
+        self.nodes[obj["metadata"]["name"]]["status"] = copy.deepcopy(obj["status"])
+        return obj
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAws]:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+    with mock_aws(), installed() as layer:
+        layer.state.unthrottled.add("nodesim")
+        yield layer
+
+
+@pytest.fixture
+def world(fake: FakeAws) -> World:
+    return seed_backends(region=REGION, cluster=CLUSTER)
+
+
+BOTOCORE = botocore.session.get_session()  # service models parsed once per run
+
+
+def client(service: str, key: str) -> Any:
+    session = boto3.session.Session(
+        aws_access_key_id=key,
+        aws_secret_access_key="x",
+        region_name=REGION,
+        botocore_session=BOTOCORE,
+    )
+    return session.client(service)
+
+
+def simulator(
+    kube: FakeKube, clock: Clock, states: States | None = None, **knobs: Any
+) -> Simulator:
+    view = Ec2View(
+        ec2=client("ec2", "nodesim"),
+        eks=client("eks", "nodesim"),
+        iam=client("iam", "nodesim"),
+        cluster=CLUSTER,
+        states=states,
+    )
+    return Simulator(
+        view=view,
+        kube=kube,
+        region=REGION,
+        knobs=Knobs(**knobs),
+        clock=clock,
+    )
