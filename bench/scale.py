@@ -16,7 +16,7 @@ acquisition, new pools included, ``throttled``, ``rss_mb``, ``cpu_s_per_gang``).
 controller's CPU seconds per gang and peak RSS at each.
 
 Usage: .venv/bin/python -m bench.scale [--gangs 100] [--count 8] [--runs-for 60s]
-       [--json out.json] [--curve 25,50,100,200]
+       [--json out.json] [--curve 25,50,100,200] [--keep-logs DIR]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -56,6 +57,7 @@ def _parse() -> argparse.Namespace:
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--json", type=Path, help="also write the measures here")
     ap.add_argument("--curve", help="comma-separated gang counts: the cost curve")
+    ap.add_argument("--keep-logs", type=Path, help="copy the stack's process logs here")
     ap.add_argument(
         "--instance-type",
         default="p4d.24xlarge",
@@ -215,6 +217,8 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
             return res, _latencies(stamps, res["calls"])
         finally:
             stack.down()
+            if args.keep_logs:
+                shutil.copytree(Path(d) / "stack" / "logs", args.keep_logs, dirs_exist_ok=True)
 
 
 def _curve(args: argparse.Namespace) -> None:

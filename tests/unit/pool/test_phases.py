@@ -217,6 +217,19 @@ def test_claim_dropped_while_acquiring_looks_for_a_lost_launch_then_goes_idle() 
     assert plan.acquire is None
 
 
+def test_a_quick_join_writes_no_ready_count_per_node_and_a_slow_one_shows_it() -> None:
+    """Within 20 s of the launch a Node turning Ready changes nothing to write (nor the
+    Workload's message); the reconcile comes back at 20 s to show n/N if still joining."""
+    p = launched()
+    quick = machine.decide(p, observed(nodes(3)), T0 + timedelta(seconds=5))
+    assert quick.status.readyCount == 0
+    assert quick.requeue_after == pytest.approx(15)
+    slow = machine.decide(p, observed(nodes(3)), T0 + timedelta(seconds=20))
+    assert slow.status.readyCount == 3
+    done = machine.decide(p, observed(nodes(4)), T0 + timedelta(seconds=5))
+    assert done.describe  # all N Ready: on to the join check at once
+
+
 def test_joining_waits_for_exactly_n_ready_nodes() -> None:
     p = launched()
     plan = machine.decide(p, observed(nodes(3)), T0 + timedelta(seconds=30))

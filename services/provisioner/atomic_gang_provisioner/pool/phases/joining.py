@@ -5,11 +5,15 @@ are Ready), N Ready Nodes whose providerIDs match, the active group's labels,
 and (for types EC2 reports topology for) the gang's network topology read,
 within ``max-spread`` when set. The join watchdog releases the whole set at the
 deadline: no half-joined pool is ever left waiting.
+
+``readyCount`` is written as Nodes turn Ready only once the gang has joined for
+``QUIET_SECONDS``: a quick join costs no status write per Node (nor the Workload's
+check-message write each would cause), and a slow or stuck one shows its n/N.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.events import event
@@ -25,6 +29,8 @@ from atomic_gang_provisioner.pool.model import (
 )
 from atomic_gang_provisioner.pool.phases import block, releasing, topology
 
+QUIET_SECONDS = 20.0
+
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
@@ -32,7 +38,9 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         return Plan(status=update(status, phase="Idle" if not claim_key(pool) else "Acquiring"))
     want = len(status.instanceIds)
     h = health(pool, observed)
-    status = update(status, readyCount=h.ready)
+    quiet_until = _quiet_until(status.launchedAt)
+    if h.ready >= want or quiet_until is None or now >= quiet_until:
+        status = update(status, readyCount=h.ready)
     if observed.instances is not None and (dead := dead_instances(pool, observed)):
         return releasing.begin(
             pool,
@@ -58,7 +66,8 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             ),
         )
     if h.ready < want:
-        due = [t for t in (status.joinDeadline, block.drain_point(status, observed.knobs)) if t]
+        marks = (status.joinDeadline, block.drain_point(status, observed.knobs), quiet_until)
+        due = [t for t in marks if t is not None and t > now]
         return Plan(
             status=status,
             requeue_after=seconds_until(min(due, default=None), now),
@@ -68,6 +77,10 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         return Plan(status=status, describe=True, describe_shared=True)
     placed = topology.gate(pool, status, observed)
     return placed if isinstance(placed, Plan) else _satisfied(pool, placed, now)
+
+
+def _quiet_until(launched_at: datetime | None) -> datetime | None:
+    return launched_at + timedelta(seconds=QUIET_SECONDS) if launched_at else None
 
 
 def _satisfied(pool: GangNodePool, placed: topology.Placed, now: datetime) -> Plan:
