@@ -6,8 +6,7 @@ from __future__ import annotations
 from atomic_gang import keys
 from atomic_gang_provisioner.kube import Informer, KubeClient, by_label, by_owner_uid
 from atomic_gang_provisioner.nodes import instance_index
-from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX
-from atomic_gang_provisioner.reconcilers.reads import PHASE_INDEX, phase_index
+from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX, PHASE_INDEX, phase_index
 from atomic_gang_provisioner.reconcilers.workload import (
     CHECK_INDEX,
     CLAIM_INDEX,

@@ -20,7 +20,8 @@ import pytest
 from atomic_gang_provisioner.api.crd import crd
 from atomic_gang_provisioner.kube import Informer, KubeClient
 from atomic_gang_provisioner.nodes import instance_index
-from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
+from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
+from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
 from atomic_gang_provisioner.resources import POOLS
 from tests.integration.kube.conftest import install_crd
 from tests.support.jobs import settings

@@ -17,7 +17,8 @@ from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.pool.model import update
 from atomic_gang_provisioner.pool.report import set_condition
-from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
+from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
+from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
 from tests.support.pools import T0, launched

@@ -12,7 +12,8 @@ from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.cloud.types import AcquireRequest, AcquireResult, AwaitingReservation
 from atomic_gang_provisioner.nodes import instance_index
-from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
+from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
+from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
 from tests.support.pools import KEY, T0, pool

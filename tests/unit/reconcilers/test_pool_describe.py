@@ -13,7 +13,8 @@ from atomic_gang import keys
 from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
 from atomic_gang_provisioner.nodes import instance_index
-from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
+from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
+from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, answered, context
 from tests.support.pools import IDS, T0, instances, launched
@@ -88,12 +89,13 @@ def other_pool(name: str, phase: str, ids: list[str]) -> dict[str, Any]:
 
 def test_the_join_check_asks_along_for_the_other_joining_pools_and_may_reuse() -> None:
     """Their own checks then find a recent answer (ec2Api.describeReuseSeconds) and cost
-    no call; pools in other phases are not asked about."""
+    no call; pools in other phases are not asked about, the readiest gangs go first."""
     cloud = LaterCloud()
     pools = [
         launched().to_dict(),
         other_pool("joining", "Joining", ["i-00000000000000aa", "i-00000000000000ab"]),
         other_pool("satisfied", "Satisfied", ["i-00000000000000ba"]),
+        other_pool("nearly", "Joining", ["i-00000000000000ca"]),
     ]
     ctx = context(
         settings=settings(),
@@ -101,8 +103,17 @@ def test_the_join_check_asks_along_for_the_other_joining_pools_and_may_reuse() -
         pools=FakeCache(pools, POOL_INDEXERS),
         now=lambda: T0 + timedelta(seconds=30),
     )
-    nodes = FakeCache([ready_node(i) for i in range(len(IDS))], {INSTANCE_INDEX: instance_index})
+    ready = [ready_node(i) for i in range(len(IDS))]
+    nearly = {
+        **ready[0],
+        "metadata": {"name": "ip-10-0-1-0", "labels": {keys.POOL: "nearly"}},
+        "spec": {"providerID": "aws:///us-east-1a/i-00000000000000ca"},
+    }
+    nodes = FakeCache([*ready, nearly], {INSTANCE_INDEX: instance_index})
     PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud), requeue=lambda _: None).reconcile(
         "pretrain"
     )
-    assert cloud.along == [(("i-00000000000000aa", "i-00000000000000ab"), True)]
+    # the gang with a Ready Node first: it is the next to need a check
+    assert cloud.along == [
+        (("i-00000000000000ca", "i-00000000000000aa", "i-00000000000000ab"), True)
+    ]

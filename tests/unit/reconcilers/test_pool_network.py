@@ -15,7 +15,8 @@ from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
 from atomic_gang_provisioner.kube.errors import ForbiddenError
 from atomic_gang_provisioner.nodes import instance_index
-from atomic_gang_provisioner.reconcilers.pool import INSTANCE_INDEX, PoolReconciler
+from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
+from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, answered, context
 from tests.support.pools import IDS, T0, instances, launched, pool

@@ -27,13 +27,12 @@ from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import Metric, NodeLabels, NodeView, Observed, Plan
 from atomic_gang_provisioner.reconcilers.context import Context
-from atomic_gang_provisioner.reconcilers.reads import PoolReads
+from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX, PoolReads
 from atomic_gang_provisioner.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.workload.view import view
 
 log = logging.getLogger("atomic_gang_provisioner.pool")
-INSTANCE_INDEX = "instance"
 LABEL_WRITERS = 8  # a gang's Node label patches go out side by side
 
 
