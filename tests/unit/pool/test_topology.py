@@ -63,6 +63,20 @@ def test_the_read_goes_ahead_once_a_node_is_ready_and_only_fills_the_cache() -> 
     assert machine.decide(known, observed(nodes(1), instances()), NOW).warm_topology == ()
 
 
+def test_with_the_read_ahead_answered_the_joining_nodes_are_labelled_ahead() -> None:
+    """Ready or not, a registered Node gets its layer labels while the gang joins, so
+    that at N Ready only the last ones are patched; nothing is recorded yet."""
+    answered = replace(observed(nodes(3), instances()), topology=read("b1", "b1", "b2", "b2"))
+    plan = machine.decide(launched(), answered, NOW)
+    assert plan.status.phase == "Joining"
+    assert plan.status.networkNodes is None
+    labelled = {n.node: dict(n.labels) for n in plan.label_nodes}
+    assert sorted(labelled) == sorted(v.name for v in nodes(3))
+    assert labelled[nodes(3)[2].name]["topology.k8s.aws/network-node-layer-3"] == "b2"
+    pending = replace(answered, topology=TopologyRead(retry_after=0.9))
+    assert machine.decide(launched(), pending, NOW).label_nodes == ()
+
+
 def test_limiter_without_a_token_waits_and_reads_again() -> None:
     plan = machine.decide(launched(), joined(TopologyRead(retry_after=0.7)), NOW)
     assert plan.status.phase == "Joining"

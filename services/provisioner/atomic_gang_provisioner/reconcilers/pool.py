@@ -91,6 +91,8 @@ class PoolReconciler:
         now = self.ctx.now()
         observed = Observed(nodes=self._nodes(pool), knobs=self.ctx.knobs)
         plan = machine.decide(pool, observed, now)
+        if plan.warm_topology and (ahead := self._reads.warm(name, plan.warm_topology)):
+            plan = machine.decide(pool, replace(observed, topology=ahead), now)
         if plan.describe:
             described = self._reads.describe(pool, shared=plan.describe_shared)
             if described is None:
@@ -142,8 +144,6 @@ class PoolReconciler:
             ctx.must_lead()
             ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
         self._label(pool, plan.label_nodes)
-        if plan.warm_topology:  # fills the reader's cache; nobody waits for it
-            self._reads.warm(pool.name, plan.warm_topology)
         return plan
 
     def _label(self, pool: GangNodePool, nodes: tuple[NodeLabels, ...]) -> None:

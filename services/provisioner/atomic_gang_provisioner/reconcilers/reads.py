@@ -87,9 +87,11 @@ class PoolReads:
         views = (node_view(n) for n in self.ctx.nodes.by_index(INSTANCE_INDEX, instance_id))
         return any(v is not None and v.ready for v in views)
 
-    def warm(self, name: str, instance_ids: tuple[str, ...]) -> None:
-        """Read ahead: the answer only fills the reader's cache; nobody waits for it."""
-        self.ctx.cloud.read_topology_later(instance_ids, also=self._topology_along(name))
+    def warm(self, name: str, instance_ids: tuple[str, ...]) -> TopologyRead | None:
+        """Read ahead: fills the reader's cache, nobody waits for it. The answer when it
+        is there at once (cached), so the joining gang can label its Nodes ahead."""
+        read = self.ctx.cloud.read_topology_later(instance_ids, also=self._topology_along(name))
+        return read.result() if read.done() and read.exception() is None else None
 
     def wanted(self, name: str) -> tuple[str, ...]:
         """Reservations other claimed pools still acquire for: described in the same

@@ -72,6 +72,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             status=status,
             requeue_after=seconds_until(min(due, default=None), now),
             warm_topology=topology.ahead(pool, status, ready=h.ready),
+            label_nodes=topology.ahead_labels(status, observed),
         )
     if observed.instances is None:
         return Plan(status=status, describe=True, describe_shared=True)

@@ -41,6 +41,17 @@ def ahead(pool: GangNodePool, status: GangNodePoolStatus, *, ready: int) -> tupl
     return tuple(status.instanceIds) if needed and ready >= 1 else ()
 
 
+def ahead_labels(status: GangNodePoolStatus, observed: Observed) -> tuple[NodeLabels, ...]:
+    """While the gang joins, with its read-ahead answered: the layer labels its Nodes so
+    far lack, so that at N Ready only the last Nodes are patched (the labels still
+    precede Satisfied, and no longer delay it)."""
+    read = observed.topology
+    if read is None or read.error or read.retry_after > 0:
+        return ()
+    nodes = {iid: list(read.of(iid)) for iid in status.instanceIds if read.of(iid)}
+    return _labels(update(status, networkNodes=nodes), observed)
+
+
 def gate(pool: GangNodePool, status: GangNodePoolStatus, observed: Observed) -> Plan | Placed:
     """A Plan when the gang must wait (read, limiter) or go (spread too wide)."""
     if not supported(pool.spec.shape.instanceType):
