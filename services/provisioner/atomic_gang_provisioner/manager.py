@@ -31,6 +31,7 @@ from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.pool.model import Knobs
 from atomic_gang_provisioner.reconcilers.admissioncheck import AdmissionCheckReconciler
 from atomic_gang_provisioner.reconcilers.context import Context, Faults
+from atomic_gang_provisioner.reconcilers.latest import LatestPools
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from atomic_gang_provisioner.reconcilers.workload import CHECK_INDEX, WorkloadReconciler
@@ -127,12 +128,15 @@ class Manager:
 
     def _controllers(self) -> dict[str, Controller[str]]:
         pool_workers = self.server.pool_workers or self.settings.maxConcurrentPoolReconciles
+        latest = LatestPools(self.ctx.pools)  # both sides read our own writes at once
+        pools = PoolReconciler(
+            self.ctx, requeue=self._requeue_pool, latest=latest, claimant_changed=self._requeue_wl
+        )
+        workloads = WorkloadReconciler(self.ctx, latest=latest)
         return {
-            "pool": self._controller(
-                "pool", PoolReconciler(self.ctx, requeue=self._requeue_pool).reconcile, pool_workers
-            ),
+            "pool": self._controller("pool", pools.reconcile, pool_workers),
             "workload": self._controller(
-                "workload", WorkloadReconciler(self.ctx).reconcile, self.server.workload_workers
+                "workload", workloads.reconcile, self.server.workload_workers
             ),
             "admissioncheck": self._controller(
                 "admissioncheck",
@@ -145,6 +149,9 @@ class Manager:
 
     def _requeue_pool(self, name: str) -> None:
         self.controllers["pool"].enqueue(name)
+
+    def _requeue_wl(self, key: str) -> None:
+        self.controllers["workload"].enqueue(key)
 
     def _wire(self) -> None:
         """Informer events become reconcile keys; handlers only enqueue."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -27,6 +27,7 @@ from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import Metric, NodeLabels, NodeView, Observed, Plan
 from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.reconcilers.latest import LatestPools
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX, PoolReads
 from atomic_gang_provisioner.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.runtime import Result
@@ -34,11 +35,6 @@ from atomic_gang_provisioner.workload.view import view
 
 log = logging.getLogger("atomic_gang_provisioner.pool")
 LABEL_WRITERS = 8  # a gang's Node label patches go out side by side
-
-
-def _rv(obj: Mapping[str, Any]) -> int:
-    raw = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-    return int(raw) if raw.isascii() and raw.isdigit() else -1
 
 
 def launched_nothing(result: AcquireResult) -> bool:
@@ -49,30 +45,25 @@ def launched_nothing(result: AcquireResult) -> bool:
 
 
 class PoolReconciler:
-    def __init__(self, ctx: Context, *, requeue: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        requeue: Callable[[str], None] | None = None,
+        latest: LatestPools | None = None,
+        claimant_changed: Callable[[str], None] | None = None,
+    ) -> None:
         self.ctx = ctx
         self._reads = PoolReads(ctx, requeue=requeue)
-        # Our own last write per pool. The informer may not have delivered it yet; deciding
-        # from an older cached copy would redo (or undo) a step. etcd resourceVersions are
-        # increasing integers, so the newer of the two copies is the one to trust.
-        self._written: dict[str, dict[str, Any]] = {}
+        self.latest = latest or LatestPools(ctx.pools)
+        # Told each status write's claimant (namespace/name) at once: the Workload side
+        # reads the pool from ``latest`` and need not wait for the watch.
+        self._claimant_changed = claimant_changed
         # Pool -> the generation this process introduced (wrote Acquiring at it) and has
         # not launched at yet: no set of that generation can exist, so no tag lookup.
         self._fresh: dict[str, int] = {}
         self._lock = threading.Lock()
         self._labelers = ThreadPoolExecutor(LABEL_WRITERS, thread_name_prefix="node-labels")
-
-    def _current(self, name: str) -> dict[str, Any] | None:
-        cached = self.ctx.pools.get(name)
-        with self._lock:
-            mine = self._written.get(name)
-            if cached is None:
-                self._written.pop(name, None)
-                return None
-            if mine is not None and _rv(mine) > _rv(cached):
-                return mine
-            self._written.pop(name, None)
-            return dict(cached)
 
     def _nodes(self, pool: GangNodePool) -> tuple[NodeView, ...]:
         out: list[NodeView] = []
@@ -84,7 +75,7 @@ class PoolReconciler:
         return tuple(out)
 
     def reconcile(self, name: str) -> Result:
-        obj = self._current(name)
+        obj = self.latest.get(name)
         if obj is None:
             return Result()
         pool = GangNodePool.from_dict(obj)
@@ -214,7 +205,7 @@ class PoolReconciler:
         status = plan.status.model_dump(mode="json", exclude_none=True)
         try:
             self._remember(
-                self.ctx.client.replace_status(POOLS, {**pool.to_dict(), "status": status})
+                pool, self.ctx.client.replace_status(POOLS, {**pool.to_dict(), "status": status})
             )
             return
         except ConflictError:
@@ -226,13 +217,14 @@ class PoolReconciler:
             raise ConflictError(f"status of pool {pool.name} changed under us")
         self.ctx.must_lead()
         self._remember(
-            self.ctx.client.replace_status(POOLS, {**latest.to_dict(), "status": status})
+            pool, self.ctx.client.replace_status(POOLS, {**latest.to_dict(), "status": status})
         )
 
-    def _remember(self, written: dict[str, Any]) -> None:
-        name = str((written.get("metadata") or {}).get("name", ""))
-        with self._lock:
-            self._written[name] = written
+    def _remember(self, pool: GangNodePool, written: dict[str, Any]) -> None:
+        self.latest.remember(written)
+        claim = pool.spec.claim
+        if claim is not None and self._claimant_changed is not None:
+            self._claimant_changed(f"{claim.namespace}/{claim.name}")
 
     def _remove_finalizer(self, pool: GangNodePool) -> None:
         finalizers = [f for f in pool.metadata.get("finalizers") or [] if f != FINALIZER]

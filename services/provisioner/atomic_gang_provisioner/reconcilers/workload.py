@@ -12,6 +12,7 @@ from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.events import Event
 from atomic_gang_provisioner.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
 from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.reconcilers.latest import LatestPools
 from atomic_gang_provisioner.resources import JOBS, KUEUE_API, POOLS, WORKLOADS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.workload import decision
@@ -31,8 +32,9 @@ CHECK_INDEX = "check"
 
 
 class WorkloadReconciler:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, *, latest: LatestPools | None = None) -> None:
         self.ctx = ctx
+        self._latest = latest or LatestPools(ctx.pools)
 
     def reconcile(self, key: str) -> Result:
         try:
@@ -99,7 +101,7 @@ class WorkloadReconciler:
         name = ((job or {}).get("metadata") or {}).get("labels", {}).get(keys.POOL)
         if not name:
             return None
-        obj = self.ctx.pools.get(str(name))
+        obj = self._latest.get(str(name))  # our own write if the watch has not brought it
         return GangNodePool.from_dict(obj) if obj is not None else None
 
     def _claimant(self, pool: GangNodePool | None, wl: WorkloadView) -> Claimant:
