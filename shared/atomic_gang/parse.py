@@ -47,47 +47,28 @@ def _suggest(key: str, out: Collector) -> str:
 def _check_key_names(ann: Mapping[str, str], labels: Mapping[str, str], out: Collector) -> None:
     """``ann`` and ``labels`` hold only keys under our prefix (see gang_rules)."""
     for key, value in ann.items():
-        if key in keys.ANNOTATION_KEY_SET:
-            continue
-        if key == keys.POOL:
-            out.add(
-                key,
-                "WrongPlace",
-                "the pool key must be a label, not an annotation",
-                value,
-                "move it to metadata.labels",
-                annotation_field(key),
-            )
-        else:
-            out.add(
-                key,
-                "UnknownKey",
-                f"unknown annotation under {keys.PREFIX}",
-                value,
-                _suggest(key, out),
-                annotation_field(key),
-            )
+        if key not in keys.ANNOTATION_KEY_SET:
+            _misplaced(out, key, value, kind="annotation", moved=key == keys.POOL)
     for key, value in labels.items():
-        if key in keys.LABEL_KEYS:
-            continue
-        if key in keys.ANNOTATION_KEY_SET:
-            out.add(
-                key,
-                "WrongPlace",
-                "this key must be an annotation, not a label",
-                value,
-                "move it to metadata.annotations",
-                label_field(key),
-            )
-        else:
-            out.add(
-                key,
-                "UnknownKey",
-                f"unknown label under {keys.PREFIX}",
-                value,
-                _suggest(key, out),
-                label_field(key),
-            )
+        if key not in keys.LABEL_KEYS:
+            _misplaced(out, key, value, kind="label", moved=key in keys.ANNOTATION_KEY_SET)
+
+
+MISPLACED = {  # where a key of ours was found -> (the rule, where it belongs)
+    "annotation": ("the pool key must be a label, not an annotation", "labels"),
+    "label": ("this key must be an annotation, not a label", "annotations"),
+}
+
+
+def _misplaced(out: Collector, key: str, value: str, *, kind: str, moved: bool) -> None:
+    """A key of ours in the wrong place (``moved``: move it), or one we do not know."""
+    field = annotation_field(key) if kind == "annotation" else label_field(key)
+    if moved:
+        why, right = MISPLACED[kind]
+        out.add(key, "WrongPlace", why, value, f"move it to metadata.{right}", field)
+    else:
+        text = f"unknown {kind} under {keys.PREFIX}"
+        out.add(key, "UnknownKey", text, value, _suggest(key, out), field)
 
 
 def _check_complete(ann: Mapping[str, str], labels: Mapping[str, str], out: Collector) -> None:

@@ -38,12 +38,15 @@ class AdmissionCheckReconciler:
         self.ctx = ctx
         self._cloud_error = cloud_error
 
-    def reconcile(self, name: str) -> Result:
+    def _ours(self, name: str) -> Mapping[str, Any] | None:
+        """The AdmissionCheck, if it names our controllerName (else None)."""
         check = self.ctx.checks.get(name)
-        if (
-            check is None
-            or (check.get("spec") or {}).get("controllerName") != self.ctx.settings.controllerName
-        ):
+        named = ((check or {}).get("spec") or {}).get("controllerName")
+        return check if check is not None and named == self.ctx.settings.controllerName else None
+
+    def reconcile(self, name: str) -> Result:
+        check = self._ours(name)
+        if check is None:
             with contextlib.suppress(KeyError):  # gone, or not ours (any more)
                 self.ctx.metrics.check_active.remove(name)
             return Result()

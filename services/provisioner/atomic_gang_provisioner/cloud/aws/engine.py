@@ -108,14 +108,7 @@ class Ec2Provider:
         )
         self._templates = Templates(clients=clients, caller=self._caller, monotonic=monotonic)
         self._groups = PlacementGroups(clients=clients, caller=self._caller, cluster=config.cluster)
-        self._topology = TopologyReader(
-            clients=clients, caller=self._caller, monotonic=monotonic, windows=config.batch
-        )
-        seen = Observations(monotonic=monotonic, reuse_seconds=config.describe_reuse_seconds)
-        batches = Ec2Batches(ec2=clients.ec2, caller=self._caller, windows=config.batch, seen=seen)
-        self._inv = Inventory(
-            clients=clients, caller=self._caller, cluster=config.cluster, batches=batches
-        )
+        self._wire_reads(monotonic)
         self._wire_launches(wall=wall, monotonic=monotonic, on_reservation=on_reservation)
         self._releaser = Releaser(
             clients=clients,
@@ -125,6 +118,19 @@ class Ec2Provider:
             monotonic=monotonic,
             wait_seconds=config.eni_wait_seconds,
             poll_seconds=config.eni_poll_seconds,
+        )
+
+    def _wire_reads(self, monotonic: Callable[[], float]) -> None:
+        """The batched, shared reads: topology, and describes by ids (with the answers
+        a join check may reuse)."""
+        config, clients = self.config, self._clients
+        self._topology = TopologyReader(
+            clients=clients, caller=self._caller, monotonic=monotonic, windows=config.batch
+        )
+        seen = Observations(monotonic=monotonic, reuse_seconds=config.describe_reuse_seconds)
+        batches = Ec2Batches(ec2=clients.ec2, caller=self._caller, windows=config.batch, seen=seen)
+        self._inv = Inventory(
+            clients=clients, caller=self._caller, cluster=config.cluster, batches=batches
         )
 
     def _wire_launches(

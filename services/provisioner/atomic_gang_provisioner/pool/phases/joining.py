@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Metric,
@@ -41,30 +41,8 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     quiet_until = _quiet_until(status.launchedAt)
     if h.ready >= want or quiet_until is None or now >= quiet_until:
         status = update(status, readyCount=h.ready)
-    if observed.instances is not None and (dead := dead_instances(pool, observed)):
-        return releasing.begin(
-            pool,
-            status,
-            reason="InstanceLost",
-            message=(
-                f"{len(dead)} instance(s) died before joining ({' '.join(dead)}); "
-                "releasing the whole set"
-            ),
-        )
-    if block.draining(status, now, observed.knobs):
-        return releasing.begin(
-            pool, status, reason=block.ENDING, message=block.drain_message(status, observed.knobs)
-        )
-    if status.joinDeadline is not None and now >= status.joinDeadline:
-        return releasing.begin(
-            pool,
-            status,
-            reason="JoinTimeout",
-            message=(
-                f"Only {h.ready}/{want} nodes became Ready before the join deadline; "
-                "releasing the whole set and retrying"
-            ),
-        )
+    if (ended := _ended(pool, status, observed, now, ready=h.ready)) is not None:
+        return ended
     if h.ready < want:
         marks = (status.joinDeadline, block.drain_point(status, observed.knobs), quiet_until)
         due = [t for t in marks if t is not None and t > now]
@@ -78,6 +56,29 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         return Plan(status=status, describe=True, describe_shared=True)
     placed = topology.gate(pool, status, observed)
     return placed if isinstance(placed, Plan) else _satisfied(pool, placed, now)
+
+
+def _ended(
+    pool: GangNodePool, status: GangNodePoolStatus, observed: Observed, now: datetime, *, ready: int
+) -> Plan | None:
+    """The join is over before Satisfied: an instance died, the block drains, or the
+    deadline passed. The whole set goes."""
+    if observed.instances is not None and (dead := dead_instances(pool, observed)):
+        message = (
+            f"{len(dead)} instance(s) died before joining ({' '.join(dead)}); "
+            "releasing the whole set"
+        )
+        return releasing.begin(pool, status, reason="InstanceLost", message=message)
+    if block.draining(status, now, observed.knobs):
+        message = block.drain_message(status, observed.knobs)
+        return releasing.begin(pool, status, reason=block.ENDING, message=message)
+    if status.joinDeadline is not None and now >= status.joinDeadline:
+        message = (
+            f"Only {ready}/{len(status.instanceIds)} nodes became Ready before the join "
+            "deadline; releasing the whole set and retrying"
+        )
+        return releasing.begin(pool, status, reason="JoinTimeout", message=message)
+    return None
 
 
 def _quiet_until(launched_at: datetime | None) -> datetime | None:
