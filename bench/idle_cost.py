@@ -255,6 +255,8 @@ def main() -> None:
     assert ours is not None
     if base is not None:
         report(trace, ours, base, today=today)
+    else:  # --ours-only: our phase's own figures
+        report_alone(trace, ours)
     report_metric(ours)
 
 

@@ -70,7 +70,8 @@ def report(
 
 
 def report_alone(trace: Trace, res: PhaseResult) -> None:
-    """One phase on its own (``--baseline-only``): its rows and its RunInstances calls."""
+    """One phase on its own (``--baseline-only``, ``--ours-only``): its rows and its
+    RunInstances calls."""
     print(f"\n## {res.name} alone: {len(trace.jobs)} gang Jobs\n")
     print(f"| | {res.name} |")
     print("|---|---|")
