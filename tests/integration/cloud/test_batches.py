@@ -11,7 +11,7 @@ import pytest
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_provisioner.cloud import AcquireRequest, CloudError, Launched
-from atomic_gang_provisioner.cloud.aws import Ec2Provider
+from atomic_gang_provisioner.cloud.aws import Ec2Provider, batch
 from atomic_gang_provisioner.cloud.batcher import Windows
 from tests.integration.cloud.conftest import Factory, FakeClock, live
 
@@ -118,14 +118,15 @@ def test_a_terminated_instance_seen_in_a_recent_answer_is_reported_as_terminated
 
 
 def test_ids_asked_along_fill_the_call_and_never_add_one(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(batch, "IDS_PER_CALL", 4)  # calls of 4 ids, to see the room fill
     a = launch(provider, make_spec, "a")
+    others = (*launch(provider, make_spec, "b"), *launch(provider, make_spec, "c"))
     fake.clear_calls()
-    many = tuple(f"i-{n:017x}" for n in range(1, 600))  # more than one call's room
-    provider.describe_later(a, also=many).result(DEADLINE)
-    calls = fake.calls("DescribeInstances")
-    asked = [v for c in calls for k, v in c["params"].items() if k.startswith("InstanceId")]
-    assert set(a) <= set(asked)
-    assert len(set(asked)) == 500  # IDS_PER_CALL: the room of one call, no second chunk
-    assert all(c["outcome"] in ("ok", "error:InvalidInstanceID.NotFound") for c in calls)
+    answer = provider.describe_later(a, also=others).result(DEADLINE)
+    assert sorted(i.instance_id for i in answer) == sorted(a)  # only the asker's own
+    (call,) = fake.calls("DescribeInstances")  # the room of one call, no second chunk
+    asked = [v for k, v in call["params"].items() if k.startswith("InstanceId")]
+    assert set(a) < set(asked)
+    assert len(asked) == 4
