@@ -39,20 +39,21 @@ class PoolReads:
     def describe(self, pool: GangNodePool, *, shared: bool) -> tuple[Instance, ...] | None:
         """The set's describe (None while it is out). The join check (``shared``) takes
         another pool's recent answer and asks along for the other joining pools."""
-        also = self._join_along(pool.name) if shared else ()
 
         def start(ids: tuple[str, ...]) -> Future[tuple[Instance, ...]]:
+            also = self._join_along(pool.name) if shared else ()  # only for a new read
             return self.ctx.cloud.describe_later(ids, also=also, reuse=shared)
 
         return self._described.answer(pool.name, tuple(pool.status.instanceIds), start)
 
     def topology(self, name: str, instance_ids: tuple[str, ...]) -> TopologyRead | None:
         """A failed read is a fact for decide (a gang without max-spread goes on)."""
-        also = self._topology_along(name)
+
+        def start(ids: tuple[str, ...]) -> Future[TopologyRead]:
+            return self.ctx.cloud.read_topology_later(ids, also=self._topology_along(name))
+
         try:
-            return self._topology.answer(
-                name, instance_ids, lambda ids: self.ctx.cloud.read_topology_later(ids, also=also)
-            )
+            return self._topology.answer(name, instance_ids, start)
         except CloudError as err:
             return TopologyRead(error=f"{err.code}: {err.message}")
 

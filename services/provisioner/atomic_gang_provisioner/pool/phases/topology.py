@@ -48,8 +48,7 @@ def ahead_labels(status: GangNodePoolStatus, observed: Observed) -> tuple[NodeLa
     read = observed.topology
     if read is None or read.error or read.retry_after > 0:
         return ()
-    nodes = {iid: list(read.of(iid)) for iid in status.instanceIds if read.of(iid)}
-    return _labels(update(status, networkNodes=nodes), observed)
+    return _labels(_record(status, read), observed)
 
 
 def gate(pool: GangNodePool, status: GangNodePoolStatus, observed: Observed) -> Plan | Placed:
