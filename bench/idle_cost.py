@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import tempfile
 import threading
 import time
@@ -62,6 +63,7 @@ SETTINGS = {
 TICK = 0.5
 CACHE_OFF = {**SETTINGS, "ec2Api": {"shortCellSeconds": 0}}
 OFF = "ours, cache off"
+LAUNCH_LOG = ("RunInstances", "TerminateInstances")
 
 
 @dataclass
@@ -95,9 +97,11 @@ class Phase:
         self.ec2 = sys_stack.ec2(ctx)
         self.runs = {j.name: JobRun(j) for j in trace.jobs}
         self.ledger = Ledger()
+        self.started = 0.0  # wall clock at the start of run()
 
     def run(self, max_seconds: float) -> float:
         t0 = time.monotonic()
+        self.started = time.time()
         last = t0
         while time.monotonic() - t0 < max_seconds:
             now = time.monotonic()
@@ -163,7 +167,11 @@ class Phase:
 
 
 def run_ours(
-    ctx: Context, trace: Trace, max_seconds: float, name: str = "ours (N-or-0)"
+    ctx: Context,
+    trace: Trace,
+    max_seconds: float,
+    name: str = "ours (N-or-0)",
+    calls_out: Path | None = None,
 ) -> PhaseResult:
     ns = "idle-ours"
     kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
@@ -182,7 +190,22 @@ def run_ours(
         "ok" if c["outcome"] == "ok" else c["outcome"].removeprefix("error:") for c in ours
     )
     metric = billed_by_state(ctx, {j.name for j in trace.jobs})
+    if calls_out is not None:
+        write_timeline(calls_out, phase, before)
     return PhaseResult(name, list(phase.runs.values()), phase.ledger, launches, span, metric)
+
+
+def write_timeline(path: Path, phase: Phase, before: int) -> None:
+    """Our launches and terminations and each job's times, as JSON lines (for analysis)."""
+    with path.open("w") as out:
+        out.write(json.dumps({"started": phase.started}) + "\n")
+        for call in phase.fake.calls()[before:]:
+            if call["caller"] == "testing" and call["action"] in LAUNCH_LOG:
+                out.write(json.dumps({k: call[k] for k in ("at", "action", "params", "outcome")}))
+                out.write("\n")
+        for run in phase.runs.values():
+            times = {"submitted": run.submitted, "all_running": run.all_running, "done": run.done}
+            out.write(json.dumps({"job": run.job.name, "count": run.job.count, **times}) + "\n")
 
 
 def run_baseline(ctx: Context, trace: Trace, max_seconds: float) -> PhaseResult:
@@ -241,6 +264,11 @@ def main() -> None:
         action="store_true",
         help="skip the first phase (ours with the short-cell cache off)",
     )
+    ap.add_argument(
+        "--calls-out",
+        type=Path,
+        help="write our phase's launches, terminations and job times here (JSON lines)",
+    )
     args = ap.parse_args()
     trace = make_trace(jobs=args.jobs, seed=args.seed, window=args.window)
     if args.baseline_only:
@@ -280,7 +308,7 @@ def _on_stack(
             result = None
             if ours:
                 print(f"phase: {name}", flush=True)
-                result = run_ours(ctx, trace, args.max_seconds, name)
+                result = run_ours(ctx, trace, args.max_seconds, name, args.calls_out)
                 if baseline:  # it runs alone: our reaper would take its instances for orphans
                     stack.stop_component(sys_stack.LEADER)
             if not baseline:

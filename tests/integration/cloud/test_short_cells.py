@@ -1,6 +1,7 @@
 """Shortfalls share what they learned (moto + the layer's capacity): once a cell is known
-short, only the pool that has waited longest probes it; the others wait behind it with
-no RunInstances, and a release of that type clears the cell at once."""
+short, one pool at a time probes it, the longest waiting; the others wait behind it with
+no RunInstances, and a release of what we held there lets in the first in line that
+fits it, with no probe."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from atomic_gang_provisioner.cloud import (
     Waiting,
 )
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
-from tests.integration.cloud.conftest import TYPE
+from tests.integration.cloud.conftest import TYPE, FakeClock
 
 Spec = Callable[..., GangSpec]
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -31,23 +32,33 @@ def request(make_spec: Spec, pool: str, *, waited: int, generation: int = 0) -> 
 
 
 def test_only_the_longest_waiting_pool_probes_a_short_cell_until_a_release(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
 ) -> None:
-    fake.set_capacity(ZONE, TYPE, 0)
+    fake.set_capacity(ZONE, TYPE, 2)
+    holder = provider.acquire(request(make_spec, "holder", waited=0))
+    assert isinstance(holder, Launched)  # we hold 2 there
     first = provider.acquire(request(make_spec, "young", waited=5))
-    assert isinstance(first, Shortfall)  # the cell is learnt short
+    assert isinstance(first, Shortfall)  # the cell is learnt short: 2 fit, not 4
     fake.clear_calls()
     old = provider.acquire(request(make_spec, "old", waited=60, generation=1))
-    assert isinstance(old, Shortfall)  # the longest waiting probes it
+    assert isinstance(old, Waiting)  # the longest waiting probes, at the cell's backoff
+    assert old.reason == "WaitingForCapacity"
+    assert old.message == f"waiting for {TYPE} in {ZONE}: next try in 5s"
     young = provider.acquire(request(make_spec, "young", waited=5, generation=1))
     assert isinstance(young, Waiting)
-    assert young.reason == "WaitingForCapacity"
     assert young.message == f"waiting for {TYPE} in {ZONE}: 1 gang ahead"
+    clock.sleep(5)
+    assert isinstance(
+        provider.acquire(request(make_spec, "old", waited=60, generation=1)), Shortfall
+    )
     assert len(fake.calls("RunInstances")) == 1  # old's probe only
-    fake.set_capacity(ZONE, TYPE, None)
-    holder = make_spec(pool="holder", count=1, availability_zones=("us-east-1b",))
-    other = provider.acquire(AcquireRequest(spec=holder, generation=0))
-    assert isinstance(other, Launched)
-    provider.release(ReleaseRequest(instance_ids=other.instance_ids, instance_type=TYPE))
+    provider.release(ReleaseRequest(instance_ids=holder.instance_ids))
     again = provider.acquire(request(make_spec, "young", waited=5, generation=1))
-    assert isinstance(again, Launched)  # the release cleared the cell at once
+    assert isinstance(again, Waiting)  # the 2 released are old's: it is first in line
+    assert isinstance(
+        provider.acquire(request(make_spec, "old", waited=60, generation=1)), Launched
+    )
+    after = provider.acquire(request(make_spec, "young", waited=5, generation=1))
+    assert isinstance(after, Waiting)  # none is known free now: young sends no sure shortfall
+    assert [c["outcome"] for c in fake.calls("RunInstances")][-1] == "ok"
+    assert len(fake.calls("RunInstances")) == 2  # the probe and old's launch, no more

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from atomic_gang import GangSpec, GoDuration
 from atomic_gang_provisioner.cloud.budget import ApiBudget, BucketSpec, BudgetLimits
-from atomic_gang_provisioner.cloud.capacity import Cell, ShortCells
+from atomic_gang_provisioner.cloud.capacity import Cell, CellWait, ShortCells
 from atomic_gang_provisioner.cloud.launchgate import LaunchGate
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Waiting
 
@@ -63,59 +63,151 @@ def test_the_longest_waiting_pool_launches_first_and_the_others_count_who_is_ahe
     assert later.retry_after > 0.5  # after the token of the pool ahead of it
 
 
-def test_a_known_short_cell_is_probed_only_by_its_longest_waiting_pool() -> None:
+def ids(n: int, start: int = 0) -> list[str]:
+    return [f"i-{k}" for k in range(start, start + n)]
+
+
+def turns(cells: ShortCells, *line: tuple[str, float, int]) -> dict[str, CellWait | None]:
+    return {p: cells.turn(P4D_A, pool=p, since=s, count=n) for p, s, n in line}
+
+
+def test_a_known_short_cell_is_probed_by_one_pool_its_longest_waiting() -> None:
     clock = Clock()
     cells = ShortCells(clock=clock)
-    assert cells.turn(P4D_A, pool="any", since=1.0) is None  # not known short: try it
-    cells.mark_short(P4D_A)
-    assert cells.turn(P4D_A, pool="b", since=20.0) == 0
-    assert cells.turn(P4D_A, pool="a", since=10.0) == 0  # waited longer: a probes
-    assert cells.turn(P4D_A, pool="b", since=20.0) == 1
-    assert cells.turn(P4D_A, pool="c", since=30.0) == 2
+    assert cells.turn(P4D_A, pool="any", since=1.0, count=8) is None  # not known short
+    cells.mark_short(P4D_A, 8)  # we hold none there: fewer than 8 fit
+    assert cells.turn(P4D_A, pool="b", since=20.0, count=8) == CellWait(0, 5.0)
+    assert cells.turn(P4D_A, pool="a", since=10.0, count=8) == CellWait(0, 5.0)  # waited longer
+    assert cells.turn(P4D_A, pool="b", since=20.0, count=8) == CellWait(1)
+    assert cells.turn(P4D_A, pool="c", since=30.0, count=8) == CellWait(2)
+    assert CellWait(2).describe() == "2 gangs ahead"
+    assert CellWait(0, 4.6).describe() == "next try in 5s"
+    clock.t += 5
+    assert cells.turn(P4D_A, pool="a", since=10.0, count=8) is None  # a's probe is due
+    assert cells.turn(P4D_A, pool="b", since=20.0, count=8) == CellWait(1)
     assert str(P4D_A) == "p4d.24xlarge in us-east-1a"
 
 
-def test_a_release_or_a_launch_clears_the_cell_at_once() -> None:
+def test_a_release_lets_in_the_gangs_that_fit_under_the_floor_in_line_order() -> None:
+    """We held 6 when 8 more did not fit: 6 fit for sure. With 2 of them released, the
+    2-gang launches at once; the 8-gang (that may fit under the ceiling of 13) is the one
+    that probes; the others wait, and nobody is sent into a sure shortfall."""
     clock = Clock()
     cells = ShortCells(clock=clock)
-    cells.mark_short(P4D_A)
-    cells.turn(P4D_A, pool="a", since=1.0)
-    cells.released("p4d.24xlarge")
-    assert cells.turn(P4D_A, pool="b", since=2.0) is None
-    cells.mark_short(P4D_A)
-    cells.launched(P4D_A, "b")
-    assert cells.turn(P4D_A, pool="c", since=3.0) is None
+    cells.launched(P4D_A, "old", ids(6))
+    cells.mark_short(P4D_A, 8)
+    line = [("eight", 10.0, 8), ("four", 20.0, 4), ("two", 30.0, 2), ("late2", 40.0, 2)]
+    turns(cells, *line)
+    cells.released(ids(2))
+    assert turns(cells, *line) == {
+        "eight": CellWait(0, 1.0),  # may fit under the ceiling: it probes, a second later
+        "four": CellWait(1),
+        "two": None,
+        "late2": CellWait(3),
+    }
+    cells.launched(P4D_A, "two", ids(2, start=10))  # we hold 6 again: none sure free
+    clock.t += 1  # 7 may fit under the ceiling: the 4 probes, the 8 cannot fit there
+    assert turns(cells, ("eight", 10.0, 8), ("four", 20.0, 4), ("late2", 40.0, 2)) == {
+        "eight": CellWait(0),
+        "four": None,
+        "late2": CellWait(2),
+    }
+
+
+def test_a_shortfall_lowers_the_ceiling_and_a_smaller_gang_probes_under_it() -> None:
+    clock = Clock()
+    cells = ShortCells(clock=clock)
+    line = [("eight", 10.0, 8), ("four", 20.0, 4), ("two", 30.0, 2)]
+    cells.mark_short(P4D_A, 8)  # fewer than 8 fit: the 4 probes, a second later
+    turns(cells, *line)  # they take their places
+    assert turns(cells, *line) == {
+        "eight": CellWait(0),
+        "four": CellWait(1, 1.0),
+        "two": CellWait(2),
+    }
+    clock.t += 1
+    assert cells.turn(P4D_A, pool="four", since=20.0, count=4) is None
+    cells.mark_short(P4D_A, 4)  # fewer than 4 fit: the 2 probes next
+    clock.t += 1
+    assert turns(cells, *line) == {"eight": CellWait(0), "four": CellWait(1), "two": None}
+    cells.mark_short(P4D_A, 2)  # fewer than 2: nobody fits; the first probes for the outside
+    assert turns(cells, *line)["eight"] == CellWait(0, 3.0)  # 5 s after the first shortfall
+
+
+def test_probes_for_the_outside_back_off_and_a_launch_over_the_ceiling_forgets_it() -> None:
+    clock = Clock()
+    cells = ShortCells(clock=clock)
+    cells.mark_short(P4D_A, 8)
+    waits = []
+    for _ in range(5):
+        wait = cells.turn(P4D_A, pool="a", since=1.0, count=8)
+        assert wait is not None
+        waits.append(wait.probe_in)
+        clock.t += wait.probe_in
+        assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
+        cells.mark_short(P4D_A, 8)  # the probe came back short
+    assert waits == [5.0, 10.0, 20.0, 30.0, 30.0]
+    clock.t += 30
+    assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
+    cells.launched(P4D_A, "a", ids(8))  # 8 fit after all: the outside freed some
+    assert cells.turn(P4D_A, pool="b", since=2.0, count=8) == CellWait(0, 1.0)  # one probe
+    clock.t += 1
+    assert cells.turn(P4D_A, pool="b", since=2.0, count=8) is None
+
+
+def test_a_shortfall_under_the_floor_brings_the_floor_down() -> None:
+    cells = ShortCells(clock=Clock())
+    cells.launched(P4D_A, "held", ids(4))
+    cells.mark_short(P4D_A, 8)  # 4 fit
+    cells.released(ids(4))
+    assert cells.turn(P4D_A, pool="four", since=1.0, count=4) is None  # under the floor
+    cells.mark_short(P4D_A, 4)  # the outside took some: fewer than 4 fit now
+    assert cells.turn(P4D_A, pool="two", since=2.0, count=2) is None  # 3 still do
+    assert cells.turn(P4D_A, pool="four", since=1.0, count=4) == CellWait(0, 5.0)
+
+
+def test_a_retried_release_counts_its_instances_once() -> None:
+    cells = ShortCells(clock=Clock())
+    cells.launched(P4D_A, "held", ids(4))
+    cells.mark_short(P4D_A, 4)  # 4 fit, fewer than 8
+    for _ in range(3):
+        cells.released(ids(2))
+    cells.released(["i-unknown"])
+    assert cells.turn(P4D_A, pool="two", since=2.0, count=2) is None  # 2 free, not 6
+    assert cells.turn(P4D_A, pool="four", since=1.0, count=4) == CellWait(0, 1.0)  # probes
     other = Cell("p5.48xlarge", "us-east-1a")
-    cells.mark_short(other)
-    cells.released("p4d.24xlarge")
-    assert cells.turn(other, pool="c", since=3.0) == 0  # another type stays short
+    cells.mark_short(other, 2)
+    cells.released(ids(2, start=2))  # p4d instances: nothing for the p5 cell
+    assert cells.turn(other, pool="c", since=3.0, count=2) == CellWait(0, 5.0)
 
 
 def test_a_short_mark_expires_after_its_ttl() -> None:
     clock = Clock()
     cells = ShortCells(clock=clock, ttl_seconds=60)
-    cells.mark_short(P4D_A)
+    cells.mark_short(P4D_A, 8)
     clock.t += 61
-    assert cells.turn(P4D_A, pool="a", since=1.0) is None
+    assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
 
 
 def test_short_cell_seconds_zero_turns_the_cache_off() -> None:
     """ec2Api.shortCellSeconds: 0 (what bench.idle_cost compares against): every pool
     probes on its own backoff, as before the cache."""
     cells = ShortCells(clock=Clock(), ttl_seconds=0)
-    cells.mark_short(P4D_A)
-    assert cells.turn(P4D_A, pool="a", since=1.0) is None
-    assert cells.turn(P4D_A, pool="b", since=2.0) is None
+    cells.mark_short(P4D_A, 8)
+    assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
+    assert cells.turn(P4D_A, pool="b", since=2.0, count=8) is None
 
 
 def test_a_placement_groups_shortfall_is_its_own_cell() -> None:
     """A cluster group holds its own capacity: one pool's group coming back short does
     not make a pool with another group wait (nor the AZ without a group)."""
-    cells = ShortCells(clock=Clock())
+    clock = Clock()
+    cells = ShortCells(clock=clock)
     mine = Cell("p4d.24xlarge", "us-east-1a", placement_group="atomic-gang-c-a-1")
-    cells.mark_short(mine)
-    assert cells.turn(mine, pool="a", since=1.0) == 0  # a, alone in its line, probes it
+    cells.mark_short(mine, 8)
+    clock.t += 5
+    assert cells.turn(mine, pool="a", since=1.0, count=8) is None  # a, alone, probes it
     other = Cell("p4d.24xlarge", "us-east-1a", placement_group="atomic-gang-c-b-2")
-    assert cells.turn(other, pool="b", since=2.0) is None
-    assert cells.turn(P4D_A, pool="c", since=3.0) is None
+    assert cells.turn(other, pool="b", since=2.0, count=8) is None
+    assert cells.turn(P4D_A, pool="c", since=3.0, count=8) is None
     assert str(mine) == "p4d.24xlarge in us-east-1a (group atomic-gang-c-a-1)"

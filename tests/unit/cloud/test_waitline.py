@@ -10,7 +10,7 @@ def test_pools_are_ordered_by_when_they_started_waiting() -> None:
     assert line.ahead("late", since=30.0, now=0.0, hold=10) == 0
     assert line.ahead("early", since=10.0, now=0.0, hold=10) == 0
     assert line.ahead("late", since=30.0, now=1.0, hold=10) == 1
-    assert line.first() == "early"
+    assert [pool for _, pool in line.order()] == ["early", "late"]
     line.leave("early")
     assert line.ahead("late", since=30.0, now=1.0, hold=10) == 0
 

@@ -1,24 +1,40 @@
-"""What shortfalls taught us: capacity cells EC2 said are short, and who probes them.
+"""What shortfalls taught us: capacity cells EC2 said are short, and who may try them.
 
 A cell is (instance type, AZ, capacity reservation, cluster placement group). Once
 EC2 answers a launch into it with a capacity error, the cell is known short, as
-Karpenter keeps unavailable offerings: from then on only the pool that has waited
-longest for it probes it (at that pool's own backoff); the others wait behind it
-without a call, and can say how many gangs are ahead. A launch that succeeds there, a
-release of instances of that type, or ``ttl`` seconds clear it: then every pool may
-try again. The clock is injected.
+Karpenter keeps unavailable offerings, and its waiting pools form a line, longest
+waiting first. The cell then learns how many instances we can hold in it at once:
+
+- a *floor*, the most we held there at once after a launch (that much fits), and
+- a *ceiling*: a shortfall of n while we held h says fewer than h + n fit.
+
+Counting the instances we hold there now, a pool whose gang fits under the floor, after
+the pools ahead of it that fit took theirs, launches (a release of 2 lets a 2-gang in).
+Between floor and ceiling nothing is known: one pool at a time probes it, the first in
+line that fits under the ceiling. Over the ceiling only capacity freed outside our
+sight helps: the first in line probes for it, 5 s after the shortfall and then at a
+backoff doubling to 30 s while such probes fail. A launch over the ceiling proves the
+outside freed some: the ceiling is unknown again. A shortfall under the floor means
+the outside took some: the floor comes down. ``ttl`` seconds after its last shortfall
+a cell is forgotten. The clock is injected.
+
+We hold what we launched less what we released, as this process saw them (after a
+restart the older instances are not counted: the bounds start lower, never wrong).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
-from atomic_gang_provisioner.cloud.waitline import WaitLine
+from atomic_gang_provisioner.cloud.capacity_line import CellLine, CellWait, Room
 
 DEFAULT_TTL_SECONDS = 180.0
-HOLD_SECONDS = 60.0  # a waiter that has not asked again for this long has left
+PROBE_SECONDS = (5.0, 30.0)  # the first probe over the ceiling, and the longest backoff
+CHAIN_SECONDS = 1.0  # between two probes under the ceiling (one at a time)
+
+__all__ = ["DEFAULT_TTL_SECONDS", "Cell", "CellWait", "ShortCells"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -40,46 +56,107 @@ class Cell:
         return f"{where} ({', '.join(inside)})" if inside else where
 
 
+@dataclass(slots=True)
+class _Short:
+    until: float
+    floor: int
+    ceiling: int | None
+    probe_at: float  # the next probe under the ceiling
+    outside_at: float  # the next probe over it
+    line: CellLine = field(default_factory=CellLine)
+    outside_probes_failed: int = 0
+
+    def short_of(self, count: int, held: int, now: float, ttl: float) -> None:
+        """EC2 could not launch ``count`` while we held ``held``."""
+        self.until = now + ttl
+        bound = held + count - 1
+        if self.ceiling is None or bound >= self.ceiling:  # a probe for the outside failed
+            self.outside_probes_failed += 1
+            first, longest = PROBE_SECONDS
+            backoff = first * 2 ** (self.outside_probes_failed - 1)
+            self.outside_at = now + min(longest, backoff)
+        self.ceiling = bound if self.ceiling is None else min(self.ceiling, bound)
+        self.floor = min(self.floor, self.ceiling)
+        self.probe_at = now + CHAIN_SECONDS
+
+    def launched(self, held: int, now: float) -> None:
+        """We hold ``held`` there now, after a launch."""
+        self.floor = max(self.floor, held)
+        if self.ceiling is not None and held > self.ceiling:
+            self.ceiling = None  # the outside freed some: we know no ceiling
+            self.outside_probes_failed = 0
+        self.probe_at = now + CHAIN_SECONDS
+
+    def room(self, held: int) -> Room:
+        return Room(
+            sure=self.floor - held,
+            maybe=None if self.ceiling is None else self.ceiling - held,
+            probe_at=self.probe_at,
+            outside_at=self.outside_at,
+        )
+
+
 class ShortCells:
     def __init__(
         self, *, clock: Callable[[], float], ttl_seconds: float = DEFAULT_TTL_SECONDS
     ) -> None:
         self._clock = clock
         self._ttl = ttl_seconds
-        self._until: dict[Cell, float] = {}
-        self._lines: dict[Cell, WaitLine] = {}
+        self._short: dict[Cell, _Short] = {}
+        self._held: dict[Cell, set[str]] = {}  # every cell, short or not
+        self._cell_of: dict[str, Cell] = {}
         self._lock = threading.Lock()
 
-    def mark_short(self, cell: Cell) -> None:
+    def mark_short(self, cell: Cell, count: int) -> None:
+        """EC2 could not launch ``count`` instances into ``cell``."""
         with self._lock:
-            self._until[cell] = self._clock() + self._ttl
-            self._lines.setdefault(cell, WaitLine())
+            now, held = self._clock(), len(self._held.get(cell, ()))
+            short = self._live_locked(cell, now)
+            if short is None:
+                short = _Short(until=now, floor=held, ceiling=None, probe_at=now, outside_at=now)
+                self._short[cell] = short
+            short.short_of(count, held, now, self._ttl)
 
-    def turn(self, cell: Cell, *, pool: str, since: float) -> int | None:
-        """None: the cell is not known short, anyone may try it. Else the gangs ahead of
-        ``pool`` in its line: 0 means this pool is the one that probes it."""
+    def turn(self, cell: Cell, *, pool: str, since: float, count: int) -> CellWait | None:
+        """None: ``pool`` may try ``cell`` now (it is not known short, the gang fits it,
+        or this pool's probe is due). Else why it waits."""
         with self._lock:
             now = self._clock()
-            until = self._until.get(cell)
-            if until is None or until <= now:
-                self._clear_locked(cell)
+            short = self._live_locked(cell, now)
+            if short is None:
                 return None
-            line = self._lines[cell]
-        return line.ahead(pool, since=since, now=now, hold=HOLD_SECONDS)
+            room = short.room(len(self._held.get(cell, ())))
+            return short.line.turn(pool, since=since, count=count, now=now, room=room)
 
-    def launched(self, cell: Cell, pool: str) -> None:
-        """A launch into ``cell`` succeeded: it has room again."""
+    def launched(self, cell: Cell, pool: str, instance_ids: Iterable[str]) -> None:
+        """``instance_ids`` went into ``cell`` for ``pool``."""
         with self._lock:
-            self._clear_locked(cell)
-            for line in self._lines.values():
-                line.leave(pool)
+            held = self._held.setdefault(cell, set())
+            for iid in instance_ids:
+                held.add(iid)
+                self._cell_of[iid] = cell
+            for waiting in self._short.values():
+                waiting.line.leave(pool)
+            short = self._short.get(cell)
+            if short is not None:
+                short.launched(len(held), self._clock())
 
-    def released(self, instance_type: str) -> None:
-        """Instances of this type were released: their cells have room at once."""
+    def released(self, instance_ids: Iterable[str]) -> None:
+        """Instances were terminated: we hold them no more (each counted once, however
+        often its release is retried)."""
         with self._lock:
-            for cell in [c for c in self._until if c.instance_type == instance_type]:
-                self._clear_locked(cell)
+            for iid in instance_ids:
+                cell = self._cell_of.pop(iid, None)
+                if cell is None:
+                    continue
+                held = self._held[cell]
+                held.discard(iid)
+                if not held:
+                    del self._held[cell]
 
-    def _clear_locked(self, cell: Cell) -> None:
-        self._until.pop(cell, None)
-        self._lines.pop(cell, None)
+    def _live_locked(self, cell: Cell, now: float) -> _Short | None:
+        short = self._short.get(cell)
+        if short is not None and short.until <= now:
+            del self._short[cell]
+            return None
+        return short

@@ -252,7 +252,6 @@ class ReleaseRequest:
     instance_ids: tuple[str, ...]
     fleet_ids: tuple[str, ...] = ()
     enis: tuple[str, ...] = ()
-    instance_type: str = ""  # its capacity cells are known short no longer
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -46,9 +46,10 @@ class WaitLine:
         with self._lock:
             self._remove_locked(pool)
 
-    def first(self) -> str | None:
+    def order(self) -> list[Place]:
+        """The places, longest-waiting first (a copy)."""
         with self._lock:
-            return self._line[0][1] if self._line else None
+            return list(self._line)
 
     def _remove_locked(self, pool: str) -> None:
         place = self._place.pop(pool, None)

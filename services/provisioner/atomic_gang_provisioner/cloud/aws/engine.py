@@ -217,8 +217,8 @@ class Ec2Provider:
 
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         result = self._releaser.release(request)
-        if request.instance_type and result.terminated:
-            self._turns.released(request.instance_type)
+        if result.terminated:
+            self._turns.released(result.terminated)
         return result
 
     def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:

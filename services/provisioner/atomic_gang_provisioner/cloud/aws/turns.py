@@ -1,13 +1,16 @@
 """Whose turn it is to launch: the short capacity cells and EC2's launch budget.
 
-Before a launch, a pool may try only the cells (type, AZ, reservation) no pool ahead
-of it is probing, and only when the launch budget comes to it (longest-waiting pool
-first); otherwise it gets ``Waiting`` and no call is sent. After the launch, the cells
-learn from the answer: a capacity error marks a cell short, a launch clears it.
+Before a launch, a pool may try only the cells (type, AZ, reservation, group) whose
+short line lets it (``cloud.capacity``), and only when the launch budget comes to it
+(longest-waiting pool first); otherwise it gets ``Waiting`` and no call is sent. After
+the launch, the cells learn from the answer: a capacity error marks a cell short, a
+launch or a release changes what we hold there.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -37,31 +40,35 @@ class Turns:
         since, behind, open_ = since_of(request), [], []
         for placement in plan.placements:
             cell = cell_of(plan, placement.zone)
-            ahead = self._cells.turn(cell, pool=request.pool, since=since)
-            if ahead:
-                behind.append((ahead, cell))
-            else:
+            wait = self._cells.turn(cell, pool=request.pool, since=since, count=plan.spec.count)
+            if wait is None:
                 open_.append(placement)
+            else:
+                behind.append((wait.ahead, wait.probe_in, cell, wait))
         if not open_:
-            ahead, cell = min(behind)
-            gangs = f"{ahead} gang{'s' if ahead != 1 else ''} ahead"
-            message = f"waiting for {cell}: {gangs}"
-            return Waiting(reason="WaitingForCapacity", message=message, retry_after=CELL_POLL)
+            *_, cell, wait = min(behind)
+            message = f"waiting for {cell}: {wait.describe()}"
+            # The pool that probes next comes back when its probe is due, the rest poll.
+            again = min(CELL_POLL, wait.probe_in) if wait.probe_in > 0 else CELL_POLL
+            return Waiting(reason="WaitingForCapacity", message=message, retry_after=again)
         operation = "create_fleet" if plan.spec.mode == "fleet" else "run_instances"
         waiting = self._gate.admit(request, operation=operation)
         return waiting or replace(plan, placements=tuple(open_))
 
     def learn(self, plan: LaunchPlan, result: AcquireResult) -> None:
-        """A capacity error marks its cell short; a launch there clears it."""
+        """A capacity error marks its cell short; a launch there takes from its room."""
         zones = {p.zone for p in plan.placements}
         if isinstance(result, Shortfall):
             for attempt in result.attempts:
                 if attempt.zone in zones and classify(attempt.code) == "capacity":
-                    self._cells.mark_short(cell_of(plan, attempt.zone))
+                    self._cells.mark_short(cell_of(plan, attempt.zone), plan.spec.count)
         elif isinstance(result, Launched):
-            for zone in {i.availability_zone for i in result.instances}:
-                self._cells.launched(cell_of(plan, zone), plan.spec.pool)
+            by_zone: dict[str, list[str]] = defaultdict(list)
+            for instance in result.instances:
+                by_zone[instance.availability_zone].append(instance.instance_id)
+            for zone, ids in by_zone.items():
+                self._cells.launched(cell_of(plan, zone), plan.spec.pool, ids)
 
-    def released(self, instance_type: str) -> None:
-        """Instances of this type went back: every short cell of it may hold them now."""
-        self._cells.released(instance_type)
+    def released(self, instance_ids: Sequence[str]) -> None:
+        """Instances went back: we hold them in their cells no more."""
+        self._cells.released(instance_ids)

@@ -33,7 +33,6 @@ def request(pool: GangNodePool, status: GangNodePoolStatus) -> ReleaseRequest:
         instance_ids=tuple(status.instanceIds),
         fleet_ids=tuple(status.fleetIds),
         enis=tuple(status.pendingEnis),
-        instance_type=pool.spec.shape.instanceType,
     )
 
 
