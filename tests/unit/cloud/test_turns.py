@@ -134,7 +134,7 @@ def test_a_shortfall_lowers_the_ceiling_and_a_smaller_gang_probes_under_it() -> 
     assert turns(cells, *line)["eight"] == CellWait(0, 3.0)  # 5 s after the first shortfall
 
 
-def test_probes_for_the_outside_back_off_and_a_launch_over_the_ceiling_forgets_it() -> None:
+def test_outside_probes_back_off_and_a_launch_over_the_ceiling_tries_twice_the_floor() -> None:
     clock = Clock()
     cells = ShortCells(clock=clock)
     cells.mark_short(P4D_A, 8)
@@ -150,9 +150,13 @@ def test_probes_for_the_outside_back_off_and_a_launch_over_the_ceiling_forgets_i
     clock.t += 30
     assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
     cells.launched(P4D_A, "a", ids(8))  # 8 fit after all: the outside freed some
-    assert cells.turn(P4D_A, pool="b", since=2.0, count=8) == CellWait(0, 1.0)  # one probe
-    clock.t += 1
-    assert cells.turn(P4D_A, pool="b", since=2.0, count=8) is None
+    line = [("b", 2.0, 8), ("c", 3.0, 8), ("d", 4.0, 4)]
+    turns(cells, *line)  # no ceiling known: twice the floor (16, we hold 8) is tried
+    assert turns(cells, *line) == {"b": None, "c": CellWait(1, 1.0), "d": CellWait(2)}
+    cells.launched(P4D_A, "b", ids(8, start=8))  # 16 fit: 32 are tried
+    assert turns(cells, ("c", 3.0, 8), ("d", 4.0, 4)) == {"c": None, "d": None}
+    cells.mark_short(P4D_A, 8)  # but not 24: a ceiling again, the floor is what we hold
+    assert cells.turn(P4D_A, pool="d", since=4.0, count=4) == CellWait(1, 1.0)  # d probes
 
 
 def test_a_shortfall_under_the_floor_brings_the_floor_down() -> None:

@@ -14,7 +14,8 @@ Between floor and ceiling nothing is known: one pool at a time probes it, the fi
 line that fits under the ceiling. Over the ceiling only capacity freed outside our
 sight helps: the first in line probes for it, 5 s after the shortfall and then at a
 backoff doubling to 30 s while such probes fail. A launch over the ceiling proves the
-outside freed some: the ceiling is unknown again. A shortfall under the floor means
+outside freed some: the ceiling is unknown again, and until a shortfall sets a new one
+the gangs that fit in twice the floor launch together. A shortfall under the floor means
 the outside took some: the floor comes down. ``ttl`` seconds after its last shortfall
 a cell is forgotten. The clock is injected.
 
@@ -88,8 +89,12 @@ class _Short:
         self.probe_at = now + CHAIN_SECONDS
 
     def room(self, held: int) -> Room:
+        # With no ceiling known (the outside freed some), as much again as the floor is
+        # tried at once: what fits launches together, doubling with each launch (TCP's
+        # slow start) until a shortfall sets a ceiling, rather than one probe at a time.
+        fits = self.floor if self.ceiling is not None else 2 * self.floor
         return Room(
-            sure=self.floor - held,
+            sure=fits - held,
             maybe=None if self.ceiling is None else self.ceiling - held,
             probe_at=self.probe_at,
             outside_at=self.outside_at,

@@ -21,7 +21,7 @@ NOBODY = 1 << 30  # the smallest gang of an empty line
 class Room:
     """What a cell is known to have for us now."""
 
-    sure: int  # instances that fit for certain (the floor less what we hold)
+    sure: int  # instances that fit (the floor, or twice it with no ceiling, less what we hold)
     maybe: int | None  # that may fit (the ceiling less what we hold); None: no ceiling known
     probe_at: float  # when the next probe under the ceiling may go
     outside_at: float  # and the next one over it, for capacity freed outside our sight
