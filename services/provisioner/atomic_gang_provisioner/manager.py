@@ -34,7 +34,11 @@ from atomic_gang_provisioner.reconcilers.context import Context, Faults
 from atomic_gang_provisioner.reconcilers.latest import LatestPools
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
-from atomic_gang_provisioner.reconcilers.workload import CHECK_INDEX, WorkloadReconciler
+from atomic_gang_provisioner.reconcilers.workload import (
+    CHECK_INDEX,
+    WorkloadReconciler,
+    job_read_changed,
+)
 from atomic_gang_provisioner.runtime import Controller, ControllerHooks
 
 log = logging.getLogger("atomic_gang_provisioner")
@@ -160,7 +164,9 @@ class Manager:
         i["pools"].add_handlers(_both(self.on_pool))
         i["workloads"].add_handlers(Handlers.for_all(self.on_workload))
         i["nodes"].add_handlers(_both(self.on_node))
-        i["jobs"].add_handlers(Handlers.for_all(self.on_job))
+        i["jobs"].add_handlers(
+            Handlers(on_add=self.on_job, on_update=self.on_job_update, on_delete=self.on_job)
+        )
         i["checks"].add_handlers(Handlers.for_all(self.on_check))
         self._wire_observers()
 
@@ -198,6 +204,10 @@ class Manager:
         uid = (obj.get("metadata") or {}).get("uid", "")
         for wl in self.informers["workloads"].by_index(OWNER_INDEX, str(uid)):
             self.controllers["workload"].enqueue(object_key(wl))
+
+    def on_job_update(self, old: Obj, new: Obj) -> None:
+        if job_read_changed(old, new):  # not the status updates that every pod makes
+            self.on_job(new)
 
     def on_check(self, obj: Obj) -> None:
         """Only the Workloads that carry this check can decide differently (as Kueue does)."""

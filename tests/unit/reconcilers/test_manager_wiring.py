@@ -86,3 +86,38 @@ def test_pool_watch_events_feed_the_cost_ledger_and_only_the_leader_exports() ->
     m.leading.set()
     assert cost.exporting()
     assert m.metrics.pool_stats.exporting()
+
+
+def job(generation: int, *, active: int = 0, **annotations: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "namespace": "ns",
+            "name": "train",
+            "uid": "u-1",
+            "generation": generation,
+            "labels": {"atomic-gang.k8s.aws/pool": "p"},
+            "annotations": annotations,
+        },
+        "status": {"active": active},
+    }
+
+
+def test_a_jobs_status_update_enqueues_no_workload_its_spec_or_annotations_do() -> None:
+    """At scale every pod moves its Job's status: those updates are not read here."""
+    m = manager()
+    wl = workload("w")
+    wl["metadata"]["ownerReferences"] = [
+        {"kind": "Job", "name": "train", "uid": "u-1", "controller": True}
+    ]
+    m.informers["workloads"].store.upsert("ns/w", wl)
+    informer, q = m.informers["jobs"], m.controllers["workload"].queue
+    informer._apply({"type": "ADDED", "object": job(1)})
+    assert queued(q) == ["ns/w"]
+    informer._apply({"type": "MODIFIED", "object": job(1, active=3)})
+    assert queued(q) == []
+    informer._apply({"type": "MODIFIED", "object": job(1, active=3, count="8")})
+    assert queued(q) == ["ns/w"]
+    informer._apply({"type": "MODIFIED", "object": job(2, active=3, count="8")})
+    assert queued(q) == ["ns/w"]
+    informer._apply({"type": "DELETED", "object": job(2, active=3, count="8")})
+    assert queued(q) == ["ns/w"]

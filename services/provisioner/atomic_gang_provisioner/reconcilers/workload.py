@@ -225,6 +225,24 @@ def check_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(s["name"]) for s in states if s.get("name"))
 
 
+def job_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether a Job update changed what this side reads of it: its spec (generation),
+    labels, annotations or deletion. Its status moves with every pod (800 pods at
+    scale) and is not read: those updates enqueue no Workload."""
+    return _read_of(old) != _read_of(new)
+
+
+def _read_of(job: Mapping[str, Any]) -> tuple[Any, ...]:
+    meta = job.get("metadata") or {}
+    return (
+        meta.get("uid"),
+        meta.get("generation"),
+        meta.get("labels"),
+        meta.get("annotations"),
+        meta.get("deletionTimestamp"),
+    )
+
+
 def job_uid_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
     uid = (obj.get("metadata") or {}).get("uid")
     return (str(uid),) if uid else ()
@@ -238,5 +256,6 @@ __all__ = [
     "WorkloadReconciler",
     "check_index",
     "claim_index",
+    "job_read_changed",
     "job_uid_index",
 ]
