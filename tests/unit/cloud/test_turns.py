@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from atomic_gang import GangSpec, GoDuration
 from atomic_gang_provisioner.cloud.budget import ApiBudget, BucketSpec, BudgetLimits
 from atomic_gang_provisioner.cloud.capacity import Cell, CellWait, ShortCells
-from atomic_gang_provisioner.cloud.capacity_line import RESERVE_SECONDS
 from atomic_gang_provisioner.cloud.launchgate import LaunchGate
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Waiting
 
@@ -216,20 +215,3 @@ def test_a_placement_groups_shortfall_is_its_own_cell() -> None:
     assert cells.turn(other, pool="b", since=2.0, count=8) is None
     assert cells.turn(P4D_A, pool="c", since=3.0, count=8) is None
     assert str(mine) == "p4d.24xlarge in us-east-1a (group atomic-gang-c-a-1)"
-
-
-def test_what_comes_free_is_kept_for_the_first_in_line_once_it_has_waited() -> None:
-    """Small gangs no longer take an 8-gang's freed slots one by one while it starves."""
-    clock = Clock()
-    cells = ShortCells(clock=clock)
-    cells.launched(P4D_A, "held", ids(8))
-    cells.mark_short(P4D_A, 8)  # 8 fit, 16 do not
-    line = [("eight", 10.0, 8), ("two", 20.0, 2)]
-    turns(cells, *line)
-    cells.released(ids(2))
-    assert turns(cells, *line)["two"] is None  # the 8 has not waited long: 2 may go
-    clock.t += RESERVE_SECONDS
-    # The 8 may fit under the ceiling (15, we hold 6): it probes; the 2 waits behind it.
-    assert turns(cells, *line) == {"eight": None, "two": CellWait(1)}
-    cells.released(ids(6, start=2))
-    assert turns(cells, *line) == {"eight": None, "two": CellWait(1)}  # 8 free: its turn

@@ -2,9 +2,7 @@
 
 Longest-waiting first. Walking the line in order, a gang that fits the room known free
 takes it; the first one after that which fits under the ceiling (or, with none, the
-first in line) is the one that probes, when its probe is due; the rest wait. Once the
-first in line has waited ``RESERVE_SECONDS`` in it, what comes free is kept for it:
-small gangs behind it no longer take the freed slots one by one while it starves. The walk
+first in line) is the one that probes, when its probe is due; the rest wait. The walk
 costs the line's length at most.
 """
 
@@ -16,7 +14,6 @@ from typing import Literal
 from atomic_gang_provisioner.cloud.waitline import WaitLine
 
 HOLD_SECONDS = 60.0  # a waiter that has not asked again for this long has left
-RESERVE_SECONDS = 60.0  # the first in line has waited this long: what comes free is its
 NOBODY = 1 << 30  # the smallest gang of an empty line
 
 
@@ -47,7 +44,6 @@ class CellLine:
     def __init__(self) -> None:
         self._line = WaitLine()
         self._counts: dict[str, int] = {}  # pool -> its gang's N
-        self._joined: dict[str, float] = {}  # pool -> when it first waited in this line
 
     def turn(
         self, pool: str, *, since: float, count: int, now: float, room: Room
@@ -55,8 +51,7 @@ class CellLine:
         """None: ``pool`` launches now. Else why it waits."""
         ahead = self._line.ahead(pool, since=since, now=now, hold=HOLD_SECONDS)
         self._counts[pool] = count
-        self._joined.setdefault(pool, now)
-        role = self._role(pool, room, now)
+        role = self._role(pool, room)
         if role == "launch":
             return None
         if role == "wait":
@@ -64,14 +59,9 @@ class CellLine:
         due = room.probe_at if role == "probe" else room.outside_at
         return None if now >= due else CellWait(ahead, due - now)
 
-    def _role(
-        self, pool: str, room: Room, now: float
-    ) -> Literal["launch", "probe", "outside", "wait"]:
+    def _role(self, pool: str, room: Room) -> Literal["launch", "probe", "outside", "wait"]:
         order = self._line.order()
         sure, maybe, prober, seen = room.sure, room.maybe, None, False
-        first = order[0][1] if order else None
-        if first not in (None, pool) and now - self._joined.get(first, now) >= RESERVE_SECONDS:
-            return "wait"  # what comes free is the first's, which has waited long enough
         for _, other in order:
             n = self._counts.get(other, 0)
             if n <= sure:
@@ -87,12 +77,11 @@ class CellLine:
         if prober is not None:
             return "probe" if prober == pool else "wait"
         # Nobody fits under the ceiling: the first probes, for capacity freed outside.
-        return "outside" if first == pool else "wait"
+        return "outside" if order and order[0][1] == pool else "wait"
 
     def leave(self, pool: str) -> None:
         self._line.leave(pool)
         self._counts.pop(pool, None)
-        self._joined.pop(pool, None)
 
     def smallest(self) -> int:
         """The smallest gang waiting (NOBODY for an empty line)."""
