@@ -19,11 +19,20 @@ from atomic_gang_provisioner.cloud import (
     ReleaseRequest,
     RetryLater,
     Shortfall,
+    Waiting,
 )
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
 from atomic_gang_provisioner.cloud.leaks import PoolView, orphaned_groups
 from atomic_gang_provisioner.cloud.naming import placement_group_name
-from tests.integration.cloud.conftest import CLUSTER, REGION, TYPE, Factory, backend, live
+from tests.integration.cloud.conftest import (
+    CLUSTER,
+    REGION,
+    TYPE,
+    Factory,
+    FakeClock,
+    backend,
+    live,
+)
 
 Spec = Callable[..., GangSpec]
 P4D_CARDS = [(0, 0, "efa"), (1, 1, "efa"), (2, 1, "efa"), (3, 1, "efa")]
@@ -104,7 +113,7 @@ def test_a_group_by_our_name_that_is_not_ours_is_refused(
 
 
 def test_a_group_that_cannot_hold_the_gang_is_a_shortfall_at_no_cost(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
 ) -> None:
     fake.set_placement_capacity(TYPE, 3)
     spec = make_spec(count=4, placement="cluster", availability_zones=(REGION + "a",))
@@ -113,6 +122,8 @@ def test_a_group_that_cannot_hold_the_gang_is_a_shortfall_at_no_cost(
     assert [a.code for a in short.attempts] == ["InsufficientInstanceCapacity"]
     assert live() == []
     fake.set_placement_capacity(TYPE, 4)
+    assert isinstance(acquire(provider, spec, generation=1), Waiting)  # the cell's backoff
+    clock.sleep(5)
     assert isinstance(acquire(provider, spec, generation=1), Launched)
 
 

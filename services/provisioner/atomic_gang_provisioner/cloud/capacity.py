@@ -20,7 +20,8 @@ the outside took some: the floor comes down. ``ttl`` seconds after its last shor
 a cell is forgotten. The clock is injected.
 
 We hold what we launched less what we released, as this process saw them (after a
-restart the older instances are not counted: the bounds start lower, never wrong).
+restart the older instances are not counted: the bounds start low, and a launch over
+the ceiling corrects them).
 """
 
 from __future__ import annotations
