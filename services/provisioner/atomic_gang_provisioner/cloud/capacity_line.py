@@ -14,7 +14,6 @@ from typing import Literal
 from atomic_gang_provisioner.cloud.waitline import WaitLine
 
 HOLD_SECONDS = 60.0  # a waiter that has not asked again for this long has left
-NOBODY = 1 << 30  # the smallest gang of an empty line
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +26,7 @@ class Room:
     outside_at: float  # and the next one over it, for capacity freed outside our sight
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class CellWait:
     """Why a pool does not try a short cell now."""
 
@@ -82,7 +81,3 @@ class CellLine:
     def leave(self, pool: str) -> None:
         self._line.leave(pool)
         self._counts.pop(pool, None)
-
-    def smallest(self) -> int:
-        """The smallest gang waiting (NOBODY for an empty line)."""
-        return min((self._counts.get(p, NOBODY) for _, p in self._line.order()), default=NOBODY)

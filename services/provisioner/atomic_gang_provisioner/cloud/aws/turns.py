@@ -44,9 +44,9 @@ class Turns:
             if wait is None:
                 open_.append(placement)
             else:
-                behind.append((wait.ahead, wait.probe_in, cell, wait))
+                behind.append((wait, cell))
         if not open_:
-            *_, cell, wait = min(behind)
+            wait, cell = min(behind)  # the fewest gangs ahead, the soonest probe
             message = f"waiting for {cell}: {wait.describe()}"
             # The pool that probes next comes back when its probe is due, the rest poll.
             again = min(CELL_POLL, wait.probe_in) if wait.probe_in > 0 else CELL_POLL
