@@ -16,7 +16,11 @@ acquisition, new pools included, ``throttled``, ``rss_mb``, ``cpu_s_per_gang``).
 controller's CPU seconds per gang and peak RSS at each.
 
 Usage: .venv/bin/python -m bench.scale [--gangs 100] [--count 8] [--runs-for 60s]
-       [--json out.json] [--curve 25,50,100,200] [--keep-logs DIR]
+       [--json out.json] [--curve 25,50,100,200] [--keep-logs DIR] [--timeline FILE]
+
+``--timeline FILE`` writes the raw stamps for analysis (JSON): each EC2 call of the run
+with its time, and when each Node turned Ready, each pool Satisfied, each check Ready
+and each Workload Admitted, as this process's watches saw them.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ def _parse() -> argparse.Namespace:
     ap.add_argument("--json", type=Path, help="also write the measures here")
     ap.add_argument("--curve", help="comma-separated gang counts: the cost curve")
     ap.add_argument("--keep-logs", type=Path, help="copy the stack's process logs here")
+    ap.add_argument("--timeline", type=Path, help="write the calls and watch stamps here")
     ap.add_argument(
         "--instance-type",
         default="p4d.24xlarge",
@@ -205,7 +210,8 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
             Path(d) / "stack", provisioners=1, settings=SETTINGS, boot=(2.0, 3.0)
         )
         try:
-            with sys_stack.Stamps(KubeClient.from_kubeconfig(ctx.admin_kubeconfig())) as stamps:
+            kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
+            with sys_stack.Stamps(kube, pods=bool(args.timeline)) as stamps:
                 res = _run(ctx, args, stamps)
             ready = {group: at for at, group in stamps.check_ready.values()}
             # When each instance's gang was acquired (its check Ready): calls about it
@@ -214,11 +220,30 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
                 iid: ready[g] for _, g, iid in stamps.node_ready.values() if g in ready
             }
             res["split"] = _split(stamps)
+            res["queues"] = sys_stack.queue_times(ctx)
+            if args.timeline:
+                _write_timeline(args.timeline, res, stamps)
             return res, _latencies(stamps, res["calls"])
         finally:
             stack.down()
             if args.keep_logs:
                 shutil.copytree(Path(d) / "stack" / "logs", args.keep_logs, dirs_exist_ok=True)
+
+
+def _write_timeline(path: Path, res: dict[str, Any], stamps: sys_stack.Stamps) -> None:
+    path.write_text(
+        json.dumps(
+            {
+                "t0": res["t0"],
+                "calls": res["calls"],
+                "node_ready": list(stamps.node_ready.values()),
+                "satisfied": stamps.satisfied,
+                "check_ready": stamps.check_ready,
+                "admitted": stamps.admitted,
+                "pods": stamps.pods,
+            }
+        )
+    )
 
 
 def _curve(args: argparse.Namespace) -> None:

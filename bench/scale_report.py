@@ -63,6 +63,11 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
                 f"  {side} side: p50 {sys_stack.pct(xs, 0.5) * 1000:.0f} ms, "
                 f"p99 {sys_stack.pct(xs, 0.99) * 1000:.0f} ms"
             )
+    for ctl, q in (res.get("queues") or {}).items():
+        print(
+            f"  {ctl} queue: {q['reconciles']:.0f} reconciles, mean wait "
+            f"{q['wait_mean_s'] * 1000:.0f} ms, mean reconcile {q['took_mean_s'] * 1000:.0f} ms"
+        )
     _moto_report(res)
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
@@ -26,7 +28,14 @@ from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient
 from atomic_gang_provisioner.resources import POOLS
-from tests.support.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, NODES, WORKLOADS
+from tests.support.resources import (
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    WORKLOADS,
+)
 
 BENCH_KEY = "bench"  # the bench's own access key id in the call log
 LEADER = "atomic-gang-provisioner-0"
@@ -95,6 +104,25 @@ def add_subnets(ctx: Context, client: Any, cidrs: dict[str, str]) -> list[str]:
     ]
 
 
+def queue_times(ctx: Context) -> dict[str, dict[str, float]]:
+    """Per controller, from the leader's /metrics: mean queue wait and mean reconcile
+    time (seconds) and reconcile count, over the whole run."""
+    text = httpx.get(f"http://127.0.0.1:{ctx.port(LEADER)}/metrics", timeout=10).text
+    sums: dict[tuple[str, str], float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name.endswith(("_sum", "_count")) and "controller" in s.labels:
+                sums[(s.name, s.labels["controller"])] = s.value
+    out: dict[str, dict[str, float]] = {}
+    for (name, ctl), value in sums.items():
+        if name.endswith("_count") and name.startswith("atomic_gang_reconcile_duration"):
+            n = value or 1.0
+            wait = sums.get(("atomic_gang_queue_wait_seconds_sum", ctl), float("nan"))
+            took = sums.get(("atomic_gang_reconcile_duration_seconds_sum", ctl), float("nan"))
+            out[ctl] = {"reconciles": value, "wait_mean_s": wait / n, "took_mean_s": took / n}
+    return out
+
+
 def controller_pid(ctx: Context) -> int:
     """The provisioner process itself (the stack runs it under a restart wrapper)."""
     wrapper = ctx.state.procs[LEADER].pid
@@ -129,9 +157,11 @@ def _true(obj: dict[str, Any], kind: str) -> bool:
 
 class Stamps:
     """First-seen wall-clock times (watches in this process): Node Ready with its group
-    and instance id, our check Ready with the group it pinned, Workload Admitted."""
+    and instance id, our check Ready with the group it pinned, Workload Admitted; with
+    ``pods``, each pod's first sight, binding to a Node and Running (the control plane's
+    part of a gang's start)."""
 
-    def __init__(self, kube: KubeClient) -> None:
+    def __init__(self, kube: KubeClient, *, pods: bool = False) -> None:
         self.lock = threading.Lock()
         self.node_ready: dict[str, tuple[float, str, str]] = {}  # instance id -> stamp
         self.check_ready: dict[str, tuple[float, str]] = {}
@@ -141,6 +171,10 @@ class Stamps:
         self.informers[0].add_handlers(Handlers.for_all(self.on_node))
         self.informers[1].add_handlers(Handlers.for_all(self.on_workload))
         self.informers[2].add_handlers(Handlers.for_all(self.on_pool))
+        self.pods: dict[str, dict[str, float]] = {}  # namespace/name -> stage -> first seen
+        if pods:
+            self.informers.append(Informer(kube, PODS))
+            self.informers[3].add_handlers(Handlers.for_all(self.on_pod))
 
     def __enter__(self) -> Stamps:
         for inf in self.informers:
@@ -163,6 +197,19 @@ class Stamps:
         if status.get("phase") == "Satisfied" and status.get("activeGroup"):
             with self.lock:
                 self.satisfied.setdefault(str(status["activeGroup"]), time.time())
+
+    def on_pod(self, obj: dict[str, Any]) -> None:
+        key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+        seen = ["created"]
+        if (obj.get("spec") or {}).get("nodeName"):
+            seen.append("bound")
+        if (obj.get("status") or {}).get("phase") in ("Running", "Succeeded"):
+            seen.append("running")
+        now = time.time()
+        with self.lock:
+            stages = self.pods.setdefault(key, {})
+            for stage in seen:
+                stages.setdefault(stage, now)
 
     def on_workload(self, obj: dict[str, Any]) -> None:
         key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"

@@ -31,7 +31,7 @@ from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.pool.model import Knobs
 from atomic_gang_provisioner.reconcilers.admissioncheck import AdmissionCheckReconciler
 from atomic_gang_provisioner.reconcilers.context import Context, Faults
-from atomic_gang_provisioner.reconcilers.latest import LatestPools
+from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from atomic_gang_provisioner.reconcilers.workload import (
@@ -125,14 +125,19 @@ class Manager:
         def on_done(key: str, seconds: float, ok: bool) -> None:
             m.reconcile_duration.labels(name).observe(seconds)
 
-        hooks: ControllerHooks[str] = ControllerHooks(on_error=on_error, on_reconciled=on_done)
+        def on_picked(key: str, seconds: float) -> None:
+            m.queue_wait.labels(name).observe(seconds)
+
+        hooks: ControllerHooks[str] = ControllerHooks(
+            on_error=on_error, on_reconciled=on_done, on_picked=on_picked
+        )
         c: Controller[str] = Controller(name=name, reconcile=fn, max_workers=workers, hooks=hooks)
         m.queue_depth.labels(name).set_function(c.depth)
         return c
 
     def _controllers(self) -> dict[str, Controller[str]]:
         pool_workers = self.server.pool_workers or self.settings.maxConcurrentPoolReconciles
-        latest = LatestPools(self.ctx.pools)  # both sides read our own writes at once
+        latest = LatestWrites(self.ctx.pools)  # both sides read our own writes at once
         pools = PoolReconciler(
             self.ctx, requeue=self._requeue_pool, latest=latest, claimant_changed=self._requeue_wl
         )

@@ -79,6 +79,7 @@ class ProvisionerMetrics:
     released: Counter
     reconcile_errors: Counter
     reconcile_duration: Histogram
+    queue_wait: Histogram
     queue_depth: Gauge
     leader: Gauge
     check_transitions: Counter
@@ -120,6 +121,12 @@ class ProvisionerMetrics:
             reconcile_errors=counter("reconcile_errors", "Reconciles that raised.", "controller"),
             reconcile_duration=Histogram(
                 PREFIX + "reconcile_duration_seconds", "Reconcile time.", ["controller"], registry=r
+            ),
+            queue_wait=Histogram(
+                PREFIX + "queue_wait_seconds",
+                "From a key queued (ready) to a worker taking it.",
+                ["controller"],
+                registry=r,
             ),
             queue_depth=_gauge(r, "queue_depth", "Keys waiting in a work queue.", "controller"),
             leader=_gauge(r, "leader", "1 while this replica holds the leader lease."),

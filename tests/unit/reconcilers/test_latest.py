@@ -1,10 +1,10 @@
-"""Our own pool writes are read before the watch brings them, never after."""
+"""Our own writes (pools, Workload checks) are read before the watch brings them, never after."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from atomic_gang_provisioner.reconcilers.latest import LatestPools
+from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from tests.support.kubefakes import FakeCache
 
 
@@ -14,7 +14,7 @@ def pool(rv: str, phase: str) -> dict[str, Any]:
 
 def test_our_newer_write_is_read_until_the_cache_catches_up() -> None:
     cache = FakeCache([pool("10", "Joining")])
-    latest = LatestPools(cache)
+    latest = LatestWrites(cache)
     latest.remember(pool("12", "Satisfied"))
     assert latest.get("p") == pool("12", "Satisfied")  # the watch has not brought it yet
     cache.upsert("p", pool("13", "Satisfied"))  # someone wrote after us; the cache has it
@@ -24,6 +24,19 @@ def test_our_newer_write_is_read_until_the_cache_catches_up() -> None:
 
 
 def test_a_pool_gone_from_the_cache_is_gone() -> None:
-    latest = LatestPools(FakeCache([]))
+    latest = LatestWrites(FakeCache([]))
     latest.remember(pool("12", "Satisfied"))
     assert latest.get("p") is None
+
+
+def test_a_namespaced_write_is_kept_under_its_namespace_and_name() -> None:
+    def workload(rv: str, state: str) -> dict[str, Any]:
+        meta = {"namespace": "team", "name": "w", "resourceVersion": rv}
+        return {"metadata": meta, "status": {"admissionChecks": [{"state": state}]}}
+
+    cache = FakeCache([])
+    cache.upsert("team/w", workload("20", "Pending"))
+    latest = LatestWrites(cache)
+    latest.remember(workload("21", "Ready"))  # our apply's answer: the next one builds on it
+    assert latest.get("team/w") == workload("21", "Ready")
+    assert latest.get("w") is None

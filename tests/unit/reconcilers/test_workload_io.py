@@ -171,6 +171,34 @@ def test_a_conflicting_apply_requeues() -> None:
     assert result.requeue
 
 
+class ApplyAnswers(RecordingTransport):
+    """Answers our apply as the apiserver does: the whole Workload at a new version."""
+
+    def __init__(self, stored: dict[str, Any]) -> None:
+        super().__init__()
+        self.stored = stored
+
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        body = super().request(method, path, **kw)
+        if (method, path) != ("PATCH", STATUS_PATH):
+            return body
+        rv = str(int(self.stored["metadata"]["resourceVersion"]) + 1)
+        meta = {**self.stored["metadata"], "resourceVersion": rv}
+        self.stored = {**self.stored, "metadata": meta}
+        return self.stored
+
+
+def test_the_next_apply_builds_on_our_last_one_before_the_watch_brings_it() -> None:
+    """The cache still holds version 41 when the pool moves again: applying at 41 would
+    be a sure conflict (and a backoff); the apply answered 42, so the next one says 42."""
+    t = ApplyAnswers(workload())
+    r = reconciler(t, workloads=[workload()], jobs=[job()])
+    r.reconcile(KEY)
+    r.reconcile(KEY)
+    applies = [s for s in t.writes() if s.path == STATUS_PATH]
+    assert [a.body["metadata"]["resourceVersion"] for a in applies] == ["41", "42"]
+
+
 # -- a deleted Workload releases its claim ---------------------------------------------
 def claimed_pools() -> list[dict[str, Any]]:
     mine = pool(claim=CLAIM).to_dict()  # "pretrain", claimed by default/job-a-1

@@ -189,3 +189,28 @@ def test_a_stale_delay_sharing_the_new_due_time_does_not_jump_the_line() -> None
     clock.advance(0.5)
     q.done("c")
     assert [q.get(timeout=0), q.get(timeout=0)] == ["a", "c"]
+
+
+class TestQueueWait:
+    def test_the_wait_counts_from_ready_not_from_the_first_add(
+        self, q: WorkQueue[str], clock: ManualClock
+    ) -> None:
+        q.add_after("a", 5)
+        clock.advance(5)  # due now: ready from here
+        clock.advance(2)
+        assert q.get(timeout=0) == "a"
+        assert q.waited("a") == pytest.approx(2)
+        q.done("a")
+        assert q.waited("a") == 0.0  # out of a worker's hands
+
+    def test_a_key_readded_while_processing_waits_from_its_done(
+        self, q: WorkQueue[str], clock: ManualClock
+    ) -> None:
+        q.add("a")
+        assert q.get(timeout=0) == "a"
+        q.add("a")
+        clock.advance(3)  # still in the worker's hands: not ready yet
+        q.done("a")
+        clock.advance(1)
+        assert q.get(timeout=0) == "a"
+        assert q.waited("a") == pytest.approx(1)

@@ -27,7 +27,7 @@ from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import Metric, NodeLabels, NodeView, Observed, Plan
 from atomic_gang_provisioner.reconcilers.context import Context
-from atomic_gang_provisioner.reconcilers.latest import LatestPools
+from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX, PoolReads
 from atomic_gang_provisioner.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.runtime import Result
@@ -50,12 +50,12 @@ class PoolReconciler:
         ctx: Context,
         *,
         requeue: Callable[[str], None] | None = None,
-        latest: LatestPools | None = None,
+        latest: LatestWrites | None = None,
         claimant_changed: Callable[[str], None] | None = None,
     ) -> None:
         self.ctx = ctx
         self._reads = PoolReads(ctx, requeue=requeue)
-        self.latest = latest or LatestPools(ctx.pools)
+        self.latest = latest or LatestWrites(ctx.pools)
         # Told each status write's claimant (namespace/name) at once: the Workload side
         # reads the pool from ``latest`` and need not wait for the watch.
         self._claimant_changed = claimant_changed

@@ -12,7 +12,7 @@ from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.events import Event
 from atomic_gang_provisioner.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
 from atomic_gang_provisioner.reconcilers.context import Context
-from atomic_gang_provisioner.reconcilers.latest import LatestPools
+from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from atomic_gang_provisioner.resources import JOBS, KUEUE_API, POOLS, WORKLOADS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.workload import decision
@@ -32,9 +32,12 @@ CHECK_INDEX = "check"
 
 
 class WorkloadReconciler:
-    def __init__(self, ctx: Context, *, latest: LatestPools | None = None) -> None:
+    def __init__(self, ctx: Context, *, latest: LatestWrites | None = None) -> None:
         self.ctx = ctx
-        self._latest = latest or LatestPools(ctx.pools)
+        self._latest = latest or LatestWrites(ctx.pools)
+        # Our own check writes: the next reconcile applies on top of the resourceVersion
+        # our last apply returned, not the cached one it superseded (a sure conflict).
+        self._applied = LatestWrites(ctx.workloads)
 
     def reconcile(self, key: str) -> Result:
         try:
@@ -44,7 +47,7 @@ class WorkloadReconciler:
             return Result(requeue=True)
 
     def _reconcile(self, key: str) -> Result:
-        obj = self.ctx.workloads.get(key)
+        obj = self._applied.get(key)
         if obj is None:
             self._release_orphaned_claims(key)
             return Result()
@@ -186,9 +189,10 @@ class WorkloadReconciler:
             },
             "status": {"admissionChecks": [entry]},
         }
-        self.ctx.client.apply_status(
+        applied = self.ctx.client.apply_status(
             WORKLOADS, body, field_manager=self.ctx.settings.controllerName
         )
+        self._applied.remember(applied)
         self.ctx.metrics.check_transitions.labels(update.state).inc()
 
     def _release_orphaned_claims(self, key: str) -> None:

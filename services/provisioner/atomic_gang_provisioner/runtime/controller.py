@@ -37,6 +37,7 @@ class ControllerHooks(Generic[K]):
 
     on_error: Callable[[K, Exception], None] | None = None
     on_reconciled: Callable[[K, float, bool], None] | None = None  # key, seconds, ok
+    on_picked: Callable[[K, float], None] | None = None  # key, seconds it sat ready
 
 
 class Controller(Generic[K]):
@@ -94,6 +95,7 @@ class Controller(Generic[K]):
             key = self.queue.get()
             if key is None:
                 return
+            self._call_hook(self._hooks.on_picked, key, self.queue.waited(key))
             try:
                 self._process(key)
             finally:

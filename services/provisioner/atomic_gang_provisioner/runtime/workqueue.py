@@ -42,19 +42,25 @@ class WorkQueue(Generic[K]):
         self._heap: list[tuple[float, int, K]] = []  # stale entries skipped lazily
         self._seq = itertools.count()
         self._shutdown = False
+        self._ready_since: dict[K, float] = {}  # queued key -> when it became ready
+        self._waited: dict[K, float] = {}  # handed-out key -> how long it was ready
 
     def add(self, key: K) -> None:
         """Queue ``key`` unless it is already queued; defer it if it is being processed."""
         with self._cond:
             self._add_locked(key)
 
-    def _add_locked(self, key: K) -> None:
+    def _add_locked(self, key: K, *, ready_at: float | None = None) -> None:
         if self._shutdown or key in self._dirty:
             return
         self._dirty.add(key)
         if key in self._processing:
             return  # handed out again by done()
+        self._append_locked(key, ready_at)
+
+    def _append_locked(self, key: K, ready_at: float | None = None) -> None:
         self._queue.append(key)
+        self._ready_since[key] = self._clock() if ready_at is None else ready_at
         self._cond.notify()
 
     def add_after(self, key: K, seconds: float) -> None:
@@ -96,6 +102,8 @@ class WorkQueue(Generic[K]):
                     key = self._queue.popleft()
                     self._dirty.discard(key)
                     self._processing.add(key)
+                    since = self._ready_since.pop(key, None)
+                    self._waited[key] = 0.0 if since is None else self._clock() - since
                     return key
                 wait = self._wait_seconds_locked(deadline)
                 if wait is not None and wait <= 0:
@@ -116,15 +124,21 @@ class WorkQueue(Generic[K]):
             due, seq, key = heapq.heappop(self._heap)
             if self._waiting.get(key) == (due, seq):
                 del self._waiting[key]
-                self._add_locked(key)
+                self._add_locked(key, ready_at=due)  # ready since it fell due
 
     def done(self, key: K) -> None:
         """Mark ``key`` processed; if it was re-added meanwhile, queue it again now."""
         with self._cond:
             self._processing.discard(key)
+            self._waited.pop(key, None)
             if key in self._dirty and not self._shutdown:
-                self._queue.append(key)
-                self._cond.notify()
+                self._append_locked(key)
+
+    def waited(self, key: K) -> float:
+        """How long ``key``, now in a worker's hands, sat ready before it was handed out
+        (on the queue's clock: client-go's workqueue_queue_duration_seconds)."""
+        with self._cond:
+            return self._waited.get(key, 0.0)
 
     def wake(self) -> None:
         """Re-check delayed keys now (a clock that tests step calls this when it moves)."""
