@@ -241,6 +241,7 @@ def _write_timeline(path: Path, res: dict[str, Any], stamps: sys_stack.Stamps) -
                 "check_ready": stamps.check_ready,
                 "admitted": stamps.admitted,
                 "pods": stamps.pods,
+                "unsuspended": stamps.unsuspended,
             }
         )
     )

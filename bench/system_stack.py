@@ -27,7 +27,7 @@ from atomic_gang_devstack.components.cloud import FakeAws, fakeaws_endpoint
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient
-from atomic_gang_provisioner.resources import POOLS
+from atomic_gang_provisioner.resources import JOBS, POOLS
 from tests.support.resources import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
@@ -158,8 +158,8 @@ def _true(obj: dict[str, Any], kind: str) -> bool:
 class Stamps:
     """First-seen wall-clock times (watches in this process): Node Ready with its group
     and instance id, our check Ready with the group it pinned, Workload Admitted; with
-    ``pods``, each pod's first sight, binding to a Node and Running (the control plane's
-    part of a gang's start)."""
+    ``pods``, when each Job was let run and each pod's first sight, binding to a Node and
+    Running (the control plane's part of a gang's start)."""
 
     def __init__(self, kube: KubeClient, *, pods: bool = False) -> None:
         self.lock = threading.Lock()
@@ -172,9 +172,11 @@ class Stamps:
         self.informers[1].add_handlers(Handlers.for_all(self.on_workload))
         self.informers[2].add_handlers(Handlers.for_all(self.on_pool))
         self.pods: dict[str, dict[str, float]] = {}  # namespace/name -> stage -> first seen
+        self.unsuspended: dict[str, float] = {}  # Job namespace/name -> first seen running
         if pods:
-            self.informers.append(Informer(kube, PODS))
+            self.informers += [Informer(kube, PODS), Informer(kube, JOBS)]
             self.informers[3].add_handlers(Handlers.for_all(self.on_pod))
+            self.informers[4].add_handlers(Handlers.for_all(self.on_job))
 
     def __enter__(self) -> Stamps:
         for inf in self.informers:
@@ -197,6 +199,12 @@ class Stamps:
         if status.get("phase") == "Satisfied" and status.get("activeGroup"):
             with self.lock:
                 self.satisfied.setdefault(str(status["activeGroup"]), time.time())
+
+    def on_job(self, obj: dict[str, Any]) -> None:
+        if (obj.get("spec") or {}).get("suspend") is False:
+            key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+            with self.lock:
+                self.unsuspended.setdefault(key, time.time())
 
     def on_pod(self, obj: dict[str, Any]) -> None:
         key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
