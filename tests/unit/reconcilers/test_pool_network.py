@@ -135,3 +135,38 @@ def test_idle_pool_deletes_its_group_and_forgets_it() -> None:
     status = run(obj, cloud, RecordingTransport())
     assert cloud.deleted == ["pretrain"]
     assert status["placementGroup"] == ""
+
+
+class StoredNodes(RecordingTransport):
+    """Answers a Node label patch as the apiserver does: the whole Node, newer."""
+
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        body = super().request(method, path, **kw)
+        if method != "PATCH" or not path.startswith("/api/v1/nodes/"):
+            return body
+        i = int(path.rsplit("-", 1)[1])
+        stored = node(i, **body["metadata"]["labels"])
+        stored["metadata"]["resourceVersion"] = "50"
+        return stored
+
+
+def test_a_node_is_not_labelled_again_before_the_watch_brings_our_patch() -> None:
+    """Two of four Nodes Ready with the read-ahead answered: both get their labels. The
+    next Node event comes before the watch has brought those patches: the cache still
+    shows them unlabelled, but nothing is patched twice."""
+    read = TopologyRead(nodes=tuple((iid, ("top", "b1")) for iid in IDS))
+    transport = StoredNodes()
+    ctx = context(
+        settings=settings(),
+        transport=transport,
+        pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
+        now=lambda: T0 + timedelta(seconds=30),
+    )
+    nodes = FakeCache([node(0), node(1)], {INSTANCE_INDEX: instance_index})
+    reconciler = PoolReconciler(replace(ctx, nodes=nodes, cloud=NetCloud(read=read)))
+    reconciler.reconcile("pretrain")
+    labelled = [w.path for w in transport.writes() if w.path.startswith("/api/v1/nodes/")]
+    assert sorted(labelled) == ["/api/v1/nodes/node-0", "/api/v1/nodes/node-1"]
+    reconciler.reconcile("pretrain")
+    again = [w.path for w in transport.writes() if w.path.startswith("/api/v1/nodes/")]
+    assert again == labelled

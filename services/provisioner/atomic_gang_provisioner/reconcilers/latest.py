@@ -1,10 +1,11 @@
 """Each object as last written by this process, until the informer's copy catches up.
 
-The pool reconciler remembers every pool status it writes, the Workload reconciler
-every check it applies. The informer may not have delivered that write yet:
+The pool reconciler remembers every pool status it writes and every Node it labels,
+the Workload reconciler every check it applies. The informer may not have delivered that write yet:
 deciding from the older cached copy would redo (or undo) a step, the Workload side
 would see a Satisfied pool only after the watch, and a check applied with the
-cached (older) resourceVersion would conflict and back off. etcd resourceVersions
+cached (older) resourceVersion would conflict and back off, and a Node whose
+label patch the cache has not seen would be patched again at N Ready. etcd resourceVersions
 are increasing integers, so the newer of the two copies is the one to trust.
 """
 
@@ -14,11 +15,16 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from atomic_gang_provisioner.kube import object_key
-
 
 class Cache(Protocol):
     def get(self, key: str) -> Mapping[str, Any] | None: ...
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    """client-go's MetaNamespaceKeyFunc (the informers' keys); "" without a name."""
+    meta = obj.get("metadata") or {}
+    name, ns = str(meta.get("name") or ""), meta.get("namespace")
+    return f"{ns}/{name}" if ns and name else name
 
 
 def _rv(obj: Mapping[str, Any]) -> int:
@@ -36,16 +42,25 @@ class LatestWrites:
 
     def get(self, key: str) -> dict[str, Any] | None:
         cached = self._cache.get(key)
+        if cached is None:  # deleted: the cache is the truth
+            with self._lock:
+                self._written.pop(key, None)
+            return None
+        return self.newer(cached)
+
+    def newer(self, cached: Mapping[str, Any]) -> dict[str, Any]:
+        """Our write of this cached object if it is the newer copy, else the cached one
+        (an object found through an index rather than by key)."""
+        key = _key(cached)
         with self._lock:
             mine = self._written.get(key)
-            if cached is None:  # deleted: the cache is the truth
-                self._written.pop(key, None)
-                return None
             if mine is not None and _rv(mine) > _rv(cached):
                 return mine
             self._written.pop(key, None)
-            return dict(cached)
+        return dict(cached)
 
     def remember(self, written: dict[str, Any]) -> None:
-        with self._lock:
-            self._written[object_key(written)] = written
+        """Keep the apiserver's answer to our write (the whole object it stored)."""
+        if key := _key(written):
+            with self._lock:
+                self._written[key] = written

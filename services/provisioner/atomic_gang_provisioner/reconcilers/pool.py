@@ -56,6 +56,7 @@ class PoolReconciler:
         self.ctx = ctx
         self._reads = PoolReads(ctx, requeue=requeue)
         self.latest = latest or LatestWrites(ctx.pools)
+        self._labeled = LatestWrites(ctx.nodes)  # our label patches, before the watch
         # Told each status write's claimant (namespace/name) at once: the Workload side
         # reads the pool from ``latest`` and need not wait for the watch.
         self._claimant_changed = claimant_changed
@@ -69,7 +70,7 @@ class PoolReconciler:
         out: list[NodeView] = []
         for iid in pool.status.instanceIds:
             for node in self.ctx.nodes.by_index(INSTANCE_INDEX, iid):
-                view = node_view(node)
+                view = node_view(self._labeled.newer(node))
                 if view is not None:
                     out.append(view)
         return tuple(out)
@@ -150,7 +151,7 @@ class PoolReconciler:
     def _label_one(self, pool: GangNodePool, node: NodeLabels) -> None:
         patch = {"metadata": {"labels": dict(node.labels)}}
         try:
-            self.ctx.client.patch(NODES, node.node, patch)
+            self._labeled.remember(self.ctx.client.patch(NODES, node.node, patch))
         except KubeError as err:
             log.warning(
                 "node label patch failed",
