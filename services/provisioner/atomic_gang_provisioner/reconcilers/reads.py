@@ -54,14 +54,15 @@ class PoolReads:
 
     def warm_describe(self, pool: GangNodePool) -> None:
         """Read the joining set ahead, nobody waiting: one read in flight per pool, and
-        none while EC2 described every id within the reuse window (``reuse``). It asks
-        along for no one: every joining set reads its own ahead, and the batcher puts
-        those of the same moment in one call (ranking the others would cost a pass over
-        them on each Node event)."""
+        none while EC2 described every id within the reuse window. Only a read that is
+        sent asks along for the other joining gangs (ranking them is a pass over their
+        Nodes: not on every Node event)."""
         ids = tuple(pool.status.instanceIds)
         if self._warm_in_flight(pool.name, ids) is not None:
             return
-        future = self.ctx.cloud.describe_later(ids, reuse=True)
+        if self.ctx.cloud.recently_described(ids):
+            return
+        future = self.ctx.cloud.describe_later(ids, also=self._join_along(pool.name))
         if future.done():
             return
         with self._lock:
