@@ -117,9 +117,6 @@ class NoCloud:
     ) -> Future[tuple[Instance, ...]]:
         return self._no(instance_ids)  # type: ignore[no-any-return]
 
-    def recently_described(self, instance_ids: Sequence[str]) -> bool:
-        return False  # no cloud read: nothing was ever described
-
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         return self._no(request)  # type: ignore[no-any-return]
 

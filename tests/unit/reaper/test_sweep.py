@@ -101,9 +101,6 @@ class FakeCloud:
     ) -> Future[tuple[Instance, ...]]:
         raise AssertionError("unused")
 
-    def recently_described(self, instance_ids: Sequence[str]) -> bool:
-        raise AssertionError("unused")
-
     def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
         raise AssertionError("the reaper uses the full release path")
 

@@ -27,10 +27,6 @@ class LaterCloud(NoCloud):
         self.asked: list[tuple[str, ...]] = []
         self.along: list[tuple[tuple[str, ...], bool]] = []
         self.pending: list[Future[tuple[Instance, ...]]] = []
-        self.recent = False  # what recently_described answers
-
-    def recently_described(self, instance_ids: Sequence[str]) -> bool:
-        return self.recent
 
     def describe_later(
         self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
@@ -123,57 +119,3 @@ def test_the_join_check_asks_along_for_the_other_joining_pools_and_may_reuse() -
     assert cloud.along == [
         (("i-00000000000000ca", "i-00000000000000aa", "i-00000000000000ab"), True)
     ]
-
-
-def joining_reconciler(
-    cloud: LaterCloud, ready: int, transport: RecordingTransport | None = None
-) -> tuple[PoolReconciler, FakeCache]:
-    ctx = context(
-        settings=settings(),
-        transport=transport or RecordingTransport(),
-        pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
-        now=lambda: T0 + timedelta(seconds=30),
-    )
-    nodes = FakeCache([ready_node(i) for i in range(ready)], {INSTANCE_INDEX: instance_index})
-    return PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud), requeue=lambda _: None), nodes
-
-
-def test_a_joining_set_is_read_ahead_once_and_its_check_takes_that_read() -> None:
-    """From the first Ready Node the set is described ahead (nobody waits), asking along
-    for the other joining gangs; while that read is out, neither more Node events nor
-    the check at N Ready send another: the check waits for the read ahead."""
-    cloud, transport = LaterCloud(), RecordingTransport()
-    reconciler, nodes = joining_reconciler(cloud, ready=1, transport=transport)
-    reconciler.reconcile("pretrain")
-    assert cloud.asked == [tuple(IDS)]
-    reconciler.reconcile("pretrain")  # the next Node event: the read is still out
-    assert len(cloud.asked) == 1
-    for i in range(1, len(IDS)):
-        nodes.upsert(f"ip-10-0-0-{i}", ready_node(i))
-    reconciler.reconcile("pretrain")  # N Ready: the join check
-    assert len(cloud.asked) == 1, "the check takes the read ahead, no second call"
-    cloud.pending[0].set_result(instances())
-    reconciler.reconcile("pretrain")
-    assert len(cloud.asked) == 1
-    phases = [w.body["status"]["phase"] for w in transport.writes() if "status" in w.body]
-    assert phases[-1] == "Satisfied"
-
-
-def test_no_set_is_read_ahead_before_a_node_is_ready() -> None:
-    cloud = LaterCloud()
-    reconciler, _ = joining_reconciler(cloud, ready=0)
-    reconciler.reconcile("pretrain")
-    assert cloud.asked == []
-
-
-def test_no_read_ahead_is_sent_while_a_recent_answer_covers_the_set() -> None:
-    """EC2 described every id within the reuse window (another gang asked along for
-    them): nothing is sent. Once that answer is old, a read goes out again."""
-    cloud = LaterCloud()
-    cloud.recent = True
-    reconciler, _ = joining_reconciler(cloud, ready=1)
-    reconciler.reconcile("pretrain")
-    assert cloud.asked == []
-    cloud.recent = False
-    reconciler.reconcile("pretrain")
-    assert cloud.asked == [tuple(IDS)]

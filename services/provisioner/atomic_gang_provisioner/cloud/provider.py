@@ -46,11 +46,6 @@ class CloudProvider(Protocol):
         ``ec2Api.describeReuseSeconds`` will do, without a call."""
         ...
 
-    def recently_described(self, instance_ids: Sequence[str]) -> bool:
-        """Whether EC2 described every one of these within ``ec2Api.describeReuseSeconds``
-        (a ``reuse`` describe of them would cost no call). Reads no cloud."""
-        ...
-
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         """Record stray ENIs, terminate, delete fleets, then delete detached ENIs."""
         ...

@@ -114,9 +114,6 @@ class Plan:
     # Read ahead, the answer only fills the cache: the gang's own read at N Ready is
     # then answered at once instead of waiting for the 1/s budget.
     warm_topology: tuple[str, ...] = ()
-    # Read the set's instances ahead while it joins (nothing waits): the join check at
-    # N Ready then finds an answer within the reuse window instead of waiting for EC2.
-    warm_describe: bool = False
     remove_finalizer: bool = False
     events: tuple[Event, ...] = ()
     metrics: tuple[Metric, ...] = ()

@@ -83,8 +83,6 @@ class PoolReconciler:
         now = self.ctx.now()
         observed = Observed(nodes=self._nodes(pool), knobs=self.ctx.knobs)
         plan = machine.decide(pool, observed, now)
-        if plan.warm_describe:
-            self._reads.warm_describe(pool)
         if plan.warm_topology and (ahead := self._reads.warm(name, plan.warm_topology)):
             plan = machine.decide(pool, replace(observed, topology=ahead), now)
         if plan.describe:

@@ -8,7 +8,6 @@ index: only the joining ones are looked at, never every pool.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any
@@ -24,7 +23,6 @@ from atomic_gang_provisioner.reconcilers.outstanding import Outstanding
 INSTANCE_INDEX = "instance"
 PHASE_INDEX = "phase"
 ALONG_MAX = 96  # a dozen gangs of 8: about those that finish within the reuse window
-Described = Future[tuple[Instance, ...]]
 
 
 def phase_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
@@ -37,47 +35,16 @@ class PoolReads:
         self.ctx = ctx
         self._described: Outstanding[tuple[Instance, ...]] = Outstanding(requeue)
         self._topology: Outstanding[TopologyRead] = Outstanding(requeue)
-        self._warming: dict[str, tuple[tuple[str, ...], Described]] = {}
-        self._lock = threading.Lock()
 
     def describe(self, pool: GangNodePool, *, shared: bool) -> tuple[Instance, ...] | None:
         """The set's describe (None while it is out). The join check (``shared``) takes
         another pool's recent answer and asks along for the other joining pools."""
 
-        def start(ids: tuple[str, ...]) -> Described:
-            if shared and (warming := self._warm_in_flight(pool.name, ids)) is not None:
-                return warming  # the read ahead is on its way: no second call
+        def start(ids: tuple[str, ...]) -> Future[tuple[Instance, ...]]:
             also = self._join_along(pool.name) if shared else ()  # only for a new read
             return self.ctx.cloud.describe_later(ids, also=also, reuse=shared)
 
         return self._described.answer(pool.name, tuple(pool.status.instanceIds), start)
-
-    def warm_describe(self, pool: GangNodePool) -> None:
-        """Read the joining set ahead, nobody waiting: one read in flight per pool, and
-        none while EC2 described every id within the reuse window. Only a read that is
-        sent asks along for the other joining gangs (ranking them is a pass over their
-        Nodes: not on every Node event)."""
-        ids = tuple(pool.status.instanceIds)
-        if self._warm_in_flight(pool.name, ids) is not None:
-            return
-        if self.ctx.cloud.recently_described(ids):
-            return
-        future = self.ctx.cloud.describe_later(ids, also=self._join_along(pool.name))
-        if future.done():
-            return
-        with self._lock:
-            self._warming[pool.name] = (ids, future)
-        future.add_done_callback(lambda _: self._forget_warm(pool.name, future))
-
-    def _warm_in_flight(self, name: str, ids: tuple[str, ...]) -> Described | None:
-        with self._lock:
-            warming = self._warming.get(name)
-        return warming[1] if warming is not None and warming[0] == ids else None
-
-    def _forget_warm(self, name: str, future: Described) -> None:
-        with self._lock:
-            if (warming := self._warming.get(name)) is not None and warming[1] is future:
-                del self._warming[name]
 
     def topology(self, name: str, instance_ids: tuple[str, ...]) -> TopologyRead | None:
         """A failed read is a fact for decide (a gang without max-spread goes on)."""

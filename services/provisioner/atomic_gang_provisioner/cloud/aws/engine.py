@@ -215,9 +215,6 @@ class Ec2Provider:
     ) -> Future[tuple[Instance, ...]]:
         return self._inv.describe_later(instance_ids, also=also, reuse=reuse)
 
-    def recently_described(self, instance_ids: Sequence[str]) -> bool:
-        return self._inv.recently_described(instance_ids)
-
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         result = self._releaser.release(request)
         if result.terminated:

@@ -56,9 +56,6 @@ class Inventory:
         done.set_result(recent)
         return done
 
-    def recently_described(self, instance_ids: Sequence[str]) -> bool:
-        return self._batches.seen.recent(tuple(sorted(set(instance_ids)))) is not None
-
     def _owned_filters(self, states: Sequence[str] = tuple(LIVE_STATES)) -> list[dict[str, Any]]:
         return [
             {"Name": f"tag:{keys.MANAGED}", "Values": ["true"]},

@@ -6,10 +6,6 @@ and (for types EC2 reports topology for) the gang's network topology read,
 within ``max-spread`` when set. The join watchdog releases the whole set at the
 deadline: no half-joined pool is ever left waiting.
 
-From the first Ready Node on, the set's instances are read ahead (batched, asked
-along, at most once per reuse window): the check at N Ready usually finds that
-answer recent enough and does not wait for EC2.
-
 ``readyCount`` is written as Nodes turn Ready only once the gang has joined for
 ``QUIET_SECONDS``: a quick join costs no status write per Node (nor the Workload's
 check-message write each would cause), and a slow or stuck one shows its n/N.
@@ -54,7 +50,6 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             status=status,
             requeue_after=seconds_until(min(due, default=None), now),
             warm_topology=topology.ahead(pool, status, ready=h.ready),
-            warm_describe=h.ready > 0,  # booting: the check's describe is near
             label_nodes=topology.ahead_labels(status, observed),
         )
     if observed.instances is None:
