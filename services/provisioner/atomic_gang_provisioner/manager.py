@@ -28,6 +28,7 @@ from atomic_gang_provisioner.kube import (
     object_key,
 )
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
+from atomic_gang_provisioner.nodes import node_read_changed
 from atomic_gang_provisioner.pool.model import Knobs
 from atomic_gang_provisioner.reconcilers.admissioncheck import AdmissionCheckReconciler
 from atomic_gang_provisioner.reconcilers.context import Context, Faults
@@ -76,6 +77,8 @@ class Manager:
         self.recorder = EventRecorder(client, component=COMPONENT)
         self.leading = threading.Event()
         self.ctx = self._context(cloud, faults or Faults())
+        self.pool_writes = LatestWrites(self.ctx.pools)  # our pool status writes
+        self.check_writes = LatestWrites(self.ctx.workloads)  # our check applies
         self.controllers = self._controllers()
         self.reaper = self._reaper(cloud)
         self.elector: LeaderElector | None = None
@@ -137,11 +140,11 @@ class Manager:
 
     def _controllers(self) -> dict[str, Controller[str]]:
         pool_workers = self.server.pool_workers or self.settings.maxConcurrentPoolReconciles
-        latest = LatestWrites(self.ctx.pools)  # both sides read our own writes at once
+        latest = self.pool_writes  # both sides read our own writes at once
         pools = PoolReconciler(
             self.ctx, requeue=self._requeue_pool, latest=latest, claimant_changed=self._requeue_wl
         )
-        workloads = WorkloadReconciler(self.ctx, latest=latest)
+        workloads = WorkloadReconciler(self.ctx, latest=latest, applied=self.check_writes)
         return {
             "pool": self._controller("pool", pools.reconcile, pool_workers),
             "workload": self._controller(
@@ -166,9 +169,19 @@ class Manager:
         """Informer events become reconcile keys; handlers only enqueue."""
         i = self.informers
         self.ctx.cloud_health.on_change = self._recheck_checks
-        i["pools"].add_handlers(_both(self.on_pool))
-        i["workloads"].add_handlers(Handlers.for_all(self.on_workload))
-        i["nodes"].add_handlers(_both(self.on_node))
+        i["pools"].add_handlers(
+            Handlers(on_add=self.on_pool, on_update=self.on_pool_update, on_delete=self.on_pool)
+        )
+        i["workloads"].add_handlers(
+            Handlers(
+                on_add=self.on_workload,
+                on_update=self.on_workload_update,
+                on_delete=self.on_workload,
+            )
+        )
+        i["nodes"].add_handlers(
+            Handlers(on_add=self.on_node, on_update=self.on_node_update, on_delete=self.on_node)
+        )
         i["jobs"].add_handlers(
             Handlers(on_add=self.on_job, on_update=self.on_job_update, on_delete=self.on_job)
         )
@@ -197,13 +210,31 @@ class Manager:
         if claim:
             self.controllers["workload"].enqueue(f"{claim['namespace']}/{claim['name']}")
 
+    def on_pool_update(self, old: Obj, new: Obj) -> None:
+        """The claimant heard of our own status write when it was made (``claimant_changed``):
+        its echo enqueues only the pool (the claim cannot have moved in a status write)."""
+        if self.pool_writes.echoes(old, new):
+            self.controllers["pool"].enqueue(object_key(new))
+            return
+        self.on_pool(old)
+        self.on_pool(new)
+
     def on_workload(self, obj: Obj) -> None:
         self.controllers["workload"].enqueue(object_key(obj))
+
+    def on_workload_update(self, old: Obj, new: Obj) -> None:
+        if not self.check_writes.echoes(old, new):  # our own apply: already decided on
+            self.on_workload(new)
 
     def on_node(self, obj: Obj) -> None:
         pool = ((obj.get("metadata") or {}).get("labels") or {}).get(keys.POOL)
         if pool:
             self.controllers["pool"].enqueue(str(pool))
+
+    def on_node_update(self, old: Obj, new: Obj) -> None:
+        if node_read_changed(old, new):  # not the heartbeats
+            self.on_node(old)
+            self.on_node(new)
 
     def on_job(self, obj: Obj) -> None:
         uid = (obj.get("metadata") or {}).get("uid", "")
@@ -270,13 +301,3 @@ class Manager:
         self.recorder.flush(5)
         for inf in self.informers.values():
             inf.stop()
-
-
-def _both(fn: Callable[[Obj], None]) -> Handlers:
-    """Enqueue for the old and the new object (labels or claims may have moved)."""
-
-    def on_update(old: Obj, new: Obj) -> None:
-        fn(old)
-        fn(new)
-
-    return Handlers(on_add=fn, on_update=on_update, on_delete=fn)

@@ -57,3 +57,14 @@ def node_view(node: Mapping[str, Any]) -> NodeView | None:
             sorted((k, str(v)) for k, v in labels.items() if k.startswith(LAYER_PREFIX))
         ),
     )
+
+
+def node_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether a Node update changed what a pool reads of it (its NodeView and pool
+    label). A kubelet's heartbeat moves only timestamps: at 800 Nodes, most updates."""
+    return _read_of(old) != _read_of(new)
+
+
+def _read_of(node: Mapping[str, Any]) -> tuple[NodeView | None, object]:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return node_view(node), labels.get(keys.POOL)

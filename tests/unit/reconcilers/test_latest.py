@@ -40,3 +40,16 @@ def test_a_namespaced_write_is_kept_under_its_namespace_and_name() -> None:
     latest.remember(workload("21", "Ready"))  # our apply's answer: the next one builds on it
     assert latest.get("team/w") == workload("21", "Ready")
     assert latest.get("w") is None
+
+
+def test_only_the_update_that_brings_our_last_write_is_its_echo() -> None:
+    cache = FakeCache([pool("10", "Joining")])
+    latest = LatestWrites(cache)
+    latest.remember(pool("12", "Satisfied"))
+    assert latest.echoes(pool("10", "Joining"), pool("12", "Satisfied"))
+    assert not latest.echoes(pool("12", "Satisfied"), pool("12", "Satisfied"))  # a resync
+    assert not latest.echoes(pool("12", "Satisfied"), pool("13", "Satisfied"))  # another writer
+    assert not latest.echoes(pool("10", "Joining"), pool("11", "Joining"))  # before ours
+    cache.remove("p")
+    assert latest.get("p") is None
+    assert not latest.echoes(pool("10", "Joining"), pool("12", "Satisfied"))  # forgotten

@@ -12,6 +12,8 @@ from atomic_gang_provisioner.runtime import WorkQueue
 from tests.support.jobs import settings
 from tests.support.kubefakes import NoCloud, RecordingTransport
 
+Obj = dict[str, Any]
+
 
 def manager() -> Manager:
     return Manager(
@@ -120,4 +122,73 @@ def test_a_jobs_status_update_enqueues_no_workload_its_spec_or_annotations_do() 
     informer._apply({"type": "MODIFIED", "object": job(2, active=3, count="8")})
     assert queued(q) == ["ns/w"]
     informer._apply({"type": "DELETED", "object": job(2, active=3, count="8")})
+    assert queued(q) == ["ns/w"]
+
+
+def node(*, ready: str = "True", heartbeat: str = "2026-12-01T10:00:00Z", **labels: str) -> Obj:
+    return {
+        "metadata": {"name": "ip-10-0-0-1", "labels": {"atomic-gang.k8s.aws/pool": "p", **labels}},
+        "spec": {"providerID": "aws:///us-east-1a/i-0123456789abcdef0"},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": ready,
+                    "lastHeartbeatTime": heartbeat,
+                    "lastTransitionTime": "2026-12-01T09:59:00Z",
+                }
+            ]
+        },
+    }
+
+
+def test_a_nodes_heartbeat_enqueues_no_pool_its_readiness_or_labels_do() -> None:
+    """At 800 Nodes most updates are heartbeats, which change nothing a pool reads."""
+    m = manager()
+    informer, q = m.informers["nodes"], m.controllers["pool"].queue
+    informer._apply({"type": "ADDED", "object": node(ready="False")})
+    assert queued(q) == ["p"]
+    informer._apply({"type": "MODIFIED", "object": node(ready="False", heartbeat="T2")})
+    assert queued(q) == []
+    informer._apply({"type": "MODIFIED", "object": node(heartbeat="T2")})
+    assert queued(q) == ["p"]
+    layer = {"topology.k8s.aws/network-node-layer-1": "nn-1"}
+    informer._apply({"type": "MODIFIED", "object": node(heartbeat="T3", **layer)})
+    assert queued(q) == ["p"]
+    informer._apply({"type": "DELETED", "object": node(heartbeat="T3", **layer)})
+    assert queued(q) == ["p"]
+
+
+def claimed(rv: str, phase: str) -> Obj:
+    obj = gnp(phase, 2, rv)
+    obj["spec"]["claim"] = {"namespace": "ns", "name": "w", "uid": "u"}
+    return obj
+
+
+def test_the_echo_of_our_pool_write_enqueues_the_pool_but_not_its_claimant_again() -> None:
+    """The claimant was told when the write was made; another writer's update, or a
+    resync, still reaches it."""
+    m = manager()
+    informer = m.informers["pools"]
+    pools, workloads = m.controllers["pool"].queue, m.controllers["workload"].queue
+    informer._apply({"type": "ADDED", "object": claimed("10", "Joining")})
+    assert (queued(pools), queued(workloads)) == (["p"], ["ns/w"])
+    m.pool_writes.remember(claimed("12", "Satisfied"))
+    informer._apply({"type": "MODIFIED", "object": claimed("12", "Satisfied")})
+    assert (queued(pools), queued(workloads)) == (["p"], [])
+    informer._apply({"type": "MODIFIED", "object": claimed("13", "Satisfied")})
+    assert (queued(pools), queued(workloads)) == (["p"], ["ns/w"])
+
+
+def test_the_echo_of_our_check_apply_enqueues_no_workload() -> None:
+    m = manager()
+    informer, q = m.informers["workloads"], m.controllers["workload"].queue
+    informer._apply({"type": "ADDED", "object": workload("w")})
+    assert queued(q) == ["ns/w"]
+    ours = {**workload("w"), "metadata": {"namespace": "ns", "name": "w", "resourceVersion": "2"}}
+    m.check_writes.remember(ours)
+    informer._apply({"type": "MODIFIED", "object": ours})
+    assert queued(q) == []
+    kueues = {**ours, "metadata": {**ours["metadata"], "resourceVersion": "3"}}
+    informer._apply({"type": "MODIFIED", "object": kueues})
     assert queued(q) == ["ns/w"]

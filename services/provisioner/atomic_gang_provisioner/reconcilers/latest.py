@@ -38,6 +38,7 @@ class LatestWrites:
     def __init__(self, cache: Cache) -> None:
         self._cache = cache
         self._written: dict[str, dict[str, Any]] = {}
+        self._last: dict[str, int] = {}  # key -> resourceVersion of our last write
         self._lock = threading.Lock()
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -45,6 +46,7 @@ class LatestWrites:
         if cached is None:  # deleted: the cache is the truth
             with self._lock:
                 self._written.pop(key, None)
+                self._last.pop(key, None)
             return None
         return self.newer(cached)
 
@@ -64,3 +66,12 @@ class LatestWrites:
         if key := _key(written):
             with self._lock:
                 self._written[key] = written
+                self._last[key] = _rv(written)
+
+    def echoes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+        """Whether a watch update only brings our own last write (a new version, and the
+        one our write returned): what it says, the writer already acted on. A resync
+        (the same version again) is never an echo."""
+        rv = _rv(new)
+        with self._lock:
+            return rv != _rv(old) and rv >= 0 and self._last.get(_key(new)) == rv

@@ -32,12 +32,18 @@ CHECK_INDEX = "check"
 
 
 class WorkloadReconciler:
-    def __init__(self, ctx: Context, *, latest: LatestWrites | None = None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        latest: LatestWrites | None = None,
+        applied: LatestWrites | None = None,
+    ) -> None:
         self.ctx = ctx
         self._latest = latest or LatestWrites(ctx.pools)
         # Our own check writes: the next reconcile applies on top of the resourceVersion
         # our last apply returned, not the cached one it superseded (a sure conflict).
-        self._applied = LatestWrites(ctx.workloads)
+        self._applied = applied or LatestWrites(ctx.workloads)
 
     def reconcile(self, key: str) -> Result:
         try:
