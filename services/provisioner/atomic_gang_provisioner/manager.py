@@ -169,22 +169,10 @@ class Manager:
         """Informer events become reconcile keys; handlers only enqueue."""
         i = self.informers
         self.ctx.cloud_health.on_change = self._recheck_checks
-        i["pools"].add_handlers(
-            Handlers(on_add=self.on_pool, on_update=self.on_pool_update, on_delete=self.on_pool)
-        )
-        i["workloads"].add_handlers(
-            Handlers(
-                on_add=self.on_workload,
-                on_update=self.on_workload_update,
-                on_delete=self.on_workload,
-            )
-        )
-        i["nodes"].add_handlers(
-            Handlers(on_add=self.on_node, on_update=self.on_node_update, on_delete=self.on_node)
-        )
-        i["jobs"].add_handlers(
-            Handlers(on_add=self.on_job, on_update=self.on_job_update, on_delete=self.on_job)
-        )
+        i["pools"].add_handlers(_changes(self.on_pool, self.on_pool_update))
+        i["workloads"].add_handlers(_changes(self.on_workload, self.on_workload_update))
+        i["nodes"].add_handlers(_changes(self.on_node, self.on_node_update))
+        i["jobs"].add_handlers(_changes(self.on_job, self.on_job_update))
         i["checks"].add_handlers(Handlers.for_all(self.on_check))
         self._wire_observers()
 
@@ -301,3 +289,10 @@ class Manager:
         self.recorder.flush(5)
         for inf in self.informers.values():
             inf.stop()
+
+
+def _changes(
+    added_or_deleted: Callable[[Obj], None], updated: Callable[[Obj, Obj], None]
+) -> Handlers:
+    """Adds and deletes always enqueue; an update goes through its own filter."""
+    return Handlers(on_add=added_or_deleted, on_update=updated, on_delete=added_or_deleted)
