@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_provisioner.cloud import (
@@ -62,3 +64,25 @@ def test_only_the_longest_waiting_pool_probes_a_short_cell_until_a_release(
     assert isinstance(after, Waiting)  # none is known free now: young sends no sure shortfall
     assert [c["outcome"] for c in fake.calls("RunInstances")][-1] == "ok"
     assert len(fake.calls("RunInstances")) == 2  # the probe and old's launch, no more
+
+
+def test_the_pool_that_probes_next_comes_back_when_its_probe_is_due(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+) -> None:
+    """The others poll every 2 s (no EC2 call); the first in line is told to come back
+    at its probe time once that is sooner, so the probe is not up to 2 s late."""
+    fake.set_capacity(ZONE, TYPE, 2)
+    assert isinstance(provider.acquire(request(make_spec, "holder", waited=0)), Launched)
+    assert isinstance(provider.acquire(request(make_spec, "young", waited=5)), Shortfall)
+    old = provider.acquire(request(make_spec, "old", waited=60, generation=1))
+    young = provider.acquire(request(make_spec, "young", waited=5, generation=1))
+    assert isinstance(old, Waiting)
+    assert isinstance(young, Waiting)
+    assert (old.retry_after, young.retry_after) == (2.0, 2.0)  # its probe is 5 s away
+    clock.sleep(3.5)
+    soon = provider.acquire(request(make_spec, "old", waited=60, generation=1))
+    assert isinstance(soon, Waiting)
+    assert soon.retry_after == pytest.approx(1.5, abs=0.05)
+    later = provider.acquire(request(make_spec, "young", waited=5, generation=1))
+    assert isinstance(later, Waiting)
+    assert later.retry_after == 2.0
