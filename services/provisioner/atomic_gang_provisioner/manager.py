@@ -200,8 +200,10 @@ class Manager:
 
     def on_pool_update(self, old: Obj, new: Obj) -> None:
         """The claimant heard of our own status write when it was made (``claimant_changed``):
-        its echo enqueues only the pool (the claim cannot have moved in a status write)."""
-        if self.pool_writes.echoes(old, new):
+        its echo enqueues only the pool, unless the claim moved since the version before
+        (a relist can bring both changes as one update)."""
+        same_claim = (old.get("spec") or {}).get("claim") == (new.get("spec") or {}).get("claim")
+        if same_claim and self.pool_writes.echoes(old, new):
             self.controllers["pool"].enqueue(object_key(new))
             return
         self.on_pool(old)

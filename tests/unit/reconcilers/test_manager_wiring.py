@@ -178,6 +178,11 @@ def test_the_echo_of_our_pool_write_enqueues_the_pool_but_not_its_claimant_again
     assert (queued(pools), queued(workloads)) == (["p"], [])
     informer._apply({"type": "MODIFIED", "object": claimed("13", "Satisfied")})
     assert (queued(pools), queued(workloads)) == (["p"], ["ns/w"])
+    moved = claimed("15", "Satisfied")  # a relist: the claim moved and our write, as one
+    moved["spec"]["claim"] = {"namespace": "ns", "name": "w2", "uid": "u2"}
+    m.pool_writes.remember(moved)
+    informer._apply({"type": "MODIFIED", "object": moved})
+    assert (queued(pools), queued(workloads)) == (["p"], ["ns/w", "ns/w2"])
 
 
 def test_the_echo_of_our_check_apply_enqueues_no_workload() -> None:
