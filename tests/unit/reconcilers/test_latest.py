@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from atomic_gang_provisioner.reconcilers import latest as latest_module
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from tests.support.kubefakes import FakeCache
 
@@ -53,3 +56,20 @@ def test_only_the_update_that_brings_our_last_write_is_its_echo() -> None:
     cache.remove("p")
     assert latest.get("p") is None
     assert not latest.echoes(pool("10", "Joining"), pool("12", "Satisfied"))  # forgotten
+
+
+def test_the_oldest_writes_are_forgotten_beyond_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Node of a released gang may never be read again: what we remember is bounded."""
+    monkeypatch.setattr(latest_module, "KEPT", 2)
+    cache = FakeCache([pool("10", "Joining")])
+    latest = LatestWrites(cache)
+    for name in ("a", "b", "p"):
+        latest.remember({"metadata": {"name": name, "resourceVersion": "12"}})
+    assert latest.get("p") == {"metadata": {"name": "p", "resourceVersion": "12"}}
+    assert len(latest._written) == len(latest._last) == 2
+    assert not latest.echoes(
+        {"metadata": {"name": "a", "resourceVersion": "1"}},
+        {"metadata": {"name": "a", "resourceVersion": "12"}},
+    )

@@ -12,8 +12,11 @@ are increasing integers, so the newer of the two copies is the one to trust.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Protocol
+
+KEPT = 10_000  # writes remembered, newest kept: one forgotten costs an extra reconcile
 
 
 class Cache(Protocol):
@@ -37,8 +40,10 @@ class LatestWrites:
 
     def __init__(self, cache: Cache) -> None:
         self._cache = cache
-        self._written: dict[str, dict[str, Any]] = {}
-        self._last: dict[str, int] = {}  # key -> resourceVersion of our last write
+        # Bounded, oldest out first: an object deleted before it was read again (a Node
+        # of a released gang) would otherwise be kept for ever.
+        self._written: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._last: OrderedDict[str, int] = OrderedDict()  # key -> rv of our last write
         self._lock = threading.Lock()
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -67,6 +72,10 @@ class LatestWrites:
             with self._lock:
                 self._written[key] = written
                 self._last[key] = _rv(written)
+                for kept in (self._written, self._last):
+                    kept.move_to_end(key)
+                    while len(kept) > KEPT:
+                        kept.popitem(last=False)
 
     def echoes(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         """Whether a watch update only brings our own last write (a new version, and the
