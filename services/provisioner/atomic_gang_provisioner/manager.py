@@ -140,7 +140,7 @@ class Manager:
 
     def _controllers(self) -> dict[str, Controller[str]]:
         pool_workers = self.server.pool_workers or self.settings.maxConcurrentPoolReconciles
-        latest = self.pool_writes  # both sides read our own writes at once
+        latest = self.pool_writes  # both sides read our own pool writes at once
         pools = PoolReconciler(
             self.ctx, requeue=self._requeue_pool, latest=latest, claimant_changed=self._requeue_wl
         )

@@ -74,6 +74,20 @@ def run(obj: dict[str, Any], cloud: NetCloud, transport: RecordingTransport) -> 
     return dict(put.body["status"])
 
 
+def joining(
+    cloud: NetCloud, transport: RecordingTransport, *nodes: dict[str, Any]
+) -> PoolReconciler:
+    """The launched pool's reconciler, with these of its Nodes registered."""
+    ctx = context(
+        settings=settings(),
+        transport=transport,
+        pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
+        now=lambda: T0 + timedelta(seconds=30),
+    )
+    cache = FakeCache(list(nodes), {INSTANCE_INDEX: instance_index})
+    return PoolReconciler(replace(ctx, nodes=cache, cloud=cloud))
+
+
 def test_one_read_then_labels_patched_where_missing() -> None:
     read = TopologyRead(nodes=tuple((iid, ("top", "mid", "b1")) for iid in IDS))
     cloud, transport = NetCloud(read=read), RecordingTransport()
@@ -100,14 +114,7 @@ def test_a_joining_gang_reads_ahead_without_waiting_for_the_answer() -> None:
             return pending  # never answered in this test
 
     cloud, transport = Slow(), RecordingTransport()
-    ctx = context(
-        settings=settings(),
-        transport=transport,
-        pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
-        now=lambda: T0 + timedelta(seconds=30),
-    )
-    nodes = FakeCache([node(0), node(1)], {INSTANCE_INDEX: instance_index})
-    PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud)).reconcile("pretrain")
+    joining(cloud, transport, node(0), node(1)).reconcile("pretrain")
     assert cloud.reads == [tuple(IDS)]
     written = [w.body["status"] for w in transport.writes() if w.path.endswith("/status")]
     assert all(s.get("networkNodes") is None for s in written)
@@ -156,14 +163,7 @@ def test_a_node_is_not_labelled_again_before_the_watch_brings_our_patch() -> Non
     shows them unlabelled, but nothing is patched twice."""
     read = TopologyRead(nodes=tuple((iid, ("top", "b1")) for iid in IDS))
     transport = StoredNodes()
-    ctx = context(
-        settings=settings(),
-        transport=transport,
-        pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
-        now=lambda: T0 + timedelta(seconds=30),
-    )
-    nodes = FakeCache([node(0), node(1)], {INSTANCE_INDEX: instance_index})
-    reconciler = PoolReconciler(replace(ctx, nodes=nodes, cloud=NetCloud(read=read)))
+    reconciler = joining(NetCloud(read=read), transport, node(0), node(1))
     reconciler.reconcile("pretrain")
     labelled = [w.path for w in transport.writes() if w.path.startswith("/api/v1/nodes/")]
     assert sorted(labelled) == ["/api/v1/nodes/node-0", "/api/v1/nodes/node-1"]

@@ -7,6 +7,7 @@ this package builds or returns itself get a ``TypedDict``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -40,13 +41,13 @@ class Listing:
     resource_version: str
 
 
-def meta(obj: KubeObject) -> dict[str, Any]:
+def meta(obj: Mapping[str, Any]) -> dict[str, Any]:
     """``obj["metadata"]`` (an empty dict when absent)."""
     m = obj.get("metadata")
     return m if isinstance(m, dict) else {}
 
 
-def object_key(obj: KubeObject) -> str:
+def object_key(obj: Mapping[str, Any]) -> str:
     """client-go's MetaNamespaceKeyFunc: ``namespace/name``, or ``name`` when cluster-scoped."""
     m = meta(obj)
     ns = m.get("namespace")

@@ -1,12 +1,11 @@
 """Each object as last written by this process, until the informer's copy catches up.
 
 The pool reconciler remembers every pool status it writes and every Node it labels,
-the Workload reconciler every check it applies. The informer may not have delivered that write yet:
-deciding from the older cached copy would redo (or undo) a step, the Workload side
-would see a Satisfied pool only after the watch, and a check applied with the
-cached (older) resourceVersion would conflict and back off, and a Node whose
-label patch the cache has not seen would be patched again at N Ready. etcd resourceVersions
-are increasing integers, so the newer of the two copies is the one to trust.
+the Workload reconciler every check it applies. The informer may not have delivered
+that write yet, and deciding from the older cached copy would go wrong: a step redone
+(or undone), a Satisfied pool seen by the Workload side only after the watch, a check
+applied at a superseded resourceVersion (a sure conflict), a Node labelled twice.
+etcd resourceVersions are increasing integers, so the newer copy is the one to trust.
 """
 
 from __future__ import annotations
@@ -16,18 +15,13 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from atomic_gang_provisioner.kube.types import meta, object_key
+
 KEPT = 10_000  # writes remembered, newest kept: one forgotten costs an extra reconcile
 
 
 class Cache(Protocol):
     def get(self, key: str) -> Mapping[str, Any] | None: ...
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    """client-go's MetaNamespaceKeyFunc (the informers' keys); "" without a name."""
-    meta = obj.get("metadata") or {}
-    name, ns = str(meta.get("name") or ""), meta.get("namespace")
-    return f"{ns}/{name}" if ns and name else name
 
 
 def _rv(obj: Mapping[str, Any]) -> int:
@@ -58,7 +52,7 @@ class LatestWrites:
     def newer(self, cached: Mapping[str, Any]) -> dict[str, Any]:
         """Our write of this cached object if it is the newer copy, else the cached one
         (an object found through an index rather than by key)."""
-        key = _key(cached)
+        key = object_key(cached)
         with self._lock:
             mine = self._written.get(key)
             if mine is not None and _rv(mine) > _rv(cached):
@@ -68,7 +62,8 @@ class LatestWrites:
 
     def remember(self, written: dict[str, Any]) -> None:
         """Keep the apiserver's answer to our write (the whole object it stored)."""
-        if key := _key(written):
+        if meta(written).get("name"):  # a whole object, not an echoed patch body
+            key = object_key(written)
             with self._lock:
                 self._written[key] = written
                 self._last[key] = _rv(written)
@@ -83,4 +78,4 @@ class LatestWrites:
         (the same version again) is never an echo."""
         rv = _rv(new)
         with self._lock:
-            return rv != _rv(old) and rv >= 0 and self._last.get(_key(new)) == rv
+            return rv != _rv(old) and rv >= 0 and self._last.get(object_key(new)) == rv
