@@ -146,17 +146,44 @@ def test_outside_probes_back_off_and_a_launch_over_the_ceiling_tries_twice_the_f
         clock.t += wait.probe_in
         assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
         cells.mark_short(P4D_A, 8)  # the probe came back short
-    assert waits == [5.0, 10.0, 20.0, 30.0, 30.0]
-    clock.t += 30
+    assert waits == [5.0, 10.0, 15.0, 15.0, 15.0]
+    clock.t += 15
     assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
     cells.launched(P4D_A, "a", ids(8))  # 8 fit after all: the outside freed some
-    line = [("b", 2.0, 8), ("c", 3.0, 8), ("d", 4.0, 4)]
+    line = [("b", 150.0, 8), ("c", 151.0, 8), ("d", 152.0, 4)]  # waiting under a minute
     turns(cells, *line)  # no ceiling known: twice the floor (16, we hold 8) is tried
     assert turns(cells, *line) == {"b": None, "c": CellWait(1, 1.0), "d": CellWait(2)}
     cells.launched(P4D_A, "b", ids(8, start=8))  # 16 fit: 32 are tried
-    assert turns(cells, ("c", 3.0, 8), ("d", 4.0, 4)) == {"c": None, "d": None}
+    assert turns(cells, ("c", 151.0, 8), ("d", 152.0, 4)) == {"c": None, "d": None}
     cells.mark_short(P4D_A, 8)  # but not 24: a ceiling again, the floor is what we hold
-    assert cells.turn(P4D_A, pool="d", since=4.0, count=4) == CellWait(1, 1.0)  # d probes
+    assert cells.turn(P4D_A, pool="d", since=152.0, count=4) == CellWait(1, 1.0)  # d probes
+
+
+def test_a_gang_waiting_two_minutes_is_owed_the_room_freed_next() -> None:
+    """Without it, 2-gangs take every 2 slots a release frees and the 8-gang ahead of them
+    waits for ever. We held 6 when 8 more did not fit (6 fit, fewer than 14)."""
+    for waited, two in [(119.0, None), (120.0, CellWait(1))]:
+        clock = Clock()
+        cells = ShortCells(clock=clock)
+        cells.launched(P4D_A, "old", ids(6))
+        cells.mark_short(P4D_A, 8)
+        line = [("eight", clock.t + 1 - waited, 8), ("two", clock.t - 10, 2)]
+        turns(cells, *line)
+        cells.released(ids(4))  # 4 sure free: the 2 fits them, the 8 does not
+        clock.t += 1  # the 8 has waited `waited` seconds now
+        assert turns(cells, *line) == {"eight": None, "two": two}  # the 8 probes under 13
+
+
+def test_a_gang_the_cell_cannot_hold_at_all_is_owed_nothing() -> None:
+    """Fewer than 8 fit even with nothing of ours there: the 8-gang waits for capacity
+    freed outside, and the 2-gang behind it probes the room the cell may have."""
+    clock = Clock()
+    cells = ShortCells(clock=clock)
+    cells.mark_short(P4D_A, 8)  # we hold none: the ceiling is 7
+    line = [("eight", clock.t - 300, 8), ("two", clock.t - 10, 2)]
+    turns(cells, *line)
+    clock.t += 1
+    assert turns(cells, *line) == {"eight": CellWait(0), "two": None}
 
 
 def test_a_shortfall_under_the_floor_brings_the_floor_down() -> None:

@@ -2,8 +2,11 @@
 
 Longest-waiting first. Walking the line in order, a gang that fits the room known free
 takes it; the first one after that which fits under the ceiling (or, with none, the
-first in line) is the one that probes, when its probe is due; the rest wait. The walk
-costs the line's length at most.
+first in line) is the one that probes, when its probe is due; the rest wait. A gang that
+has waited ``OWED_AFTER_SECONDS`` and does not fit the room free now is owed the room
+freed next: nobody behind it launches or probes until it has launched, so gangs that
+fit a few freed slots at a time cannot starve it (unless the ceiling says it cannot fit
+the cell at all). The walk costs the line's length at most.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Literal
 from atomic_gang_provisioner.cloud.waitline import WaitLine
 
 HOLD_SECONDS = 60.0  # a waiter that has not asked again for this long has left
+OWED_AFTER_SECONDS = 120.0  # a gang waiting this long is owed the room freed next
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +26,7 @@ class Room:
 
     sure: int  # instances that fit (the floor, or twice it with no ceiling, less what we hold)
     maybe: int | None  # that may fit (the ceiling less what we hold); None: no ceiling known
+    ceiling: int | None  # the most that may fit at all, what we hold included
     probe_at: float  # when the next probe under the ceiling may go
     outside_at: float  # and the next one over it, for capacity freed outside our sight
 
@@ -50,7 +55,7 @@ class CellLine:
         """None: ``pool`` launches now. Else why it waits."""
         ahead = self._line.ahead(pool, since=since, now=now, hold=HOLD_SECONDS)
         self._counts[pool] = count
-        role = self._role(pool, room)
+        role = self._role(pool, room, now)
         if role == "launch":
             return None
         if role == "wait":
@@ -58,20 +63,25 @@ class CellLine:
         due = room.probe_at if role == "probe" else room.outside_at
         return None if now >= due else CellWait(ahead, due - now)
 
-    def _role(self, pool: str, room: Room) -> Literal["launch", "probe", "outside", "wait"]:
+    def _role(
+        self, pool: str, room: Room, now: float
+    ) -> Literal["launch", "probe", "outside", "wait"]:
         order = self._line.order()
         sure, maybe, prober, seen = room.sure, room.maybe, None, False
-        for _, other in order:
+        for since, other in order:
             n = self._counts.get(other, 0)
             if n <= sure:
                 if other == pool:
                     return "launch"
                 sure -= n
                 maybe = None if maybe is None else maybe - n
-            elif prober is None and (maybe is None or n <= maybe):
+                continue
+            if prober is None and (maybe is None or n <= maybe):
                 prober = other
             seen = seen or other == pool
-            if seen and prober is not None:
+            # A gang owed the room freed next: nobody behind it launches or probes.
+            owed = now - since >= OWED_AFTER_SECONDS and (room.ceiling is None or n <= room.ceiling)
+            if owed or (seen and prober is not None):
                 break
         if prober is not None:
             return "probe" if prober == pool else "wait"
