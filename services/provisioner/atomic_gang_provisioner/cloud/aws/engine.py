@@ -144,7 +144,10 @@ class Ec2Provider:
         planner over them."""
         clients, config = self._clients, self.config
         self._turns = Turns(
-            cells=ShortCells(clock=monotonic, ttl_seconds=config.capacity_ttl_seconds),
+            # Wall time: a cell's line ages its pools by their acquiringSince.
+            cells=ShortCells(
+                clock=lambda: wall().timestamp(), ttl_seconds=config.capacity_ttl_seconds
+            ),
             gate=LaunchGate(budget=self._budget, clock=monotonic),
         )
         self._acquirer = Acquirer(
