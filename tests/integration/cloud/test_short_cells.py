@@ -88,11 +88,11 @@ def test_the_pool_that_probes_next_comes_back_when_its_probe_is_due(
     assert later.retry_after == 2.0
 
 
-def test_a_gang_waiting_two_minutes_is_owed_what_a_release_frees(
+def test_a_gang_waiting_long_is_owed_what_a_release_frees(
     provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
 ) -> None:
     """The line ages a pool by its acquiringSince, in wall time: a 4-gang that has waited
-    130 s gets the 2 + 2 instances our releases free, not the 2-gang behind it."""
+    160 s gets the 2 + 2 instances our releases free, not the 2-gang behind it."""
 
     def ask(pool: str, count: int, waited: float) -> object:
         spec = make_spec(pool=pool, count=count, availability_zones=(ZONE,))
@@ -103,11 +103,11 @@ def test_a_gang_waiting_two_minutes_is_owed_what_a_release_frees(
     first, second = (ask(p, 2, 0) for p in ("first", "second"))
     assert isinstance(first, Launched)
     assert isinstance(second, Launched)  # we hold all 4
-    assert isinstance(ask("four", 4, 130), Shortfall)  # the cell is learnt short
+    assert isinstance(ask("four", 4, 160), Shortfall)  # the cell is learnt short
     provider.release(ReleaseRequest(instance_ids=first.instance_ids))
-    assert isinstance(ask("four", 4, 130), Waiting)  # in line: it probes a second later
+    assert isinstance(ask("four", 4, 160), Waiting)  # in line: it probes a second later
     two = ask("two", 2, 5)
     assert isinstance(two, Waiting)  # the 2 free would fit it, but they are owed
     assert two.message == f"waiting for {TYPE} in {ZONE}: 1 gang ahead"
     provider.release(ReleaseRequest(instance_ids=second.instance_ids))
-    assert isinstance(ask("four", 4, 131), Launched)
+    assert isinstance(ask("four", 4, 161), Launched)
