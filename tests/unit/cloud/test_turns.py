@@ -159,10 +159,10 @@ def test_outside_probes_back_off_and_a_launch_over_the_ceiling_tries_twice_the_f
     assert cells.turn(P4D_A, pool="d", since=152.0, count=4) == CellWait(1, 1.0)  # d probes
 
 
-def test_a_gang_waiting_150_s_is_owed_the_room_freed_next() -> None:
+def test_a_gang_waiting_135_s_is_owed_the_room_freed_next() -> None:
     """Without it, 2-gangs take every 2 slots a release frees and the 8-gang ahead of them
     waits for ever. We held 6 when 8 more did not fit (6 fit, fewer than 14)."""
-    for waited, two in [(149.0, None), (150.0, CellWait(1))]:
+    for waited, two in [(134.0, None), (135.0, CellWait(1))]:
         clock = Clock()
         cells = ShortCells(clock=clock)
         cells.launched(P4D_A, "old", ids(6))

@@ -17,7 +17,7 @@ from typing import Literal
 from atomic_gang_provisioner.cloud.waitline import WaitLine
 
 HOLD_SECONDS = 60.0  # a waiter that has not asked again for this long has left
-OWED_AFTER_SECONDS = 150.0  # a gang waiting this long is owed the room freed next
+OWED_AFTER_SECONDS = 135.0  # a gang waiting this long is owed the room freed next
 
 
 @dataclass(frozen=True, slots=True)
