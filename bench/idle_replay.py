@@ -5,7 +5,8 @@ the same trace (``bench/idle_trace.py``) through ``cloud.capacity.ShortCells`` o
 injected clock in about a second per hundred runs, to compare line policies before
 spending a real run on one. Each run jitters the stack's latencies (submission, the
 2 s poll, boot and join, release) by 0.7–1.4×, by its seed; the backoff after a
-shortfall is the pool's own (``acquireRetry`` 1–5 s, as the bench sets it).
+shortfall is the pool's own (``acquireRetry`` 1–5 s, as the bench sets it), and a
+release wakes the pools in line at once, as the controller does.
 
 The model is rougher than the stack (no launch budget, no reconcile latency), so its
 medians run 15–20 s under the real bench's: use it for direction, never as the figure.
@@ -55,11 +56,13 @@ def replay(seed: int) -> Outcome:
     cells = ShortCells(clock=lambda: now[0])
     events: list[tuple[float, int, str, TraceJob]] = []
     since: dict[str, float] = {}
+    launched: set[str] = set()
     held, failed, attempts, done = 0, 0, dict[str, int](), dict[str, float]()
 
     def at(t: float, kind: str, job: TraceJob) -> None:
         heapq.heappush(events, (t, next(order), kind, job))
 
+    jobs = {job.name: job for job in trace.jobs}
     for job in trace.jobs:
         since[job.name] = job.arrival + jitter(LAG)
         at(since[job.name], "try", job)
@@ -71,12 +74,16 @@ def replay(seed: int) -> Outcome:
             at(now[0] + jitter(RELEASE), "release", job)
         elif kind == "release":
             held -= job.count
-            cells.released(ids)
+            for woken in cells.released(ids):  # they ask at once, their poll stays queued
+                at(now[0], "try", jobs[woken])
+        elif job.name in launched:
+            continue  # a poll queued before a wake launched it
         elif wait := cells.turn(CELL, pool=job.name, since=since[job.name], count=job.count):
             again = min(POLL, wait.probe_in) if wait.probe_in > 0 else POLL
             at(now[0] + jitter(again), "try", job)
         elif held + job.count <= trace.slots_at(now[0]):
             held += job.count
+            launched.add(job.name)
             cells.launched(CELL, job.name, ids)
             at(now[0] + jitter(BOOT) + job.duration, "done", job)
         else:

@@ -109,5 +109,6 @@ def test_a_gang_waiting_long_is_owed_what_a_release_frees(
     two = ask("two", 2, 5)
     assert isinstance(two, Waiting)  # the 2 free would fit it, but they are owed
     assert two.message == f"waiting for {TYPE} in {ZONE}: 1 gang ahead"
-    provider.release(ReleaseRequest(instance_ids=second.instance_ids))
+    freed = provider.release(ReleaseRequest(instance_ids=second.instance_ids))
+    assert freed.room_for == ("four", "two")  # woken to ask now, not at their poll
     assert isinstance(ask("four", 4, 161), Launched)

@@ -197,6 +197,19 @@ def test_a_shortfall_under_the_floor_brings_the_floor_down() -> None:
     assert cells.turn(P4D_A, pool="four", since=1.0, count=4) == CellWait(0, 5.0)
 
 
+def test_a_release_names_the_pools_in_line_for_the_room_it_freed() -> None:
+    clock = Clock()
+    cells = ShortCells(clock=clock)
+    other = Cell("p5.48xlarge", "us-east-1a")
+    cells.launched(P4D_A, "held", ids(4))
+    cells.launched(other, "held-p5", ids(2, start=10))
+    cells.mark_short(P4D_A, 8)
+    turns(cells, ("eight", 10.0, 8), ("four", 20.0, 4))  # they take their places
+    assert cells.released(ids(2)) == ("eight", "four")
+    assert cells.released(ids(2)) == ()  # a retry frees nothing more: nobody to wake
+    assert cells.released(ids(2, start=10)) == ()  # a cell not known short has no line
+
+
 def test_a_retried_release_counts_its_instances_once() -> None:
     cells = ShortCells(clock=Clock())
     cells.launched(P4D_A, "held", ids(4))

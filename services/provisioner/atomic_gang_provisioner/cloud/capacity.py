@@ -148,18 +148,27 @@ class ShortCells:
             if short is not None:
                 short.launched(len(held), self._clock())
 
-    def released(self, instance_ids: Iterable[str]) -> None:
+    def released(self, instance_ids: Iterable[str]) -> tuple[str, ...]:
         """Instances were terminated: we hold them no more (each counted once, however
-        often its release is retried)."""
+        often its release is retried). Returns the pools waiting in the lines of the
+        short cells that gained room, so that they ask again now, not at their poll."""
         with self._lock:
+            freed: set[Cell] = set()
             for iid in instance_ids:
                 cell = self._cell_of.pop(iid, None)
                 if cell is None:
                     continue
+                freed.add(cell)
                 held = self._held[cell]
                 held.discard(iid)
                 if not held:
                     del self._held[cell]
+            now, woken = self._clock(), list[str]()
+            for cell in sorted(freed):
+                short = self._live_locked(cell, now)
+                if short is not None:
+                    woken.extend(short.line.waiting())
+            return tuple(woken)
 
     def _live_locked(self, cell: Cell, now: float) -> _Short | None:
         short = self._short.get(cell)

@@ -88,6 +88,10 @@ class CellLine:
         # Nobody fits under the ceiling: the first probes, for capacity freed outside.
         return "outside" if order and order[0][1] == pool else "wait"
 
+    def waiting(self) -> tuple[str, ...]:
+        """The pools in line, longest-waiting first."""
+        return tuple(pool for _, pool in self._line.order())
+
     def leave(self, pool: str) -> None:
         self._line.leave(pool)
         self._counts.pop(pool, None)

@@ -262,6 +262,7 @@ class ReleaseResult:
     deleted_enis: tuple[str, ...] = ()
     pending_enis: tuple[str, ...] = ()
     error: str = ""
+    room_for: tuple[str, ...] = ()  # pools waiting in line for the room this freed
 
     @property
     def done(self) -> bool:

@@ -55,6 +55,7 @@ class PoolReconciler:
     ) -> None:
         self.ctx = ctx
         self._reads = PoolReads(ctx, requeue=requeue)
+        self._requeue = requeue
         self.latest = latest or LatestWrites(ctx.pools)
         self._labeled = LatestWrites(ctx.nodes)  # our label patches, before the watch
         # Told each status write's claimant (namespace/name) at once: the Workload side
@@ -107,6 +108,12 @@ class PoolReconciler:
             return Result(requeue=True)
         return Result(requeue_after=plan.requeue_after)
 
+    def _wake(self, pools: tuple[str, ...]) -> None:
+        """The pools in line for the room a release freed ask now, not at their poll."""
+        if self._requeue is not None:
+            for waiter in pools:
+                self._requeue(waiter)
+
     def _perform(self, pool: GangNodePool, plan: Plan) -> Plan:
         ctx = self.ctx
         now = ctx.now()
@@ -127,6 +134,7 @@ class PoolReconciler:
         elif plan.release is not None:
             ctx.must_lead()
             released = ctx.cloud.release(plan.release)
+            self._wake(released.room_for)
             plan = machine.after_release(pool, plan, result=released, now=now, knobs=ctx.knobs)
         elif plan.delete_group:
             ctx.must_lead()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from atomic_gang import GangSpec
@@ -220,9 +220,9 @@ class Ec2Provider:
 
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         result = self._releaser.release(request)
-        if result.terminated:
-            self._turns.released(result.terminated)
-        return result
+        if not result.terminated:
+            return result
+        return replace(result, room_for=self._turns.released(result.terminated))
 
     def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
         return self._inv.terminate(instance_ids) if instance_ids else ()

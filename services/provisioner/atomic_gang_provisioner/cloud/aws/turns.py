@@ -69,6 +69,7 @@ class Turns:
             for zone, ids in by_zone.items():
                 self._cells.launched(cell_of(plan, zone), plan.spec.pool, ids)
 
-    def released(self, instance_ids: Sequence[str]) -> None:
-        """Instances went back: we hold them in their cells no more."""
-        self._cells.released(instance_ids)
+    def released(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        """Instances went back: we hold them in their cells no more. Returns the pools
+        waiting for the room they freed."""
+        return self._cells.released(instance_ids)

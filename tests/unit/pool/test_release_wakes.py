@@ -1,0 +1,37 @@
+"""A release wakes the pools in line for the room it freed (they ask at once, not at
+their 2 s poll)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from atomic_gang_provisioner.caches import POOL_INDEXERS
+from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
+from atomic_gang_provisioner.nodes import instance_index
+from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
+from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
+from tests.support.jobs import settings
+from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
+from tests.support.pools import T0, launched
+
+
+class FreesRoom(NoCloud):
+    def release(self, request: ReleaseRequest) -> ReleaseResult:
+        return ReleaseResult(terminated=request.instance_ids, room_for=("eight", "two"))
+
+
+def test_the_pools_in_line_for_the_freed_room_are_requeued() -> None:
+    stored = launched(phase="Releasing", lastErrorReason="Released").to_dict()
+    ctx = context(
+        settings=settings(),
+        transport=RecordingTransport(),
+        pools=FakeCache([stored], POOL_INDEXERS),
+        workloads=FakeCache([]),
+        now=lambda: T0 + timedelta(seconds=60),
+    )
+    nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
+    ctx = replace(ctx, nodes=nodes, cloud=FreesRoom())
+    woken: list[str] = []
+    PoolReconciler(ctx, requeue=woken.append).reconcile("pretrain")
+    assert woken == ["eight", "two"]
