@@ -11,12 +11,12 @@ release wakes the pools in line at once, as the controller does.
 The model is rougher than the stack (no launch budget, no reconcile latency), so its
 medians run 15–20 s under the real bench's: use it for direction, never as the figure.
 
-Usage: .venv/bin/python -m bench.idle_replay [--runs 80] [--owed 150,1e9]
+Usage: .venv/bin/python -m bench.idle_replay [--runs 80] [--owed 135,1e9]
        [--probe-max 15,30]
 
-``--owed`` and ``--probe-max`` override, per variant, how long a gang waits before it
-is owed the room freed next (``capacity_line.OWED_AFTER_SECONDS``; ``1e9``: never) and
-the longest backoff of the outside probe (``capacity.PROBE_SECONDS``).
+``--owed`` and ``--probe-max`` set, per variant, how long a gang waits before it is owed
+the room freed next (``ec2Api.shortCellOwedAfterSeconds``; ``1e9``: never) and the
+longest backoff of the outside probe (``capacity.PROBE_SECONDS``).
 """
 
 from __future__ import annotations
@@ -46,14 +46,14 @@ class Outcome:
     max: float
 
 
-def replay(seed: int) -> Outcome:
+def replay(seed: int, *, owed_after: float = capacity_line.OWED_AFTER_SECONDS) -> Outcome:
     rng = random.Random(seed)
 
     def jitter(seconds: float) -> float:
         return seconds * rng.uniform(0.7, 1.4)
 
     trace, now, order = make_trace(), [0.0], itertools.count()
-    cells = ShortCells(clock=lambda: now[0])
+    cells = ShortCells(clock=lambda: now[0], owed_after_seconds=owed_after)
     events: list[tuple[float, int, str, TraceJob]] = []
     since: dict[str, float] = {}
     launched: set[str] = set()
@@ -114,9 +114,8 @@ def main() -> None:
     args = ap.parse_args()
     first = capacity.PROBE_SECONDS[0]
     for owed, longest in itertools.product(args.owed.split(","), args.probe_max.split(",")):
-        capacity_line.OWED_AFTER_SECONDS = float(owed)
         capacity.PROBE_SECONDS = (first, float(longest))
-        outcomes = [replay(seed) for seed in range(args.runs)]
+        outcomes = [replay(seed, owed_after=float(owed)) for seed in range(args.runs)]
         print(f"owed after {owed} s, outside probe up to {longest} s: {summary(outcomes)}")
 
 

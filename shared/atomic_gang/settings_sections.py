@@ -72,6 +72,14 @@ class Ec2Api(_Section):
         ge=0,
         description="How long a capacity cell EC2 answered short stays known short; 0: off.",
     )
+    shortCellOwedAfterSeconds: float = Field(
+        default=135.0,
+        ge=0,
+        description=(
+            "A gang this long in a short cell's line is owed the room freed next (nobody "
+            "behind it launches first); 0: strict arrival order."
+        ),
+    )
     describeReuseSeconds: float = Field(
         default=10.0,
         ge=0,

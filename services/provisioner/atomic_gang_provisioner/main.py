@@ -158,6 +158,7 @@ def _cloud(
             limits=budget_limits(api),
             batch=Windows(idle_seconds=api.batchIdleSeconds, max_seconds=api.batchMaxSeconds),
             capacity_ttl_seconds=api.shortCellSeconds,
+            capacity_owed_after_seconds=api.shortCellOwedAfterSeconds,
             describe_reuse_seconds=api.describeReuseSeconds,
         ),
         aws_auth=aws_auth_reader(client),

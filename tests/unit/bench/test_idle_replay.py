@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import statistics
 
-import pytest
-
-from atomic_gang_provisioner.cloud import capacity_line
 from bench.idle_replay import replay
 
 
@@ -17,8 +14,7 @@ def test_every_job_finishes_and_a_seed_replays_the_same() -> None:
     assert 0 < first.failed < 60  # the cache: one probe at a time, not one per pool
 
 
-def test_the_owed_rule_shortens_the_longest_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_owed_rule_shortens_the_longest_wait() -> None:
     shipped = statistics.mean(replay(seed).max for seed in range(20))
-    monkeypatch.setattr(capacity_line, "OWED_AFTER_SECONDS", 1e9)
-    never_owed = statistics.mean(replay(seed).max for seed in range(20))
+    never_owed = statistics.mean(replay(seed, owed_after=1e9).max for seed in range(20))
     assert shipped < never_owed - 2

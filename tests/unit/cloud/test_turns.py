@@ -174,6 +174,19 @@ def test_a_gang_waiting_135_s_is_owed_the_room_freed_next() -> None:
         assert turns(cells, *line) == {"eight": None, "two": two}  # the 8 probes under 13
 
 
+def test_owed_after_zero_is_strict_arrival_order() -> None:
+    """ec2Api.shortCellOwedAfterSeconds: 0: a gang that just arrived is owed already."""
+    clock = Clock()
+    cells = ShortCells(clock=clock, owed_after_seconds=0)
+    cells.launched(P4D_A, "old", ids(6))
+    cells.mark_short(P4D_A, 8)
+    line = [("eight", clock.t, 8), ("two", clock.t + 0.5, 2)]
+    turns(cells, *line)
+    cells.released(ids(4))
+    clock.t += 1
+    assert turns(cells, *line) == {"eight": None, "two": CellWait(1)}
+
+
 def test_a_gang_the_cell_cannot_hold_at_all_is_owed_nothing() -> None:
     """Fewer than 8 fit even with nothing of ours there: the 8-gang waits for capacity
     freed outside, and the 2-gang behind it probes the room the cell may have."""

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from atomic_gang_provisioner.cloud.capacity_line import CellLine, CellWait, Room
+from atomic_gang_provisioner.cloud.capacity_line import OWED_AFTER_SECONDS, CellLine, CellWait, Room
 
 DEFAULT_TTL_SECONDS = 180.0
 PROBE_SECONDS = (5.0, 15.0)  # the first probe over the ceiling, and the longest backoff
@@ -65,7 +65,7 @@ class _Short:
     ceiling: int | None
     probe_at: float  # the next probe under the ceiling
     outside_at: float  # the next probe over it
-    line: CellLine = field(default_factory=CellLine)
+    line: CellLine
     outside_probes_failed: int = 0
 
     def short_of(self, count: int, held: int, now: float, ttl: float) -> None:
@@ -105,10 +105,15 @@ class _Short:
 
 class ShortCells:
     def __init__(
-        self, *, clock: Callable[[], float], ttl_seconds: float = DEFAULT_TTL_SECONDS
+        self,
+        *,
+        clock: Callable[[], float],
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        owed_after_seconds: float = OWED_AFTER_SECONDS,
     ) -> None:
         self._clock = clock
         self._ttl = ttl_seconds
+        self._owed_after = owed_after_seconds
         self._short: dict[Cell, _Short] = {}
         self._held: dict[Cell, set[str]] = {}  # every cell, short or not
         self._cell_of: dict[str, Cell] = {}
@@ -120,7 +125,10 @@ class ShortCells:
             now, held = self._clock(), len(self._held.get(cell, ()))
             short = self._live_locked(cell, now)
             if short is None:
-                short = _Short(until=now, floor=held, ceiling=None, probe_at=now, outside_at=now)
+                line = CellLine(owed_after=self._owed_after)
+                short = _Short(
+                    until=now, floor=held, ceiling=None, probe_at=now, outside_at=now, line=line
+                )
                 self._short[cell] = short
             short.short_of(count, held, now, self._ttl)
 

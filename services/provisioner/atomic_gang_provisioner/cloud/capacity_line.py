@@ -3,10 +3,10 @@
 Longest-waiting first. Walking the line in order, a gang that fits the room known free
 takes it; the first one after that which fits under the ceiling (or, with none, the
 first in line) is the one that probes, when its probe is due; the rest wait. A gang that
-has waited ``OWED_AFTER_SECONDS`` and does not fit the room free now is owed the room
-freed next: nobody behind it launches or probes until it has launched, so gangs that
-fit a few freed slots at a time cannot starve it (unless the ceiling says it cannot fit
-the cell at all). The walk costs the line's length at most.
+has waited ``owed_after`` seconds (``ec2Api.shortCellOwedAfterSeconds``) and does not fit
+the room free now is owed the room freed next: nobody behind it launches or probes until
+it has launched, so gangs that fit a few freed slots at a time cannot starve it (unless
+the ceiling says it cannot fit the cell at all). The walk costs the line's length at most.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Literal
 from atomic_gang_provisioner.cloud.waitline import WaitLine
 
 HOLD_SECONDS = 60.0  # a waiter that has not asked again for this long has left
-OWED_AFTER_SECONDS = 135.0  # a gang waiting this long is owed the room freed next
+OWED_AFTER_SECONDS = 135.0  # by default, a gang waiting this long is owed the room freed next
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +45,8 @@ class CellWait:
 
 
 class CellLine:
-    def __init__(self) -> None:
+    def __init__(self, *, owed_after: float = OWED_AFTER_SECONDS) -> None:
+        self._owed_after = owed_after
         self._line = WaitLine()
         self._counts: dict[str, int] = {}  # pool -> its gang's N
 
@@ -80,7 +81,7 @@ class CellLine:
                 prober = other
             seen = seen or other == pool
             # A gang owed the room freed next: nobody behind it launches or probes.
-            owed = now - since >= OWED_AFTER_SECONDS and (room.ceiling is None or n <= room.ceiling)
+            owed = now - since >= self._owed_after and (room.ceiling is None or n <= room.ceiling)
             if owed or (seen and prober is not None):
                 break
         if prober is not None:

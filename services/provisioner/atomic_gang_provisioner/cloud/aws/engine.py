@@ -36,6 +36,7 @@ from atomic_gang_provisioner.cloud.aws.turns import Turns
 from atomic_gang_provisioner.cloud.batcher import Windows
 from atomic_gang_provisioner.cloud.budget import ApiBudget, BudgetLimits
 from atomic_gang_provisioner.cloud.capacity import DEFAULT_TTL_SECONDS, ShortCells
+from atomic_gang_provisioner.cloud.capacity_line import OWED_AFTER_SECONDS
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.launchgate import LaunchGate
 from atomic_gang_provisioner.cloud.reservations import Reservation
@@ -68,6 +69,7 @@ class EngineConfig:
     limits: BudgetLimits = field(default_factory=BudgetLimits)
     batch: Windows = field(default_factory=Windows)
     capacity_ttl_seconds: float = DEFAULT_TTL_SECONDS
+    capacity_owed_after_seconds: float = OWED_AFTER_SECONDS
     # A shape's shared launch template unused this long is deleted by the reaper.
     template_idle_seconds: float = 3600.0
     # A join check takes a DescribeInstances answer (any pool's call) this recent.
@@ -146,7 +148,9 @@ class Ec2Provider:
         self._turns = Turns(
             # Wall time: a cell's line ages its pools by their acquiringSince.
             cells=ShortCells(
-                clock=lambda: wall().timestamp(), ttl_seconds=config.capacity_ttl_seconds
+                clock=lambda: wall().timestamp(),
+                ttl_seconds=config.capacity_ttl_seconds,
+                owed_after_seconds=config.capacity_owed_after_seconds,
             ),
             gate=LaunchGate(budget=self._budget, clock=monotonic),
         )
