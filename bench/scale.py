@@ -24,9 +24,8 @@ with its time, and when each Node turned Ready, each pool Satisfied, each check 
 and each Workload Admitted, as this process's watches saw them.
 
 ``--gpus-only`` drops the demo Job's pod anti-affinity: its 8-GPU request alone keeps
-one pod per node. The scheduler checks a required anti-affinity against every pod that
-has one, so at 800 pods it binds far slower; this separates the wall time the workload's
-scheduling costs from ours.
+one pod per node. It measures what the scheduler's anti-affinity checks cost the wall
+time at 800 pods (session 10, docs/benchmarks.md: nothing; 247 s either way).
 """
 
 from __future__ import annotations

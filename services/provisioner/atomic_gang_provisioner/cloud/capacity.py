@@ -36,7 +36,7 @@ DEFAULT_TTL_SECONDS = 180.0
 PROBE_SECONDS = (5.0, 15.0)  # the first probe over the ceiling, and the longest backoff
 CHAIN_SECONDS = 1.0  # between two probes under the ceiling (one at a time)
 
-__all__ = ["DEFAULT_TTL_SECONDS", "Cell", "CellWait", "ShortCells"]
+__all__ = ["DEFAULT_TTL_SECONDS", "OWED_AFTER_SECONDS", "Cell", "CellWait", "ShortCells"]
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -35,8 +35,11 @@ from atomic_gang_provisioner.cloud.aws.topology import TopologyReader
 from atomic_gang_provisioner.cloud.aws.turns import Turns
 from atomic_gang_provisioner.cloud.batcher import Windows
 from atomic_gang_provisioner.cloud.budget import ApiBudget, BudgetLimits
-from atomic_gang_provisioner.cloud.capacity import DEFAULT_TTL_SECONDS, ShortCells
-from atomic_gang_provisioner.cloud.capacity_line import OWED_AFTER_SECONDS
+from atomic_gang_provisioner.cloud.capacity import (
+    DEFAULT_TTL_SECONDS,
+    OWED_AFTER_SECONDS,
+    ShortCells,
+)
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.launchgate import LaunchGate
 from atomic_gang_provisioner.cloud.reservations import Reservation
