@@ -204,6 +204,7 @@ def test_waiting_its_turn_is_no_attempt_and_the_claimant_reads_why(
     assert message in ready.message
     got = conditions.for_claim(p.model_copy(update={"status": after.status}), KEY)
     assert message in got.progress  # what the check message shows
+    assert "(attempt 2/3 failed)" in got.progress  # the shortfalls stay in view
 
 
 def test_claim_dropped_while_acquiring_looks_for_a_lost_launch_then_goes_idle() -> None:

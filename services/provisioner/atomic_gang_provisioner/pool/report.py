@@ -50,7 +50,11 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
     if s.phase == "Idle":
         return f"No instances, nothing billed; a claim acquires {shape.summary}"
     if s.phase == "Acquiring" and s.lastErrorReason in WAITING:
-        return f"Acquiring {shape.summary}: {s.lastError}; holding quota, nothing billed yet"
+        # A wait after shortfalls keeps them in view: the wait replaced lastError.
+        failed = f" ({_attempt(s, knobs)} failed)" if s.consecutiveShortfalls else ""
+        return (
+            f"Acquiring {shape.summary}{failed}: {s.lastError}; holding quota, nothing billed yet"
+        )
     if s.phase == "Acquiring" and s.lastErrorReason == block.WAITING:
         return f"{s.lastError}; holding quota, nothing billed"
     if s.phase == "Acquiring" and s.lastErrorReason and s.consecutiveShortfalls:
