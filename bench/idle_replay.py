@@ -2,14 +2,17 @@
 
 ``bench.idle_cost`` takes about 20 minutes a run and moves from run to run; this replays
 the same trace (``bench/idle_trace.py``) through ``cloud.capacity.ShortCells`` on an
-injected clock in about a second per hundred runs, to compare line policies before
+injected clock, a few runs a second, to compare line policies before
 spending a real run on one. Each run jitters the stack's latencies (submission, the
 2 s poll, boot and join, release) by 0.7–1.4×, by its seed; the backoff after a
 shortfall is the pool's own (``acquireRetry`` 1–5 s, as the bench sets it), and a
 release wakes the pools in line at once, as the controller does.
 
-The model is rougher than the stack (no launch budget, no reconcile latency), so its
-medians run 15–20 s under the real bench's: use it for direction, never as the figure.
+Launches spend the controller's own launch budget (``cloud.budget``, longest-waiting
+first). The first line printed is the bench's "today": no short cells, every pool
+retrying at its backoff; the lines after it are the cache, per variant, from the same
+seeds. The model is rougher than the stack (no reconcile latency, one cell), so its
+figures differ from the real bench's: use it for direction, never as the figure.
 
 Usage: .venv/bin/python -m bench.idle_replay [--runs 80] [--owed 135,1e9]
        [--probe-max 15,30]
@@ -26,10 +29,13 @@ import heapq
 import itertools
 import random
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from atomic_gang_provisioner.cloud import capacity, capacity_line
+from atomic_gang_provisioner.cloud.budget import ApiBudget, BudgetLimits
 from atomic_gang_provisioner.cloud.capacity import Cell, ShortCells
+from atomic_gang_provisioner.cloud.waitline import WaitLine
 from atomic_gang_provisioner.pool.model import backoff_seconds
 from bench.idle_trace import TraceJob, make_trace
 from bench.system_stack import pct
@@ -46,54 +52,99 @@ class Outcome:
     max: float
 
 
-def replay(seed: int, *, owed_after: float = capacity_line.OWED_AFTER_SECONDS) -> Outcome:
-    rng = random.Random(seed)
+class _LaunchBudget:
+    """The controller's launch budget (``cloud.budget``), longest-waiting first, as the
+    launch gate spends it: a pool may go when the bucket holds a token for it and one
+    for each pool ahead of it; else it asks again when they will be there."""
 
-    def jitter(seconds: float) -> float:
-        return seconds * rng.uniform(0.7, 1.4)
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._budget = ApiBudget(limits=BudgetLimits(), clock=clock)
+        self._line = WaitLine()
 
-    trace, now, order = make_trace(), [0.0], itertools.count()
-    cells = ShortCells(clock=lambda: now[0], owed_after_seconds=owed_after)
-    events: list[tuple[float, int, str, TraceJob]] = []
-    since: dict[str, float] = {}
-    launched: set[str] = set()
-    held, failed, attempts, done = 0, 0, dict[str, int](), dict[str, float]()
+    def wait(self, pool: str, *, since: float, count: int) -> float:
+        """0: the launch call goes now and takes its tokens. Else seconds to wait."""
+        now = self._clock()
+        ahead = self._line.ahead(pool, since=since, now=now, hold=60.0)
+        wait = self._budget.take("run_instances", instances=count, reserve=ahead)
+        if wait <= 0:
+            self._line.leave(pool)
+        return wait
 
-    def at(t: float, kind: str, job: TraceJob) -> None:
-        heapq.heappush(events, (t, next(order), kind, job))
 
-    jobs = {job.name: job for job in trace.jobs}
-    for job in trace.jobs:
-        since[job.name] = job.arrival + jitter(LAG)
-        at(since[job.name], "try", job)
-    while events:
-        now[0], _, kind, job = heapq.heappop(events)
-        ids = [f"{job.name}-{k}" for k in range(job.count)]
-        if kind == "done":
-            done[job.name] = now[0] - job.arrival
-            at(now[0] + jitter(RELEASE), "release", job)
-        elif kind == "release":
-            held -= job.count
-            for woken in cells.released(ids):  # they ask at once, their poll stays queued
-                at(now[0], "try", jobs[woken])
-        elif job.name in launched:
-            continue  # a poll queued before a wake launched it
-        elif wait := cells.turn(CELL, pool=job.name, since=since[job.name], count=job.count):
+class _Run:
+    """One run of the trace on a simulated clock: events in time order."""
+
+    def __init__(self, seed: int, *, owed_after: float, cache_off: bool) -> None:
+        self.rng = random.Random(seed)
+        self.trace, self.now, self.order = make_trace(), 0.0, itertools.count()
+        self.cells = ShortCells(clock=lambda: self.now, owed_after_seconds=owed_after)
+        self.budget = _LaunchBudget(clock=lambda: self.now)
+        self.cache_off = cache_off
+        self.jobs = {job.name: job for job in self.trace.jobs}
+        self.since = {job.name: job.arrival + self.jitter(LAG) for job in self.trace.jobs}
+        self.events: list[tuple[float, int, str, TraceJob]] = []
+        self.held, self.failed = 0, 0
+        self.attempts: dict[str, int] = {}
+        self.launched: set[str] = set()
+        self.done: dict[str, float] = {}
+
+    def jitter(self, seconds: float) -> float:
+        return seconds * self.rng.uniform(0.7, 1.4)
+
+    def at(self, t: float, kind: str, job: TraceJob) -> None:
+        heapq.heappush(self.events, (t, next(self.order), kind, job))
+
+    def run(self) -> Outcome:
+        for job in self.trace.jobs:
+            self.at(self.since[job.name], "try", job)
+        while self.events:
+            self.now, _, kind, job = heapq.heappop(self.events)
+            ids = [f"{job.name}-{k}" for k in range(job.count)]
+            if kind == "done":
+                self.done[job.name] = self.now - job.arrival
+                self.at(self.now + self.jitter(RELEASE), "release", job)
+            elif kind == "release":
+                self.held -= job.count
+                for woken in self.cells.released(ids):  # they ask at once
+                    self.at(self.now, "try", self.jobs[woken])
+            elif job.name not in self.launched:  # else a poll queued before a wake
+                self.ask(job, ids)
+        completion = list(self.done.values())
+        return Outcome(len(self.done), self.failed, pct(completion, 0.5), max(completion))
+
+    def ask(self, job: TraceJob, ids: list[str]) -> None:
+        since = self.since[job.name]
+        if not self.cache_off and (
+            wait := self.cells.turn(CELL, pool=job.name, since=since, count=job.count)
+        ):
             again = min(POLL, wait.probe_in) if wait.probe_in > 0 else POLL
-            at(now[0] + jitter(again), "try", job)
-        elif held + job.count <= trace.slots_at(now[0]):
-            held += job.count
-            launched.add(job.name)
-            cells.launched(CELL, job.name, ids)
-            at(now[0] + jitter(BOOT) + job.duration, "done", job)
+            self.at(self.now + self.jitter(again), "try", job)
+        elif (pause := self.budget.wait(job.name, since=since, count=job.count)) > 0:
+            self.at(self.now + max(0.05, pause), "try", job)
         else:
-            failed += 1
-            attempts[job.name] = attempts.get(job.name, 0) + 1
-            cells.mark_short(CELL, job.count)
-            delay = backoff_seconds(pool=job.name, attempt=attempts[job.name], base=1, cap=5)
-            at(now[0] + delay, "try", job)
-    completion = list(done.values())
-    return Outcome(len(done), failed, pct(completion, 0.5), max(completion))
+            self.attempt(job, ids)
+
+    def attempt(self, job: TraceJob, ids: list[str]) -> None:
+        if self.held + job.count <= self.trace.slots_at(self.now):
+            self.held += job.count
+            self.launched.add(job.name)
+            self.cells.launched(CELL, job.name, ids)
+            self.at(self.now + self.jitter(BOOT) + job.duration, "done", job)
+            return
+        self.failed += 1
+        n = self.attempts[job.name] = self.attempts.get(job.name, 0) + 1
+        self.cells.mark_short(CELL, job.count)
+        delay = backoff_seconds(pool=job.name, attempt=n, base=1, cap=5)
+        self.at(self.now + delay, "try", job)
+
+
+def replay(
+    seed: int, *, owed_after: float = capacity_line.OWED_AFTER_SECONDS, cache_off: bool = False
+) -> Outcome:
+    """One run; ``cache_off``: no short cells, every pool retries at its backoff (the
+    bench's "today"), still within the launch budget."""
+    return _Run(seed, owed_after=owed_after, cache_off=cache_off).run()
 
 
 def summary(outcomes: list[Outcome]) -> str:
@@ -113,6 +164,8 @@ def main() -> None:
     ap.add_argument("--probe-max", default=str(capacity.PROBE_SECONDS[1]))
     args = ap.parse_args()
     first = capacity.PROBE_SECONDS[0]
+    today = [replay(seed, cache_off=True) for seed in range(args.runs)]
+    print(f"cache off (today): {summary(today)}")
     for owed, longest in itertools.product(args.owed.split(","), args.probe_max.split(",")):
         capacity.PROBE_SECONDS = (first, float(longest))
         outcomes = [replay(seed, owed_after=float(owed)) for seed in range(args.runs)]

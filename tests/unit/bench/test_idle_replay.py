@@ -18,3 +18,10 @@ def test_the_owed_rule_shortens_the_longest_wait() -> None:
     shipped = statistics.mean(replay(seed).max for seed in range(20))
     never_owed = statistics.mean(replay(seed, owed_after=1e9).max for seed in range(20))
     assert shipped < never_owed - 2
+
+
+def test_without_the_cache_every_pool_probes_and_fails_far_more() -> None:
+    cached = [replay(seed) for seed in range(3)]
+    today = [replay(seed, cache_off=True) for seed in range(3)]
+    assert all(o.finished == 48 for o in today)
+    assert statistics.mean(o.failed for o in today) > 4 * statistics.mean(o.failed for o in cached)
