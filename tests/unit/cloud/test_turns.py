@@ -146,7 +146,7 @@ def test_outside_probes_back_off_and_a_launch_over_the_ceiling_tries_twice_the_f
         clock.t += wait.probe_in
         assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
         cells.mark_short(P4D_A, 8)  # the probe came back short
-    assert waits == [5.0, 10.0, 15.0, 15.0, 15.0]
+    assert waits == [5.0, 10.0, 10.0, 10.0, 10.0]
     clock.t += 15
     assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
     cells.launched(P4D_A, "a", ids(8))  # 8 fit after all: the outside freed some

@@ -13,7 +13,7 @@ the pools ahead of it that fit took theirs, launches (a release of 2 lets a 2-ga
 Between floor and ceiling nothing is known: one pool at a time probes it, the first in
 line that fits under the ceiling. Over the ceiling only capacity freed outside our
 sight helps: the first in line probes for it, 5 s after the shortfall and then at a
-backoff doubling to 15 s while such probes fail. A launch over the ceiling proves the
+backoff doubling to 10 s while such probes fail. A launch over the ceiling proves the
 outside freed some: the ceiling is unknown again, and until a shortfall sets a new one
 the gangs that fit in twice the floor launch together. A shortfall under the floor means
 the outside took some: the floor comes down. ``ttl`` seconds after its last shortfall
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from atomic_gang_provisioner.cloud.capacity_line import OWED_AFTER_SECONDS, CellLine, CellWait, Room
 
 DEFAULT_TTL_SECONDS = 180.0
-PROBE_SECONDS = (5.0, 15.0)  # the first probe over the ceiling, and the longest backoff
+PROBE_SECONDS = (5.0, 10.0)  # the first probe over the ceiling, and the longest backoff
 CHAIN_SECONDS = 1.0  # between two probes under the ceiling (one at a time)
 
 __all__ = ["DEFAULT_TTL_SECONDS", "OWED_AFTER_SECONDS", "Cell", "CellWait", "ShortCells"]
