@@ -132,6 +132,12 @@ class Phase:
             if (run := self.runs.get(pool)) is not None
         ]
         self.ledger.add(dt, uses)
+        missing = [
+            run.job.count - live.get(name, 0)
+            for name, run in self.runs.items()
+            if run.submitted is not None and run.done is None and live.get(name, 0) < run.job.count
+        ]
+        self.ledger.add_free(dt, self.trace.slots_at(t) - sum(live.values()), missing)
         for run in self.runs.values():
             self._advance(run, running[run.job.name], t)
         return sum(live.values())

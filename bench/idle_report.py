@@ -41,6 +41,7 @@ def _rows(res: PhaseResult) -> dict[str, float]:
         "job completion max (s)": max(completion, default=0.0),
         "wait for all N pods p50 (s)": pct(waits, 0.5),
         "makespan (s)": res.makespan,
+        "capacity free while a waiting gang fitted it (slot-s)": res.ledger.free_while_fitting,
     }
 
 
@@ -101,6 +102,8 @@ def _against_today(today: PhaseResult, ours: PhaseResult, base: PhaseResult) -> 
     print(f"| {p50} | {t[p50]:.1f} | {a[p50]:.1f} | ≤ {1.1 * t[p50]:.1f} (+10 %) |")
     print(f"| {top} | {t[top]:.1f} | {a[top]:.1f} | ≤ {b[top]:.1f} (the baseline's) |")
     print(f"| {idle} | {t[idle]:.1f} | {a[idle]:.1f} | 0 |")
+    free = "capacity free while a waiting gang fitted it (slot-s)"
+    print(f"| {free} | {t[free]:.1f} | {a[free]:.1f} | |")
     print(
         f"| {'total billed (instance-s)'} | {t['total billed (instance-s)']:.1f} | "
         f"{a['total billed (instance-s)']:.1f} | |"

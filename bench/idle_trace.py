@@ -78,6 +78,9 @@ def classify(*, live: int, count: int, running: int, done: bool) -> Use:
 class Ledger:
     seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     peak_stranded: int = 0
+    # Slot-seconds of free capacity while a waiting gang's missing instances would have
+    # fitted it: capacity the provisioner had not found or not taken yet.
+    free_while_fitting: float = 0.0
 
     def add(self, dt: float, uses: list[tuple[Use, int]]) -> None:
         """One sample: ``(use, instances)`` per pool with live instances, held for ``dt``."""
@@ -86,6 +89,11 @@ class Ledger:
             self.seconds[use] += n * dt
             stranded += n if use == "stranded" else 0
         self.peak_stranded = max(self.peak_stranded, stranded)
+
+    def add_free(self, dt: float, free: int, missing: list[int]) -> None:
+        """One sample: ``free`` slots, and each waiting gang's missing instances."""
+        if missing and 0 < min(missing) <= free:
+            self.free_while_fitting += free * dt
 
     @property
     def billed(self) -> float:
