@@ -17,7 +17,7 @@ controller's CPU seconds per gang and peak RSS at each.
 
 Usage: .venv/bin/python -m bench.scale [--gangs 100] [--count 8] [--runs-for 60s]
        [--json out.json] [--curve 25,50,100,200] [--keep-logs DIR] [--timeline FILE]
-       [--gpus-only]
+       [--gpus-only] [--control-plane-qps N]
 
 ``--timeline FILE`` writes the raw stamps for analysis (JSON): each EC2 call of the run
 with its time, and when each Node turned Ready, each pool Satisfied, each check Ready
@@ -26,6 +26,12 @@ and each Workload Admitted, as this process's watches saw them.
 ``--gpus-only`` drops the demo Job's pod anti-affinity: its 8-GPU request alone keeps
 one pod per node. It measures what the scheduler's anti-affinity checks cost the wall
 time at 800 pods (session 10, docs/benchmarks.md: nothing; 247 s either way).
+
+``--control-plane-qps N`` lets the kube-controller-manager, the scheduler and Kueue
+make N API requests a second (burst 2N) instead of upstream's 20, 50 and 50: at 800
+pods the Job controller's pod creates and finalizer removals alone are ~1,600 writes,
+80 s at 20 a second, so upstream's rates put the wall target out of any provisioner's
+reach (session 12, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -75,6 +81,12 @@ def _parse() -> argparse.Namespace:
     )
     ap.add_argument(
         "--gpus-only", action="store_true", help="no pod anti-affinity: the GPU request alone"
+    )
+    ap.add_argument(
+        "--control-plane-qps",
+        type=int,
+        help="API client rate of the kube-controller-manager, scheduler and Kueue (burst 2x);\n"
+        "unset keeps upstream's 20, 50 and 50 (the Job controller's 20/s paces 800 pods)",
     )
     return ap.parse_args()
 
@@ -217,7 +229,11 @@ def _split(stamps: sys_stack.Stamps) -> dict[str, list[float]]:
 def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, float]]]:
     with tempfile.TemporaryDirectory() as d:
         stack, ctx = sys_stack.start(
-            Path(d) / "stack", provisioners=1, settings=SETTINGS, boot=(2.0, 3.0)
+            Path(d) / "stack",
+            provisioners=1,
+            settings=SETTINGS,
+            boot=(2.0, 3.0),
+            control_plane_qps=args.control_plane_qps,
         )
         try:
             kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())

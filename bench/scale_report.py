@@ -134,7 +134,9 @@ def measures(res: dict[str, Any], lat: list[tuple[float, float]]) -> dict[str, f
 def targets(m: dict[str, float], args: argparse.Namespace) -> None:
     floor = max(0.0, (args.gangs - LAUNCH_BURST) / LAUNCH_RATE)
     runs = seconds(args.runs_for)
-    print(f"\n## targets: {args.gangs} gangs × {args.count} at once\n")
+    qps = args.control_plane_qps
+    rates = f"{qps}/s" if qps else "upstream's 20/s (KCM), 50/s (scheduler, Kueue)"
+    print(f"\n## targets: {args.gangs} gangs × {args.count} at once, control plane at {rates}\n")
     print("| measure | this run | target |")
     print("|---|---|---|")
     print(

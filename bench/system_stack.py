@@ -51,7 +51,12 @@ LEASE = {
 
 
 def start(
-    state_dir: Path, *, provisioners: int, settings: dict[str, Any], boot: tuple[float, float]
+    state_dir: Path,
+    *,
+    provisioners: int,
+    settings: dict[str, Any],
+    boot: tuple[float, float],
+    control_plane_qps: int | None = None,
 ) -> tuple[Stack, Context]:
     options = StackOptions(
         state_dir=state_dir,
@@ -63,6 +68,7 @@ def start(
         boot_delay=boot[0],
         boot_jitter=boot[1],
         provisioner_settings={"leaderElection": LEASE, **settings},
+        control_plane_qps=control_plane_qps,
     )
     stack = Stack(options, default_components(options))
     return stack, stack.up()

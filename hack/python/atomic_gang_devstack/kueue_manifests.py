@@ -52,8 +52,10 @@ def manager_config(
     webhook_port: int,
     cert_dir: Path,
     frameworks: Iterable[str] = ("batch/job",),
+    qps: int = 50,
 ) -> Obj:
-    """Kueue's ``config.kueue.x-k8s.io/v1beta2`` Configuration for a local manager."""
+    """Kueue's ``config.kueue.x-k8s.io/v1beta2`` Configuration for a local manager, its API
+    client allowed ``qps`` requests a second (burst twice that)."""
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -74,7 +76,7 @@ def manager_config(
         },
         "manageJobsWithoutQueueName": False,
         "integrations": {"frameworks": list(frameworks)},
-        "clientConnection": {"qps": 50, "burst": 100},
+        "clientConnection": {"qps": qps, "burst": 2 * qps},
     }
 
 

@@ -62,6 +62,15 @@ class StackOptions(BaseModel):
         default=True,
         description="Processes outlive the launcher (dev-up); False ties them to it (tests).",
     )
+    control_plane_qps: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description=(
+            "API client rate (requests a second, burst twice that) of the kube-controller-"
+            "manager, the scheduler and Kueue; unset keeps upstream's 20/30, 50/100 and 50/100."
+        ),
+    )
 
 
 class StackState(BaseModel):

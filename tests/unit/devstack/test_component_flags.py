@@ -7,8 +7,13 @@ from pathlib import Path
 import pytest
 
 from atomic_gang_devstack import bins
+from atomic_gang_devstack import kueue_manifests as km
 from atomic_gang_devstack.component import Context
-from atomic_gang_devstack.components.control_plane import KCM_CONTROLLERS, ControllerManager
+from atomic_gang_devstack.components.control_plane import (
+    KCM_CONTROLLERS,
+    ControllerManager,
+    Scheduler,
+)
 from atomic_gang_devstack.components.kueue import Kueue
 from atomic_gang_devstack.state import StackOptions, StackState
 
@@ -52,3 +57,18 @@ def test_kueue_runs_with_visibility_on_demand_off(ctx: Context) -> None:
 
     assert gates["VisibilityOnDemand"] == "false"
     assert argv[0] == str(ctx.bins.path("kueue"))
+
+
+def test_upstream_client_rates_unless_the_stack_is_asked_for_more(
+    ctx: Context, tmp_path: Path
+) -> None:
+    for argv in (ControllerManager().argv(ctx), Scheduler().argv(ctx)):
+        assert not [a for a in argv if a.startswith("--kube-api-")]
+    options = StackOptions(state_dir=tmp_path, control_plane_qps=200)
+    fast = Context(options=options, state=StackState(options=options), bins=ctx.bins)
+
+    for argv in (ControllerManager().argv(fast), Scheduler().argv(fast)):
+        assert (_flag(argv, "kube-api-qps"), _flag(argv, "kube-api-burst")) == ("200", "400")
+    assert km.manager_config(health_port=1, webhook_port=2, cert_dir=tmp_path, qps=200)[
+        "clientConnection"
+    ] == {"qps": 200, "burst": 400}

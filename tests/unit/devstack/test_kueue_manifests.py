@@ -83,6 +83,7 @@ def test_manager_config_runs_out_of_cluster() -> None:
     assert cfg["integrations"]["frameworks"] == ["batch/job"]
     assert cfg["internalCertManagement"]["enable"] is True
     assert cfg["waitForPodsReady"]["timeout"]
+    assert cfg["clientConnection"] == {"qps": 50, "burst": 100}  # Kueue's own default
 
 
 def test_seeded_secret_has_the_four_keys_the_rotator_reads() -> None:

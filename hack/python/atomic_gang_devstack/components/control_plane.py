@@ -183,6 +183,12 @@ class _KubeController(ProcessComponent):
             f"--tls-private-key-file={ctx.pki_dir / (self.name + '.key')}",
         ]
 
+    @staticmethod
+    def rate_flags(ctx: Context) -> list[str]:
+        """The client rate asked for (bench.scale at 800 pods); none keeps upstream's."""
+        qps = ctx.options.control_plane_qps
+        return [f"--kube-api-qps={qps}", f"--kube-api-burst={2 * qps}"] if qps else []
+
     def probe(self, ctx: Context) -> bool:
         if self._tls is None:
             self._tls = waits.tls_context(ctx.ca_file)
@@ -205,6 +211,7 @@ class ControllerManager(_KubeController):
             "--use-service-account-credentials=true",
             f"--root-ca-file={ctx.ca_file}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
+            *self.rate_flags(ctx),
         ]
 
 
@@ -213,4 +220,8 @@ class Scheduler(_KubeController):
     user = "system:kube-scheduler"
 
     def argv(self, ctx: Context) -> list[str]:
-        return [str(ctx.bins.path("kube-scheduler")), *self.common_flags(ctx)]
+        return [
+            str(ctx.bins.path("kube-scheduler")),
+            *self.common_flags(ctx),
+            *self.rate_flags(ctx),
+        ]
