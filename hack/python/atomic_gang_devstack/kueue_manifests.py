@@ -44,6 +44,7 @@ KEEP_KINDS = frozenset(
 WEBHOOK_KINDS = frozenset({"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"})
 
 Obj = dict[str, Any]
+DEFAULT_QPS = 50  # Kueue's own clientConnection default
 
 
 def manager_config(
@@ -52,10 +53,11 @@ def manager_config(
     webhook_port: int,
     cert_dir: Path,
     frameworks: Iterable[str] = ("batch/job",),
-    qps: int = 50,
+    qps: int | None = None,
 ) -> Obj:
     """Kueue's ``config.kueue.x-k8s.io/v1beta2`` Configuration for a local manager, its API
-    client allowed ``qps`` requests a second (burst twice that)."""
+    client allowed ``qps`` requests a second (burst twice that; unset: Kueue's 50)."""
+    qps = qps or DEFAULT_QPS
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",

@@ -35,7 +35,7 @@ class Kueue(ProcessComponent):
             health_port=ctx.port("kueue-health"),
             webhook_port=ctx.port("kueue-webhook"),
             cert_dir=d / "certs",
-            qps=ctx.options.control_plane_qps or 50,
+            qps=ctx.options.control_plane_qps,
         )
         (d / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
         # Ports and paths only reach the chart's ConfigMap (dropped), so the
