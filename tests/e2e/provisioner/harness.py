@@ -9,6 +9,7 @@ import contextlib
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from atomic_gang_devstack.components.cloud import fakeaws_endpoint, provisioner_
 from atomic_gang_devstack.components.kwok import fake_node
 from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_provisioner.api import GangNodePool
-from atomic_gang_provisioner.kube import KubeClient, NotFoundError
+from atomic_gang_provisioner.kube import GoneError, KubeClient, NotFoundError
 from atomic_gang_provisioner.kube.resource import Resource
 from atomic_gang_provisioner.resources import JOBS, NODES, POOLS, WORKLOADS
 from tests.support.wait import wait_for
@@ -163,11 +164,44 @@ class World:
         return {}
 
     def wait_check(self, job: dict[str, Any], state: str, timeout: float = 60) -> dict[str, Any]:
-        def probe() -> dict[str, Any] | None:
-            c = self.check(job)
-            return c if c.get("state") == state else None
+        """Our check on the Job's Workload in ``state``, from every version of the Workload
+        since the Job was created (a watch, not a poll: Kueue deactivates a Workload whose
+        check is Rejected and resets the check to Pending within milliseconds)."""
+        deadline = time.monotonic() + timeout
+        rv = str(job["metadata"]["resourceVersion"])
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                found, rv = self._watch_check(job, state, rv, left)
+            except GoneError:  # history compacted: what is there now, then from here on
+                if (current := self.check(job)).get("state") == state:
+                    return current
+                ns = job["metadata"]["namespace"]
+                found, rv = None, self.kube.list(WORKLOADS, namespace=ns).resource_version
+            if found is not None:
+                return found
+        raise TimeoutError(
+            f"timed out after {timeout}s waiting for check {state}: {self.check(job)}"
+        )
 
-        return wait_for(probe, timeout=timeout, what=f"check {state}")
+    def _watch_check(
+        self, job: dict[str, Any], state: str, rv: str, seconds: float
+    ) -> tuple[dict[str, Any] | None, str]:
+        """(the check once a version of the Job's Workload shows it in ``state``, or None
+        when the watch ends first; the last resourceVersion seen)."""
+        ns, uid = job["metadata"]["namespace"], job["metadata"]["uid"]
+        with self.kube.watch(
+            WORKLOADS, namespace=ns, resource_version=rv, timeout_seconds=max(1, int(seconds))
+        ) as stream:
+            for ev in stream:
+                wl = ev["object"]
+                rv = str(wl["metadata"].get("resourceVersion") or rv)
+                refs = wl["metadata"].get("ownerReferences") or []
+                if ev["type"] == "BOOKMARK" or not any(r.get("uid") == uid for r in refs):
+                    continue
+                for c in (wl.get("status") or {}).get("admissionChecks") or []:
+                    if c["name"] == CHECK and c.get("state") == state:
+                        return dict(c), rv
+        return None, rv
 
     def pool(self, name: str) -> GangNodePool | None:
         try:
