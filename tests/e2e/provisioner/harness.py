@@ -90,6 +90,18 @@ class Replicas:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")
 
 
+def _owned_by(obj: dict[str, Any], uid: str) -> bool:
+    return any(r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or [])
+
+
+def _our_check(wl: dict[str, Any]) -> dict[str, Any]:
+    """Our AdmissionCheckState on the Workload ({} when it has none yet)."""
+    for c in (wl.get("status") or {}).get("admissionChecks") or []:
+        if c["name"] == CHECK:
+            return dict(c)
+    return {}
+
+
 def reaper_sweeps(port: int) -> float:
     """``atomic_gang_reaper_sweeps_total`` of the provisioner serving on ``port`` (0 when
     it is not serving yet)."""
@@ -151,17 +163,12 @@ class World:
     def workload(self, job: dict[str, Any]) -> dict[str, Any] | None:
         ns, uid = job["metadata"]["namespace"], job["metadata"]["uid"]
         for wl in self.kube.list(WORKLOADS, namespace=ns).items:
-            refs = wl["metadata"].get("ownerReferences") or []
-            if any(r.get("uid") == uid for r in refs):
+            if _owned_by(wl, uid):
                 return wl
         return None
 
     def check(self, job: dict[str, Any]) -> dict[str, Any]:
-        wl = self.workload(job) or {}
-        for c in (wl.get("status") or {}).get("admissionChecks") or []:
-            if c["name"] == CHECK:
-                return dict(c)
-        return {}
+        return _our_check(self.workload(job) or {})
 
     def wait_check(self, job: dict[str, Any], state: str, timeout: float = 60) -> dict[str, Any]:
         """Our check on the Job's Workload in ``state``, from every version of the Workload
@@ -195,12 +202,10 @@ class World:
             for ev in stream:
                 wl = ev["object"]
                 rv = str(wl["metadata"].get("resourceVersion") or rv)
-                refs = wl["metadata"].get("ownerReferences") or []
-                if ev["type"] == "BOOKMARK" or not any(r.get("uid") == uid for r in refs):
+                if ev["type"] == "BOOKMARK" or not _owned_by(wl, uid):
                     continue
-                for c in (wl.get("status") or {}).get("admissionChecks") or []:
-                    if c["name"] == CHECK and c.get("state") == state:
-                        return dict(c), rv
+                if (check := _our_check(wl)).get("state") == state:
+                    return check, rv
         return None, rv
 
     def pool(self, name: str) -> GangNodePool | None:
