@@ -134,7 +134,9 @@ class GuardedHttpProtocol(CoalescingHttpToolsProtocol):
             self._refuse(_TOO_LARGE, "headers_too_large")
 
     def on_message_begin(self) -> None:
-        self._in_head, self._head_bytes = True, 0
+        # Not a reset of the count: this runs inside data_received, after the whole read
+        # (the request line and maybe the 64 KiB past the cap with it) was counted.
+        self._in_head = True
         self._deadline = self.loop.time() + self.limits.header_timeout
         super().on_message_begin()
 
@@ -155,6 +157,9 @@ class GuardedHttpProtocol(CoalescingHttpToolsProtocol):
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
+        # The next request's head counts from here; the rest of this read is not counted
+        # (so a pipelined head may buffer the cap plus one read).
+        self._in_head, self._head_bytes = True, 0
         self._deadline = None
         if not self._done:
             super().on_message_complete()

@@ -25,7 +25,7 @@ from uvicorn.server import ServerState
 
 from atomic_gang_webhook.app import AppState, create_app
 from tests.support.jobs import settings
-from tests.unit.webhook.test_transport import FakeTransport
+from tests.support.transports import FakeTransport
 
 ROOT = Path(__file__).parents[3]
 STACK = ("uvicorn", "httptools", "uvloop")
