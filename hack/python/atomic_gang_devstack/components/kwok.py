@@ -1,6 +1,7 @@
 """kwok: fake kubelets for nodes annotated ``kwok.x-k8s.io/node=fake``.
 
-Stages come from kwok's module source: nodes become Ready (and keep a lease),
+Stages come from kwok's module source (with more of them in flight than kwok's
+defaults, see PARALLELISM): nodes become Ready (and keep a lease),
 pods become Running+Ready, Job-owned pods then Succeed, and deleted pods are
 removed. ``KWOK_WORKDIR`` points into the state directory so no
 ``~/.kwok/kwok.yaml`` of the user leaks in.
@@ -26,6 +27,18 @@ STAGES = (
     "pod/general/pod-complete.yaml",
     "pod/fast/pod-delete.yaml",
 )
+# Each real kubelet works on its own node; kwok's defaults (4 node and 4 pod stages at
+# a time) made it the bottleneck at bench.scale's 800 nodes: it saw a Node within 0.1 s
+# and first patched it Ready 15-17 s later (docs/benchmarks.md, session 14).
+PARALLELISM = """\
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  nodePlayStageParallelism: 32
+  podPlayStageParallelism: 32
+  nodeLeaseParallelism: 16
+  podsOnNodeSyncParallelism: 4
+"""
 
 
 def fake_node(
@@ -65,7 +78,9 @@ class Kwok(ProcessComponent):
 
     def prepare(self, ctx: Context) -> None:
         root = ctx.bins.source("kwok") / "kustomize" / "stage"
-        docs = [(root / s).read_text(encoding="utf-8").strip() for s in STAGES]
+        docs = [PARALLELISM.strip()] + [
+            (root / s).read_text(encoding="utf-8").strip() for s in STAGES
+        ]
         (ctx.dir / "kwok").mkdir(parents=True, exist_ok=True)
         (ctx.dir / "kwok" / "stages.yaml").write_text("\n---\n".join(docs) + "\n", encoding="utf-8")
         ctx.client_kubeconfig("kwok", "kwok-controller", orgs=("system:masters",))
