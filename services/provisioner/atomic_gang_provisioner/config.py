@@ -19,6 +19,6 @@ class ServerSettings(BaseSettings):
     http_port: int = Field(default=8080, ge=0, le=65535)
     log_level: str = Field(default="info", pattern="^(debug|info|warning|error)$")
     pool_workers: int | None = Field(default=None, ge=1, description="Overrides the setting.")
-    workload_workers: int = Field(default=4, ge=1)
+    workload_workers: int = Field(default=8, ge=1, description="Workloads reconciled at once.")
     resync_seconds: float = Field(default=300.0, ge=0)
     eni_wait_seconds: float = Field(default=0.0, ge=0, description="0: never wait in a reconcile.")
