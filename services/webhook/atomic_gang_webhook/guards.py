@@ -134,9 +134,9 @@ class GuardedHttpProtocol(CoalescingHttpToolsProtocol):
             self._refuse(_TOO_LARGE, "headers_too_large")
 
     def on_message_begin(self) -> None:
-        # Not a reset of the count: this runs inside data_received, after the whole read
-        # (the request line and maybe the 64 KiB past the cap with it) was counted.
-        self._in_head = True
+        # The count is not reset here: this runs inside data_received, after the whole
+        # read (the request line and maybe the 64 KiB past the cap with it) was counted.
+        # _in_head is already True (connection_made, on_message_complete).
         self._deadline = self.loop.time() + self.limits.header_timeout
         super().on_message_begin()
 

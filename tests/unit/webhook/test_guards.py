@@ -10,12 +10,13 @@ import uvicorn
 from uvicorn.server import ServerState
 
 from atomic_gang_webhook.app import AppState, create_app
-from atomic_gang_webhook.guards import CloseReason, GuardedHttpProtocol
+from atomic_gang_webhook.guards import CloseReason, ConnectionLimits, GuardedHttpProtocol
 from tests.support.jobs import gang_job, settings
 from tests.support.reviews import body
 from tests.support.transports import FakeTransport
 
-CAP = 64 * 1024  # ConnectionLimits.max_header_bytes
+CAP = ConnectionLimits().max_header_bytes
+OPEN_HEAD = b"POST / HTTP/1.1\r\nhost: x\r\nx-pad: "  # a header value still going
 
 
 def _review(pad: int = 0) -> bytes:
@@ -63,15 +64,14 @@ def _statuses(writes: list[bytes]) -> list[int]:
 def test_a_head_past_the_cap_in_the_first_read_is_refused() -> None:
     # The request line and the whole head in one read: the count once restarted at the
     # request's first byte, inside that read, and missed it all.
-    writes, closed = _feed(b"POST / HTTP/1.1\r\nhost: x\r\nx-pad: " + b"a" * (CAP + 1))
+    writes, closed = _feed(OPEN_HEAD + b"a" * (CAP + 1))
     assert _statuses(writes) == [431]
     assert closed == ["headers_too_large"]
 
 
 def test_a_head_is_refused_in_the_read_that_crosses_the_cap() -> None:
-    line = b"POST / HTTP/1.1\r\nhost: x\r\nx-pad: "
     pad = b"a" * (CAP // 4)
-    under = [line, pad, pad, pad, pad[: CAP // 4 - len(line)]]  # exactly the cap
+    under = [OPEN_HEAD, pad, pad, pad, pad[: CAP // 4 - len(OPEN_HEAD)]]  # exactly the cap
     _, closed = _feed(*under, replies=0)
     assert closed == []
     writes, closed = _feed(*under, b"a")
@@ -92,7 +92,6 @@ def test_each_request_on_a_connection_has_its_own_cap() -> None:
     writes, closed = _feed(pair, replies=2)
     assert _statuses(writes) == [200, 200]
     assert closed == []
-    endless = b"POST / HTTP/1.1\r\nhost: x\r\nx-pad: " + b"a" * (CAP + 1)
-    writes, closed = _feed(_review(), endless, replies=2)
+    writes, closed = _feed(_review(), OPEN_HEAD + b"a" * (CAP + 1), replies=2)
     assert _statuses(writes) == [200, 431]
     assert closed == ["headers_too_large"]
