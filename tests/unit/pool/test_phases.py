@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from atomic_gang import keys
-from atomic_gang_provisioner.api import conditions
+from atomic_gang_provisioner.api import GangNodePool, conditions
 from atomic_gang_provisioner.cloud.types import (
     Instance,
     Launched,
@@ -59,7 +59,7 @@ def test_claim_writes_acquiring_ahead_then_launches() -> None:
     assert plan.status.acquiringSince == T0
     launch = machine.decide(p.model_copy(update={"status": plan.status}), observed(), T0)
     assert launch.acquire is not None
-    assert launch.acquire.generation == 1
+    assert launch.acquire.generation == plan.status.acquireGeneration == millis(T0)
     assert launch.acquire.spec.count == 4
 
 
@@ -441,17 +441,44 @@ def test_reclaim_by_the_same_workload_resets_attempts() -> None:
     assert plan.status.claimKey == again.key
 
 
-def test_generation_is_seeded_from_the_creation_time() -> None:
+def created_at(stamp: str) -> GangNodePool:
     p = pool()
-    p = p.model_copy(
-        update={"metadata": {**p.metadata, "creationTimestamp": "2026-11-29T12:00:00Z"}}
-    )
+    return p.model_copy(update={"metadata": {**p.metadata, "creationTimestamp": stamp}})
+
+
+def millis(at: datetime) -> int:
+    return int(at.timestamp() * 1000)
+
+
+def test_generation_is_seeded_from_the_first_decision_in_milliseconds() -> None:
+    p = created_at("2026-11-29T11:59:00Z")
     plan = machine.decide(p, observed(), T0)
-    assert plan.status.acquireGeneration == int(T0.timestamp())
+    assert plan.status.acquireGeneration == millis(T0)
     written = p.model_copy(update={"status": plan.status})
-    again = machine.decide(written, observed(), T0)
+    again = machine.decide(written, observed(), T0 + timedelta(seconds=3))
     assert again.acquire is not None
-    assert again.acquire.generation == int(T0.timestamp())
+    assert again.acquire.generation == millis(T0)  # a written seed is kept
+
+
+def test_a_pool_created_again_inside_the_same_second_never_reuses_a_generation() -> None:
+    """The e2e race: launched, deleted and created again within one creation second."""
+    stamp = T0.strftime("%Y-%m-%dT%H:%M:%SZ")
+    first = machine.decide(created_at(stamp), observed(), T0 + timedelta(milliseconds=10))
+    successor = created_at(stamp).model_copy(
+        update={"metadata": {**created_at(stamp).metadata, "uid": "second-object"}}
+    )
+    second = machine.decide(successor, observed(), T0 + timedelta(milliseconds=700))
+    used = first.status.acquireGeneration
+    assert second.status.acquireGeneration > used
+    # Each of the predecessor's later attempts took a round trip: its generations stay
+    # below its successor's seed even after a retry every millisecond.
+    assert second.status.acquireGeneration > used + 600
+
+
+def test_the_creation_time_is_a_floor_for_a_clock_behind_the_apiserver() -> None:
+    ahead = T0 + timedelta(seconds=30)
+    plan = machine.decide(created_at(ahead.strftime("%Y-%m-%dT%H:%M:%SZ")), observed(), T0)
+    assert plan.status.acquireGeneration == millis(ahead)
 
 
 def test_lost_launch_found_after_abandon_is_released() -> None:

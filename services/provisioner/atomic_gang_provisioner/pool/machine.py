@@ -72,24 +72,30 @@ def _finalize(pool: GangNodePool, observed: Observed) -> Plan:
     return Plan(status=status, remove_finalizer=True)
 
 
-def seed_generation(pool: GangNodePool) -> GangNodePool:
-    """A new pool starts its generations at its creation time (epoch seconds).
+def seed_generation(pool: GangNodePool, now: datetime) -> GangNodePool:
+    """A new pool starts its generations at the millisecond it is first decided on.
 
     ClientTokens stay valid at EC2 long after termination, so a pool deleted and
-    created again under the same name must never derive a token it used before.
-    The seed is a pure function of the object, so a lost first write re-derives it.
+    created again under the same name must never derive a token it used before. A
+    predecessor's generations count up from its own first decision by one an attempt,
+    each attempt a round trip (far over 1 ms), so they all lie below any later
+    millisecond. Creation times are no seed: they have whole seconds, and a pool can
+    be launched, deleted and created again inside one (its successor then replayed
+    the first set's token). The creation time stays a floor, against a clock behind
+    the apiserver's. No set can exist at an unwritten seed (launches wait until
+    Acquiring at the generation is stored), so a lost first write may seed again.
     """
     s = pool.status
-    stamp = pool.metadata.get("creationTimestamp")
-    if s.observedGeneration or s.activeGeneration or s.acquireGeneration != 1 or not stamp:
+    if s.observedGeneration or s.activeGeneration or s.acquireGeneration != 1:
         return pool
-    created = parse_rfc3339(str(stamp))
-    seeded = update(s, acquireGeneration=max(1, int(created.timestamp())))
+    stamp = pool.metadata.get("creationTimestamp")
+    start = max(now, parse_rfc3339(str(stamp))) if stamp else now
+    seeded = update(s, acquireGeneration=max(1, int(start.timestamp() * 1000)))
     return with_status(pool, seeded)
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
-    pool = seed_generation(pool)
+    pool = seed_generation(pool, now)
     if pool.deleting:
         final = _finalize(pool, observed)
         if _needs_write_ahead(pool.status.phase, final):
