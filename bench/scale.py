@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -55,8 +56,16 @@ from atomic_gang_nodesim.control import NodeSimClient
 from atomic_gang_provisioner.kube import KubeClient
 from atomic_gang_provisioner.kube.resource import EVENTS
 from atomic_gang_provisioner.resources import JOBS, POOLS
+from bench import box
 from bench import system_stack as sys_stack
-from bench.scale_report import CONTROLLER, measures, report, targets
+from bench.scale_report import (
+    last_release,
+    latencies,
+    measures,
+    report,
+    split,
+    targets,
+)
 from tests.e2e.system.harness import sample_job
 
 NS = "scale"
@@ -174,7 +183,8 @@ def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> di
         list(pool.map(lambda g: kube.create(JOBS, _job(g, args, subnets)), range(args.gangs)))
     submitted = time.time() - t0
     done, trend = _wait_all(kube, sim, args, stamps)
-    wall = time.time() - t0
+    polled = time.time() - t0
+    calls = fake.calls()
     try:
         rss, cpu1 = sys_stack.proc_stats(pid)
     except (OSError, StopIteration):  # it restarted: the figures of the first run are gone
@@ -183,53 +193,17 @@ def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> di
         "gangs": args.gangs,
         "count": args.count,
         "submit_seconds": submitted,
-        "wall_seconds": wall,
+        "wall_seconds": last_release(calls, polled + t0) - t0,
+        "wall_polled_seconds": polled,
         "jobs_complete": done,
         "released": _released(kube, sim),
         "peak_rss_mb": rss,
         "cpu_seconds": cpu1 - cpu0,
-        "calls": fake.calls(),
+        "calls": calls,
         "pool_events": _pool_events(kube),
         "trend": trend,
         "t0": t0,
     }
-
-
-def _latencies(stamps: sys_stack.Stamps, calls: list[dict[str, Any]]) -> list[tuple[float, float]]:
-    """(last Node Ready → check Ready, the same minus moto's time on the gang's calls)."""
-    mine = [c for c in calls if c["caller"] == CONTROLLER]
-    nodes_by_group: dict[str, list[tuple[float, str]]] = collections.defaultdict(list)
-    for when, group, iid in stamps.node_ready.values():
-        nodes_by_group[group].append((when, iid))
-    out = []
-    for ready_at, group in stamps.check_ready.values():
-        nodes = nodes_by_group.get(group)
-        if not nodes:
-            continue
-        last = max(w for w, _ in nodes)
-        ids = {i for _, i in nodes}
-        moto = sum(
-            c["seconds"]
-            for c in mine
-            if last <= c["at"] <= ready_at and ids & set(c["params"].values())
-        )
-        out.append((ready_at - last, max(0.0, ready_at - last - moto)))
-    return out
-
-
-def _split(stamps: sys_stack.Stamps) -> dict[str, list[float]]:
-    """Per gang: last Node Ready -> its pool Satisfied (the pool side), then Satisfied ->
-    check Ready (the Workload side), as this process's watches saw them."""
-    last: dict[str, float] = {}
-    for when, group, _ in stamps.node_ready.values():
-        last[group] = max(when, last.get(group, 0.0))
-    out: dict[str, list[float]] = {"pool": [], "workload": []}
-    for ready_at, group in stamps.check_ready.values():
-        sat = stamps.satisfied.get(group)
-        if sat is not None and group in last:
-            out["pool"].append(sat - last[group])
-            out["workload"].append(ready_at - sat)
-    return out
 
 
 def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, float]]]:
@@ -243,23 +217,42 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
         )
         try:
             kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
-            with sys_stack.Stamps(kube, pods=bool(args.timeline)) as stamps:
+            probe = box.WriteProbe(ctx.admin_kubeconfig(), Path(d) / "probe.txt")
+            with (
+                sys_stack.Stamps(kube, pods=bool(args.timeline)) as stamps,
+                box.CpuSampler() as cpu,
+                probe,
+            ):
                 res = _run(ctx, args, stamps)
+            res["box"] = _box(stamps, cpu, probe)
             ready = {group: at for at, group in stamps.check_ready.values()}
             # When each instance's gang was acquired (its check Ready): calls about it
             # after that are the gang's release, not its acquisition.
             res["acquired_at"] = {
                 iid: ready[g] for _, g, iid in stamps.node_ready.values() if g in ready
             }
-            res["split"] = _split(stamps)
+            res["split"] = split(stamps)
             res["queues"] = sys_stack.queue_times(ctx)
             if args.timeline:
                 _write_timeline(args.timeline, res, stamps)
-            return res, _latencies(stamps, res["calls"])
+            return res, latencies(stamps, res["calls"])
         finally:
             stack.down()
             if args.keep_logs:
                 shutil.copytree(Path(d) / "stack" / "logs", args.keep_logs, dirs_exist_ok=True)
+
+
+def _box(stamps: sys_stack.Stamps, cpu: box.CpuSampler, probe: box.WriteProbe) -> dict[str, Any]:
+    """The box while the gangs joined (first Node Ready to last check Ready)."""
+    start = min((w for w, _, _ in stamps.node_ready.values()), default=0.0)
+    end = max((w for w, _ in stamps.check_ready.values()), default=0.0)
+    seconds, used = cpu.window(start, end)
+    return {
+        "seconds": seconds,
+        "cores": os.cpu_count() or 1,
+        "cpu": used,
+        "writes": probe.latencies(start, end),
+    }
 
 
 def _write_timeline(path: Path, res: dict[str, Any], stamps: sys_stack.Stamps) -> None:
@@ -272,6 +265,7 @@ def _write_timeline(path: Path, res: dict[str, Any], stamps: sys_stack.Stamps) -
                 "satisfied": stamps.satisfied,
                 "check_ready": stamps.check_ready,
                 "admitted": stamps.admitted,
+                "finished": stamps.finished,
                 "pods": stamps.pods,
                 "unsuspended": stamps.unsuspended,
             }

@@ -27,7 +27,9 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
     print(f"\n## scale: {g} gangs of {n} ({g * n} instances), submitted at once\n")
     print(
         f"jobs complete {res['jobs_complete']}/{g}; all released: {res['released']}; "
-        f"wall {res['wall_seconds']:.0f} s (submitting took {res['submit_seconds']:.1f} s)"
+        f"wall {res['wall_seconds']:.0f} s to the last instance released (the 10 s progress "
+        f"poll saw it at {res['wall_polled_seconds']:.0f} s; submitting took "
+        f"{res['submit_seconds']:.1f} s)"
     )
     print(
         f"controller: peak RSS {res['peak_rss_mb']:.0f} MB (target <= 250), "
@@ -52,6 +54,7 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
         f"\nlast Node Ready -> check Ready over {len(lat)} gangs: p50 {ms['raw50']:.0f} ms, "
         f"p99 {ms['raw99']:.0f} ms; minus moto: p50 {ms['net50']:.0f} ms, p99 {ms['net99']:.0f} ms"
     )
+    _box_report(res.get("box") or {}, net)
     print(f"pool Events by reason (a release names its cause): {res.get('pool_events', {})}")
     throttled = collections.Counter(
         c["action"] for c in ctl if c["outcome"] == "error:RequestLimitExceeded"
@@ -69,6 +72,28 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
             f"{q['wait_mean_s'] * 1000:.0f} ms, mean reconcile {q['took_mean_s'] * 1000:.0f} ms"
         )
     _moto_report(res)
+
+
+def _box_report(box: dict[str, Any], net: list[float]) -> None:
+    """How busy the box was while the gangs joined, and what any apiserver write cost."""
+    if not box.get("seconds"):
+        return
+    span, cores = box["seconds"], box["cores"]
+    used = box["cpu"]
+    print(
+        f"the box while the gangs joined (first Node Ready to last check Ready, {span:.0f} s, "
+        f"{cores} cores): {100 * sum(used.values()) / (span * cores):.0f} % busy; CPU s: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in used.items() if v >= 0.5)
+    )
+    writes = box["writes"]
+    if writes and net:
+        p50 = sys_stack.pct(writes, 0.5)
+        print(
+            f"any apiserver write meanwhile (bench.apiserver_probe: a ConfigMap PATCH every "
+            f"200 ms from its own process, {len(writes)} writes): p50 {p50 * 1000:.0f} ms, "
+            f"p90 {sys_stack.pct(writes, 0.9) * 1000:.0f} ms; the reaction's p50 is "
+            f"{sys_stack.pct(net, 0.5) / p50:.1f} of them"
+        )
 
 
 def _pcts(raw: list[float], net: list[float]) -> list[tuple[str, list[float], float]]:
@@ -114,6 +139,56 @@ def acquisition_calls(res: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def latencies(stamps: sys_stack.Stamps, calls: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """(last Node Ready → check Ready, the same minus moto's time on the gang's calls)."""
+    mine = [c for c in calls if c["caller"] == CONTROLLER]
+    nodes_by_group: dict[str, list[tuple[float, str]]] = collections.defaultdict(list)
+    for when, group, iid in stamps.node_ready.values():
+        nodes_by_group[group].append((when, iid))
+    out = []
+    for ready_at, group in stamps.check_ready.values():
+        nodes = nodes_by_group.get(group)
+        if not nodes:
+            continue
+        last = max(w for w, _ in nodes)
+        ids = {i for _, i in nodes}
+        moto = sum(
+            c["seconds"]
+            for c in mine
+            if last <= c["at"] <= ready_at and ids & set(c["params"].values())
+        )
+        out.append((ready_at - last, max(0.0, ready_at - last - moto)))
+    return out
+
+
+def split(stamps: sys_stack.Stamps) -> dict[str, list[float]]:
+    """Per gang: last Node Ready -> its pool Satisfied (the pool side), then Satisfied ->
+    check Ready (the Workload side), as this process's watches saw them."""
+    last: dict[str, float] = {}
+    for when, group, _ in stamps.node_ready.values():
+        last[group] = max(when, last.get(group, 0.0))
+    out: dict[str, list[float]] = {"pool": [], "workload": []}
+    for ready_at, group in stamps.check_ready.values():
+        sat = stamps.satisfied.get(group)
+        if sat is not None and group in last:
+            out["pool"].append(sat - last[group])
+            out["workload"].append(ready_at - sat)
+    return out
+
+
+def last_release(calls: list[dict[str, Any]], fallback: float) -> float:
+    """When the controller's last TerminateInstances was answered (EC2 stops billing an
+    instance once it is shutting down): the end of the wall, sharper than the 10 s poll."""
+    ends = [
+        c["at"] + c["seconds"]
+        for c in calls
+        if c["caller"] == CONTROLLER
+        and c["action"] == "TerminateInstances"
+        and c["outcome"] == "ok"
+    ]
+    return max(ends, default=fallback)
+
+
 def measures(res: dict[str, Any], lat: list[tuple[float, float]]) -> dict[str, float]:
     """The targets' measures of one run."""
     g = res["gangs"]
@@ -128,6 +203,18 @@ def measures(res: dict[str, Any], lat: list[tuple[float, float]]) -> dict[str, f
         "rss_mb": round(res["peak_rss_mb"], 1),
         "cpu_s_per_gang": round(res["cpu_seconds"] / g, 3),
         "wall_s": round(res["wall_seconds"], 1),
+        **_box_measures(res.get("box") or {}),
+    }
+
+
+def _box_measures(box: dict[str, Any]) -> dict[str, float]:
+    writes, span = box.get("writes") or [], box.get("seconds") or 0.0
+    if not writes or not span:
+        return {}
+    return {
+        "apiserver_write_p50_ms": round(sys_stack.pct(writes, 0.5) * 1000, 1),
+        "apiserver_write_p90_ms": round(sys_stack.pct(writes, 0.9) * 1000, 1),
+        "box_busy": round(sum(box["cpu"].values()) / (span * box["cores"]), 3),
     }
 
 
@@ -153,6 +240,12 @@ def targets(m: dict[str, float], args: argparse.Namespace) -> None:
         f"| wall time, submission → last instance released (jobs run {runs:.0f} s) | "
         f"{m['wall_s']:.0f} s | ≤ {floor + runs + 30:.0f} s (launch floor {floor:.1f} s) |"
     )
+    if "apiserver_write_p50_ms" in m:
+        print(
+            f"| (the box, no target) any apiserver write while the gangs joined | "
+            f"p50 {m['apiserver_write_p50_ms']:.0f} ms / p90 {m['apiserver_write_p90_ms']:.0f} ms, "
+            f"CPU {100 * m['box_busy']:.0f} % busy | |"
+        )
 
 
 def seconds(text: str) -> float:

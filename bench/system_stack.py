@@ -163,15 +163,16 @@ def _true(obj: dict[str, Any], kind: str) -> bool:
 
 class Stamps:
     """First-seen wall-clock times (watches in this process): Node Ready with its group
-    and instance id, our check Ready with the group it pinned, Workload Admitted; with
-    ``pods``, when each Job was let run and each pod's first sight, binding to a Node and
-    Running (the control plane's part of a gang's start)."""
+    and instance id, our check Ready with the group it pinned, Workload Admitted and
+    Finished; with ``pods``, when each Job was let run and each pod's first sight,
+    binding to a Node and Running (the control plane's part of a gang's start)."""
 
     def __init__(self, kube: KubeClient, *, pods: bool = False) -> None:
         self.lock = threading.Lock()
         self.node_ready: dict[str, tuple[float, str, str]] = {}  # instance id -> stamp
         self.check_ready: dict[str, tuple[float, str]] = {}
         self.admitted: dict[str, float] = {}
+        self.finished: dict[str, float] = {}  # Workload namespace/name -> first seen Finished
         self.satisfied: dict[str, float] = {}  # group -> its pool first seen Satisfied
         self.informers = [Informer(kube, NODES), Informer(kube, WORKLOADS), Informer(kube, POOLS)]
         self.informers[0].add_handlers(Handlers.for_all(self.on_node))
@@ -237,3 +238,6 @@ class Stamps:
         if _true(obj, "Admitted"):
             with self.lock:
                 self.admitted.setdefault(key, now)
+        if _true(obj, "Finished"):
+            with self.lock:
+                self.finished.setdefault(key, now)

@@ -1,0 +1,121 @@
+"""The box under a system bench: who used its CPU over a window, and how long any
+apiserver write took meanwhile.
+
+On the 2-core VM the whole stack shares, a controller's reaction is a few apiserver
+round trips, so a run is only readable beside the box's own state: ``CpuSampler``
+reads every process's CPU seconds from /proc every few seconds, ``WriteProbe`` runs
+``bench.apiserver_probe`` (a ConfigMap PATCH every 200 ms from a process of its own).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+# Short names for the stack's processes, matched in their command lines in this order.
+NAMES = (
+    "kube-apiserver",
+    "etcd",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kueue",
+    "kwok",
+    "atomic_gang_provisioner",
+    "atomic_gang_webhook",
+    "atomic_gang_fakeaws",
+    "atomic_gang_nodesim",
+    "bench.apiserver_probe",
+    "bench.",
+)
+Snapshot = tuple[float, dict[int, tuple[str, float]]]  # (when, pid -> (name, CPU s))
+
+
+def process_name(cmdline: str) -> str:
+    return next((n for n in NAMES if n in cmdline), "other")
+
+
+def snapshot() -> Snapshot:
+    ticks = os.sysconf("SC_CLK_TCK")
+    procs: dict[int, tuple[str, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        procs[int(entry.name)] = (process_name(cmd), (int(fields[11]) + int(fields[12])) / ticks)
+    return time.time(), procs
+
+
+def cpu_between(first: Snapshot, last: Snapshot) -> dict[str, float]:
+    """CPU seconds by process name between two snapshots (a process born between
+    them counts from zero)."""
+    used: dict[str, float] = collections.defaultdict(float)
+    for pid, (name, cpu) in last[1].items():
+        used[name] += cpu - first[1].get(pid, (name, 0.0))[1]
+    return dict(sorted(used.items(), key=lambda kv: -kv[1]))
+
+
+class CpuSampler:
+    """Snapshots every ``every`` seconds on a thread, for windows found afterwards."""
+
+    def __init__(self, every: float = 2.0) -> None:
+        self.snaps: list[Snapshot] = []
+        self._every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+
+    def __enter__(self) -> CpuSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self.snaps.append(snapshot())
+            if self._stop.wait(self._every):
+                return
+
+    def window(self, start: float, end: float) -> tuple[float, dict[str, float]]:
+        """(seconds covered, CPU seconds by process) between the snapshots nearest to
+        ``start`` and ``end``."""
+        if len(self.snaps) < 2:
+            return 0.0, {}
+        first = min(self.snaps, key=lambda s: abs(s[0] - start))
+        last = min(self.snaps, key=lambda s: abs(s[0] - end))
+        return last[0] - first[0], cpu_between(first, last)
+
+
+class WriteProbe:
+    """``bench.apiserver_probe`` in a child process while the context is open."""
+
+    def __init__(self, kubeconfig: Path, out: Path) -> None:
+        self._args = [sys.executable, "-m", "bench.apiserver_probe", str(kubeconfig), str(out)]
+        self._out = out
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> WriteProbe:
+        self._proc = subprocess.Popen(self._args)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=30)
+
+    def latencies(self, start: float, end: float) -> list[float]:
+        """The probe's write latencies (seconds) for writes sent within the window."""
+        if not self._out.exists():
+            return []
+        pairs = (line.split() for line in self._out.read_text().splitlines())
+        return [float(lat) for at, lat in pairs if start <= float(at) <= end]

@@ -1,0 +1,78 @@
+"""The scale bench's view of the box: CPU by process over a window, the write probe's
+latencies in a window, and the wall's end at the last release."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import box
+from bench.scale_report import CONTROLLER, last_release
+
+
+@pytest.mark.parametrize(
+    ("cmdline", "name"),
+    [
+        pytest.param(
+            "/bin/kube-apiserver-v1.36.3 --etcd-servers=x", "kube-apiserver", id="apiserver"
+        ),
+        pytest.param("/bin/etcd-v3.6 --data-dir=/tmp/x", "etcd", id="etcd"),
+        pytest.param("python -m atomic_gang_provisioner", "atomic_gang_provisioner", id="ours"),
+        pytest.param("python -m bench.apiserver_probe k o", "bench.apiserver_probe", id="probe"),
+        pytest.param("python -m bench.scale --gangs 100", "bench.", id="the-bench"),
+        pytest.param("/usr/sbin/sshd", "other", id="anything-else"),
+    ],
+)
+def test_processes_are_named_by_their_command_line(cmdline: str, name: str) -> None:
+    assert box.process_name(cmdline) == name
+
+
+def test_cpu_between_two_snapshots_counts_a_new_process_from_zero() -> None:
+    first: box.Snapshot = (0.0, {1: ("etcd", 10.0), 2: ("kueue", 5.0)})
+    last: box.Snapshot = (10.0, {1: ("etcd", 12.5), 2: ("kueue", 5.5), 3: ("kueue", 1.0)})
+    assert box.cpu_between(first, last) == {"etcd": 2.5, "kueue": 1.5}
+
+
+def test_the_sampler_reads_the_window_nearest_its_snapshots() -> None:
+    sampler = box.CpuSampler()
+    sampler.snaps = [
+        (100.0, {1: ("etcd", 1.0)}),
+        (102.0, {1: ("etcd", 2.0)}),
+        (104.0, {1: ("etcd", 4.0)}),
+        (106.0, {1: ("etcd", 7.0)}),
+    ]
+    assert sampler.window(101.6, 104.4) == (2.0, {"etcd": 2.0})
+    assert box.CpuSampler().window(0.0, 1.0) == (0.0, {})
+
+
+def test_a_real_snapshot_holds_this_process() -> None:
+    when, procs = box.snapshot()
+    assert when > 0
+    assert procs[os.getpid()][1] > 0
+
+
+def test_the_probe_reports_the_writes_sent_within_the_window(tmp_path: Path) -> None:
+    out = tmp_path / "probe.txt"
+    out.write_text("100.0 0.010\n101.0 0.200\n102.0 0.030\n")
+    probe = box.WriteProbe(tmp_path / "kubeconfig", out)
+    assert probe.latencies(100.5, 102.0) == [0.2, 0.03]
+    assert box.WriteProbe(tmp_path / "kubeconfig", tmp_path / "none").latencies(0, 1) == []
+
+
+def call(action: str, at: float, *, caller: str = CONTROLLER, outcome: str = "ok") -> Any:
+    return {"action": action, "at": at, "seconds": 0.5, "caller": caller, "outcome": outcome}
+
+
+def test_the_wall_ends_when_the_last_termination_was_answered() -> None:
+    calls = [
+        call("TerminateInstances", 120.0),
+        call("TerminateInstances", 125.0),
+        call("TerminateInstances", 126.0, outcome="error:InternalError"),
+        call("TerminateInstances", 130.0, caller="bench"),
+        call("DescribeInstances", 140.0),
+    ]
+    assert last_release(calls, fallback=133.0) == 125.5
+    assert last_release([call("RunInstances", 1.0)], fallback=133.0) == 133.0
