@@ -266,6 +266,8 @@ def _write_timeline(path: Path, res: dict[str, Any], stamps: sys_stack.Stamps) -
                 "check_ready": stamps.check_ready,
                 "admitted": stamps.admitted,
                 "finished": stamps.finished,
+                "workload_seen": stamps.workload_seen,
+                "reserved": stamps.reserved,
                 "pods": stamps.pods,
                 "unsuspended": stamps.unsuspended,
             }

@@ -163,9 +163,10 @@ def _true(obj: dict[str, Any], kind: str) -> bool:
 
 class Stamps:
     """First-seen wall-clock times (watches in this process): Node Ready with its group
-    and instance id, our check Ready with the group it pinned, Workload Admitted and
-    Finished; with ``pods``, when each Job was let run and each pod's first sight,
-    binding to a Node and Running (the control plane's part of a gang's start)."""
+    and instance id, our check Ready with the group it pinned, each Workload's first
+    sight, QuotaReserved, Admitted and Finished; with ``pods``, when each Job was let
+    run and each pod's first sight, binding to a Node and Running (the control plane's
+    part of a gang's start)."""
 
     def __init__(self, kube: KubeClient, *, pods: bool = False) -> None:
         self.lock = threading.Lock()
@@ -173,6 +174,8 @@ class Stamps:
         self.check_ready: dict[str, tuple[float, str]] = {}
         self.admitted: dict[str, float] = {}
         self.finished: dict[str, float] = {}  # Workload namespace/name -> first seen Finished
+        self.workload_seen: dict[str, float] = {}  # -> first seen at all
+        self.reserved: dict[str, float] = {}  # -> first seen with Kueue's quota reserved
         self.satisfied: dict[str, float] = {}  # group -> its pool first seen Satisfied
         self.informers = [Informer(kube, NODES), Informer(kube, WORKLOADS), Informer(kube, POOLS)]
         self.informers[0].add_handlers(Handlers.for_all(self.on_node))
@@ -229,6 +232,10 @@ class Stamps:
     def on_workload(self, obj: dict[str, Any]) -> None:
         key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
         now = time.time()
+        with self.lock:
+            self.workload_seen.setdefault(key, now)
+            if _true(obj, "QuotaReserved"):
+                self.reserved.setdefault(key, now)
         for check in (obj.get("status") or {}).get("admissionChecks") or []:
             if check.get("name") == dev_objects.ADMISSION_CHECK and check.get("state") == "Ready":
                 updates = check.get("podSetUpdates") or [{}]
