@@ -11,11 +11,12 @@ import argparse
 import contextlib
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
 from atomic_gang_provisioner.kube import KubeClient
-from atomic_gang_provisioner.kube.errors import AlreadyExistsError
+from atomic_gang_provisioner.kube.errors import AlreadyExistsError, KubeError
 from atomic_gang_provisioner.resources import CONFIG_MAPS
 
 NAME, NAMESPACE = "bench-apiserver-probe", "default"
@@ -38,9 +39,13 @@ def main() -> None:
         while not stopping and os.getppid() == parent:
             n += 1
             start = time.time()
-            kube.patch(CONFIG_MAPS, NAME, {"data": {"n": str(n)}}, namespace=NAMESPACE)
-            out.write(f"{start:.6f} {time.time() - start:.6f}\n")
-            out.flush()
+            try:
+                kube.patch(CONFIG_MAPS, NAME, {"data": {"n": str(n)}}, namespace=NAMESPACE)
+            except KubeError as err:  # a refused or timed-out write is no latency sample
+                print(f"apiserver_probe: write {n} failed: {err}", file=sys.stderr)
+            else:
+                out.write(f"{start:.6f} {time.time() - start:.6f}\n")
+                out.flush()
             time.sleep(args.every)  # the probe's own pace, not a synchronisation
 
 

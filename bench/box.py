@@ -113,6 +113,11 @@ class WriteProbe:
             self._proc.terminate()
             self._proc.wait(timeout=30)
 
+    @property
+    def exit_code(self) -> int | None:
+        """None while the probe runs (or before it started)."""
+        return None if self._proc is None else self._proc.poll()
+
     def latencies(self, start: float, end: float) -> list[float]:
         """The probe's write latencies (seconds) for writes sent within the window."""
         if not self._out.exists():
