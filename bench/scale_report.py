@@ -238,7 +238,7 @@ def targets(m: dict[str, float], args: argparse.Namespace) -> None:
     print(f"| controller peak RSS | {m['rss_mb']:.0f} MB | ≤ 200 MB |")
     print(
         f"| wall time, submission → last instance released (jobs run {runs:.0f} s) | "
-        f"{m['wall_s']:.0f} s | ≤ {floor + runs + 30:.0f} s (launch floor {floor:.1f} s) |"
+        f"{m['wall_s']:.1f} s | ≤ {floor + runs + 30:.1f} s (launch floor {floor:.1f} s) |"
     )
     if "apiserver_write_p50_ms" in m:
         print(
