@@ -78,21 +78,20 @@ def _box_report(box: dict[str, Any], net: list[float]) -> None:
     """How busy the box was while the gangs joined, and what any apiserver write cost."""
     if not box.get("seconds"):
         return
-    span, cores = box["seconds"], box["cores"]
-    used = box["cpu"]
+    span, cores, used = box["seconds"], box["cores"], box["cpu"]
     print(
         f"the box while the gangs joined (first Node Ready to last check Ready, {span:.0f} s, "
         f"{cores} cores): {100 * sum(used.values()) / (span * cores):.0f} % busy; CPU s: "
         + ", ".join(f"{k} {v:.1f}" for k, v in used.items() if v >= 0.5)
     )
-    writes = box["writes"]
-    if writes and net:
-        p50 = sys_stack.pct(writes, 0.5)
+    m = _box_measures(box)
+    if m and net:
+        p50 = m["apiserver_write_p50_ms"]
         print(
             f"any apiserver write meanwhile (bench.apiserver_probe: a ConfigMap PATCH every "
-            f"200 ms from its own process, {len(writes)} writes): p50 {p50 * 1000:.0f} ms, "
-            f"p90 {sys_stack.pct(writes, 0.9) * 1000:.0f} ms; the reaction's p50 is "
-            f"{sys_stack.pct(net, 0.5) / p50:.1f} of them"
+            f"200 ms from its own process, {len(box['writes'])} writes): p50 {p50:.0f} ms, "
+            f"p90 {m['apiserver_write_p90_ms']:.0f} ms; the reaction's p50 is "
+            f"{sys_stack.pct(net, 0.5) * 1000 / p50:.1f} of them"
         )
 
 

@@ -12,7 +12,7 @@
   ``image-id`` filter, which copies and glob-matches every known AMI (hundreds);
   an id without glob characters is looked up directly.
 
-In bench.scale's launch rush these three took ~16 % of the fake's CPU, on a box
+In bench.scale's launch rush the last two took ~16 % of the fake's CPU, on a box
 the whole control plane shares (docs/benchmarks.md, session 16).
 """
 
