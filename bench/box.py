@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+from atomic_gang_devstack.kubectl import Kubectl
+
 # Short names for the stack's processes, matched in their command lines in this order.
 NAMES = (
     "kube-apiserver",
@@ -124,3 +126,62 @@ class WriteProbe:
             return []
         pairs = (line.split() for line in self._out.read_text().splitlines())
         return [float(lat) for at, lat in pairs if start <= float(at) <= end]
+
+
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE"})
+Counts = dict[str, float]  # "VERB resource[/subresource]" -> requests so far
+
+
+def write_counts(metrics: str) -> Counts:
+    """The apiserver's write requests so far by verb and resource, from its /metrics."""
+    counts: Counts = collections.defaultdict(float)
+    for line in metrics.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, value = line[len("apiserver_request_total{") :].rsplit("} ", 1)
+        labels = dict(part.split("=", 1) for part in labels_text.split('",') if "=" in part)
+        verb = labels.get("verb", "").strip('"')
+        if verb not in WRITE_VERBS:
+            continue
+        res = labels.get("resource", "").strip('"')
+        sub = labels.get("subresource", "").strip('"')
+        counts[f"{verb} {res}/{sub}" if sub else f"{verb} {res}"] += float(value)
+    return dict(counts)
+
+
+class RequestCounter:
+    """The apiserver's write counters every ``every`` seconds (``kubectl get --raw
+    /metrics``, as a Prometheus scrape would read them), for windows found afterwards."""
+
+    def __init__(self, kubectl: Kubectl, every: float = 5.0) -> None:
+        self.samples: list[tuple[float, Counts]] = []
+        self._kubectl = kubectl
+        self._every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="request-counter", daemon=True)
+
+    def __enter__(self) -> RequestCounter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            done = self._kubectl.run("get", "--raw", "/metrics", check=False)
+            if done.returncode == 0:
+                self.samples.append((time.time(), write_counts(done.stdout)))
+            if self._stop.wait(self._every):
+                return
+
+    def window(self, start: float, end: float) -> tuple[float, Counts]:
+        """(seconds covered, writes by verb and resource) between the samples nearest
+        to ``start`` and ``end``, most first."""
+        if len(self.samples) < 2:
+            return 0.0, {}
+        first = min(self.samples, key=lambda s: abs(s[0] - start))
+        last = min(self.samples, key=lambda s: abs(s[0] - end))
+        delta = {k: v - first[1].get(k, 0.0) for k, v in last[1].items()}
+        return last[0] - first[0], dict(sorted(delta.items(), key=lambda kv: -kv[1]))

@@ -221,10 +221,11 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
             with (
                 sys_stack.Stamps(kube, pods=bool(args.timeline)) as stamps,
                 box.CpuSampler() as cpu,
+                box.RequestCounter(ctx.kubectl) as requests,
                 probe,
             ):
                 res = _run(ctx, args, stamps)
-            res["box"] = _box(stamps, cpu, probe)
+            res["box"] = _box(stamps, cpu, probe, requests)
             ready = {group: at for at, group in stamps.check_ready.values()}
             # When each instance's gang was acquired (its check Ready): calls about it
             # after that are the gang's release, not its acquisition.
@@ -242,16 +243,23 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
                 shutil.copytree(Path(d) / "stack" / "logs", args.keep_logs, dirs_exist_ok=True)
 
 
-def _box(stamps: sys_stack.Stamps, cpu: box.CpuSampler, probe: box.WriteProbe) -> dict[str, Any]:
+def _box(
+    stamps: sys_stack.Stamps,
+    cpu: box.CpuSampler,
+    probe: box.WriteProbe,
+    requests: box.RequestCounter,
+) -> dict[str, Any]:
     """The box while the gangs joined (first Node Ready to last check Ready)."""
     start = min((w for w, _, _ in stamps.node_ready.values()), default=0.0)
     end = max((w for w, _ in stamps.check_ready.values()), default=0.0)
     seconds, used = cpu.window(start, end)
+    write_seconds, writes_by_kind = requests.window(start, end)
     return {
         "seconds": seconds,
         "cores": os.cpu_count() or 1,
         "cpu": used,
         "writes": probe.latencies(start, end),
+        "apiserver_writes": {"seconds": write_seconds, "by_kind": writes_by_kind},
     }
 
 

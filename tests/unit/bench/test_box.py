@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from atomic_gang_devstack.kubectl import Kubectl
 from bench import box
 from bench.scale_report import CONTROLLER, last_release
 
@@ -76,3 +77,43 @@ def test_the_wall_ends_when_the_last_termination_was_answered() -> None:
     ]
     assert last_release(calls, fallback=133.0) == 125.5
     assert last_release([call("RunInstances", 1.0)], fallback=133.0) == 133.0
+
+
+def _line(code: str, resource: str, sub: str, verb: str, value: int) -> str:
+    return (
+        f'apiserver_request_total{{code="{code}",component="apiserver",dry_run="",group="",'
+        f'resource="{resource}",scope="resource",subresource="{sub}",verb="{verb}",'
+        f'version="v1"}} {value}'
+    )
+
+
+METRICS = "\n".join(
+    [
+        "# HELP apiserver_request_total [STABLE] Counter of apiserver requests.",
+        "# TYPE apiserver_request_total counter",
+        _line("200", "nodes", "status", "PATCH", 40),
+        _line("409", "nodes", "status", "PATCH", 2),
+        _line("200", "gangnodepools", "status", "PUT", 7),
+        _line("201", "events", "", "POST", 3),
+        _line("200", "pods", "", "LIST", 900),
+        'apiserver_request_total_other{verb="PUT"} 5',
+    ]
+)
+
+
+def test_write_counts_sum_every_code_and_leave_reads_out() -> None:
+    assert box.write_counts(METRICS) == {
+        "PATCH nodes/status": 42.0,
+        "PUT gangnodepools/status": 7.0,
+        "POST events": 3.0,
+    }
+
+
+def test_request_counter_windows_take_the_nearest_samples() -> None:
+    counter = box.RequestCounter(Kubectl(Path("kubectl"), Path("admin.yaml")))  # not started
+    counter.samples = [
+        (100.0, {"POST events": 1.0}),
+        (105.0, {"POST events": 4.0, "PUT pods": 2.0}),
+        (110.0, {"POST events": 10.0, "PUT pods": 9.0}),
+    ]
+    assert counter.window(104.0, 111.0) == (5.0, {"PUT pods": 7.0, "POST events": 6.0})
