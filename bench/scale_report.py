@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import re
 from typing import Any
 
 from bench import system_stack as sys_stack
@@ -55,7 +56,11 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
         f"p99 {ms['raw99']:.0f} ms; minus moto: p50 {ms['net50']:.0f} ms, p99 {ms['net99']:.0f} ms"
     )
     _box_report(res.get("box") or {}, net)
-    print(f"pool Events by reason (a release names its cause): {res.get('pool_events', {})}")
+    check_writes_report(res.get("check_writes") or {})
+    events = res.get("events") or {}
+    pools = {k.split(" ", 1)[1]: n for k, n in events.items() if k.startswith("GangNodePool ")}
+    print(f"pool Events by reason (a release names its cause): {pools}")
+    print(f"every Event by kind and reason: {events}")
     throttled = collections.Counter(
         c["action"] for c in ctl if c["outcome"] == "error:RequestLimitExceeded"
     )
@@ -72,6 +77,9 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
             f"{q['wait_mean_s'] * 1000:.0f} ms, mean reconcile {q['took_mean_s'] * 1000:.0f} ms"
         )
     _moto_report(res)
+
+
+MASK = re.compile(r"[0-9]+|gang-[a-z0-9-]+|(?<=group )[a-z0-9-]+")
 
 
 def _box_report(box: dict[str, Any], net: list[float]) -> None:
@@ -94,6 +102,20 @@ def _box_report(box: dict[str, Any], net: list[float]) -> None:
             f"{sys_stack.pct(net, 0.5) * 1000 / p50:.1f} of them"
         )
     _writes_report(box.get("apiserver_writes") or {})
+
+
+def check_writes_report(check_writes: dict[str, list[tuple[str, str]]]) -> None:
+    """How often our check changed per gang (each change is one of our applies), and
+    which messages they were, numbers and names masked."""
+    if not check_writes:
+        return
+    kinds: collections.Counter[str] = collections.Counter()
+    for writes in check_writes.values():
+        kinds.update(f"{state}: {MASK.sub('#', message)[:60]}" for state, message in writes)
+    per_gang = sum(len(w) for w in check_writes.values()) / len(check_writes)
+    print(f"our check's writes a gang (the bench's watch): {per_gang:.2f}; by kind:")
+    for kind, n in kinds.most_common(12):
+        print(f"  {n:5d}  {kind}")
 
 
 def _writes_report(writes: dict[str, Any]) -> None:

@@ -177,6 +177,8 @@ class Stamps:
         self.workload_seen: dict[str, float] = {}  # -> first seen at all
         self.reserved: dict[str, float] = {}  # -> first seen with Kueue's quota reserved
         self.satisfied: dict[str, float] = {}  # group -> its pool first seen Satisfied
+        self.check_writes: dict[str, list[tuple[str, str]]] = {}  # Workload -> its check's
+        # (state, message) as each write changed them: our applies, one by one
         self.informers = [Informer(kube, NODES), Informer(kube, WORKLOADS), Informer(kube, POOLS)]
         self.informers[0].add_handlers(Handlers.for_all(self.on_node))
         self.informers[1].add_handlers(Handlers.for_all(self.on_workload))
@@ -237,6 +239,8 @@ class Stamps:
             if _true(obj, "QuotaReserved"):
                 self.reserved.setdefault(key, now)
         for check in (obj.get("status") or {}).get("admissionChecks") or []:
+            if check.get("name") == dev_objects.ADMISSION_CHECK:
+                self._note_check(key, check)
             if check.get("name") == dev_objects.ADMISSION_CHECK and check.get("state") == "Ready":
                 updates = check.get("podSetUpdates") or [{}]
                 group = (updates[0].get("nodeSelector") or {}).get(keys.GROUP, "")
@@ -248,3 +252,10 @@ class Stamps:
         if _true(obj, "Finished"):
             with self.lock:
                 self.finished.setdefault(key, now)
+
+    def _note_check(self, key: str, check: dict[str, Any]) -> None:
+        seen = (str(check.get("state")), str(check.get("message")))
+        with self.lock:
+            writes = self.check_writes.setdefault(key, [])
+            if not writes or writes[-1] != seen:
+                writes.append(seen)
