@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -138,27 +139,24 @@ def write_counts(metrics: str) -> Counts:
     """The apiserver's write requests so far by verb and resource, from its /metrics."""
     counts: Counts = collections.defaultdict(float)
     for family in text_string_to_metric_families(metrics):
-        if family.name != "apiserver_request":  # the parser drops a counter's _total
-            continue
         for sample in family.samples:
-            labels = sample.labels
-            if sample.name.endswith("_total") and labels.get("verb") in WRITE_VERBS:
-                res, sub = labels.get("resource", ""), labels.get("subresource", "")
-                counts[f"{labels['verb']} {res}/{sub}" if sub else f"{labels['verb']} {res}"] += (
-                    sample.value
-                )
+            verb = sample.labels.get("verb", "")
+            if sample.name == "apiserver_request_total" and verb in WRITE_VERBS:
+                res, sub = sample.labels.get("resource", ""), sample.labels.get("subresource", "")
+                counts[f"{verb} {res}/{sub}" if sub else f"{verb} {res}"] += sample.value
     return dict(counts)
 
 
 class RequestCounter:
-    """The apiserver's write counters every ``every`` seconds (``kubectl get --raw
-    /metrics``, as a Prometheus scrape would read them: 2.9 MB at 800 nodes, so not
-    often), for windows found afterwards."""
+    """The apiserver's write counters (``kubectl get --raw /metrics``, as a Prometheus
+    scrape reads them: 2.9 MB at 800 nodes, so not on a timer) read at the start and
+    each time ``edges()`` grows (e.g. the rush's first Node Ready and last check Ready),
+    for windows found afterwards."""
 
-    def __init__(self, kubectl: Kubectl, every: float = 15.0) -> None:
+    def __init__(self, kubectl: Kubectl, edges: Callable[[], int]) -> None:
         self.samples: list[tuple[float, Counts]] = []
         self._kubectl = kubectl
-        self._every = every
+        self._edges = edges
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="request-counter", daemon=True)
 
@@ -171,12 +169,13 @@ class RequestCounter:
         self._thread.join()
 
     def _run(self) -> None:
-        while True:
-            done = self._kubectl.run("get", "--raw", "/metrics", check=False)
-            if done.returncode == 0:
-                self.samples.append((time.time(), write_counts(done.stdout)))
-            if self._stop.wait(self._every):
-                return
+        passed = -1
+        while not self._stop.wait(0.2):  # a poll of in-process stamps, no I/O
+            if (now := self._edges()) > passed:
+                passed = now
+                done = self._kubectl.run("get", "--raw", "/metrics", check=False)
+                if done.returncode == 0:
+                    self.samples.append((time.time(), write_counts(done.stdout)))
 
     def window(self, start: float, end: float) -> tuple[float, Counts]:
         """(seconds covered, writes by verb and resource) between the samples nearest

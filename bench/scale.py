@@ -235,7 +235,7 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
             with (
                 sys_stack.Stamps(kube, pods=bool(args.timeline)) as stamps,
                 box.CpuSampler() as cpu,
-                box.RequestCounter(ctx.kubectl) as requests,
+                box.RequestCounter(ctx.kubectl, lambda: _edges(stamps, args.gangs)) as requests,
                 probe,
             ):
                 res = _run(ctx, args, stamps)
@@ -256,6 +256,11 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
             stack.down()
             if args.keep_logs:
                 shutil.copytree(Path(d) / "stack" / "logs", args.keep_logs, dirs_exist_ok=True)
+
+
+def _edges(stamps: sys_stack.Stamps, gangs: int) -> int:
+    """The rush's edges passed: its first Node Ready, its last check Ready."""
+    return int(bool(stamps.node_ready)) + int(len(stamps.check_ready) >= gangs)
 
 
 def _box(

@@ -4,6 +4,7 @@ latencies in a window, and the wall's end at the last release."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from atomic_gang_devstack.kubectl import Kubectl
 from bench import box
 from bench.scale_report import CONTROLLER, last_release
+from tests.support.wait import wait_for
 
 
 @pytest.mark.parametrize(
@@ -110,10 +112,38 @@ def test_write_counts_sum_every_code_and_leave_reads_out() -> None:
 
 
 def test_request_counter_windows_take_the_nearest_samples() -> None:
-    counter = box.RequestCounter(Kubectl(Path("kubectl"), Path("admin.yaml")))  # not started
+    counter = box.RequestCounter(
+        Kubectl(Path("kubectl"), Path("admin.yaml")), lambda: 0
+    )  # not started
     counter.samples = [
         (100.0, {"POST events": 1.0}),
         (105.0, {"POST events": 4.0, "PUT pods": 2.0}),
         (110.0, {"POST events": 10.0, "PUT pods": 9.0}),
     ]
     assert counter.window(104.0, 111.0) == (5.0, {"PUT pods": 7.0, "POST events": 6.0})
+
+
+class _CannedKubectl(Kubectl):
+    """``get --raw /metrics`` answers a growing count of node status patches."""
+
+    def __init__(self) -> None:
+        super().__init__(Path("kubectl"), Path("admin.yaml"))
+        self.scrapes = 0
+
+    def run(self, *args: str, **_: Any) -> subprocess.CompletedProcess[str]:
+        self.scrapes += 1
+        text = _line("200", "nodes", "status", "PATCH", 10 * self.scrapes)
+        return subprocess.CompletedProcess(list(args), 0, stdout=text + "\n", stderr="")
+
+
+def test_request_counter_reads_at_the_start_and_at_each_edge() -> None:
+    kubectl, edges = _CannedKubectl(), [0]
+    with box.RequestCounter(kubectl, lambda: edges[0]) as counter:
+        wait_for(lambda: len(counter.samples) == 1, timeout=10)
+        edges[0] = 1
+        wait_for(lambda: len(counter.samples) == 2, timeout=10)
+        edges[0] = 2
+        wait_for(lambda: len(counter.samples) == 3, timeout=10)
+    assert kubectl.scrapes == 3  # nothing in between: no edge passed
+    first, last = counter.samples[0][0], counter.samples[2][0]
+    assert counter.window(first, last)[1] == {"PATCH nodes/status": 20.0}
