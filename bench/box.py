@@ -186,28 +186,3 @@ class RequestCounter:
         last = min(self.samples, key=lambda s: abs(s[0] - end))
         delta = {k: v - first[1].get(k, 0.0) for k, v in last[1].items()}
         return last[0] - first[0], dict(sorted(delta.items(), key=lambda kv: -kv[1]))
-
-
-# The simulated world: in a real cluster EC2 answers from AWS and each kubelet runs on
-# its own node, so none of them takes CPU from the control plane.
-WORLD = ("atomic_gang_fakeaws", "atomic_gang_nodesim", "kwok")
-
-
-def renice(names: tuple[str, ...], nice: int) -> dict[str, int]:
-    """Every thread of the named processes at ``nice`` (Linux sets it per thread; new
-    threads inherit their creator's); how many threads each name had."""
-    done: dict[str, int] = collections.defaultdict(int)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            name = process_name(cmd)
-            if name not in names:
-                continue
-            for task in (entry / "task").iterdir():
-                os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
-                done[name] += 1
-        except (OSError, ProcessLookupError):  # it ended meanwhile
-            continue
-    return dict(done)

@@ -103,13 +103,6 @@ def _parse() -> argparse.Namespace:
         help="API client rate of the kube-controller-manager, scheduler and Kueue (burst 2x);\n"
         "unset keeps upstream's 20, 50 and 50 (the Job controller's 20/s paces 800 pods)",
     )
-    ap.add_argument(
-        "--world-nice",
-        type=int,
-        default=0,
-        help="run the simulated world (fake EC2, node simulator, kwok) at this nice value;\n"
-        "in a real cluster they run elsewhere and take no CPU from the control plane",
-    )
     return ap.parse_args()
 
 
@@ -224,12 +217,6 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
             control_plane_qps=args.control_plane_qps,
         )
         try:
-            if args.world_nice:
-                print(
-                    f"the simulated world at nice {args.world_nice}, threads:",
-                    box.renice(box.WORLD, args.world_nice),
-                    flush=True,
-                )
             kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
             probe = box.WriteProbe(ctx.admin_kubeconfig(), Path(d) / "probe.txt")
             with (
