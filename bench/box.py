@@ -18,9 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from atomic_gang_devstack.kubectl import Kubectl
+from bench.apiserver_view import Counts, apiserver_counts
 
 # Short names for the stack's processes, matched in their command lines in this order.
 NAMES = (
@@ -131,22 +130,6 @@ class WriteProbe:
         return [float(lat) for at, lat in pairs if start <= float(at) <= end]
 
 
-WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE"})
-Counts = dict[str, float]  # "VERB resource[/subresource]" -> requests so far
-
-
-def write_counts(metrics: str) -> Counts:
-    """The apiserver's write requests so far by verb and resource, from its /metrics."""
-    counts: Counts = collections.defaultdict(float)
-    for family in text_string_to_metric_families(metrics):
-        for sample in family.samples:
-            verb = sample.labels.get("verb", "")
-            if sample.name == "apiserver_request_total" and verb in WRITE_VERBS:
-                res, sub = sample.labels.get("resource", ""), sample.labels.get("subresource", "")
-                counts[f"{verb} {res}/{sub}" if sub else f"{verb} {res}"] += sample.value
-    return dict(counts)
-
-
 class RequestCounter:
     """The apiserver's write counters (``kubectl get --raw /metrics``, as a Prometheus
     scrape reads them: 2.9 MB at 800 nodes, so not on a timer) read at the start and
@@ -175,7 +158,7 @@ class RequestCounter:
                 passed = now
                 done = self._kubectl.run("get", "--raw", "/metrics", check=False)
                 if done.returncode == 0:
-                    self.samples.append((time.time(), write_counts(done.stdout)))
+                    self.samples.append((time.time(), apiserver_counts(done.stdout)))
 
     def window(self, start: float, end: float) -> tuple[float, Counts]:
         """(seconds covered, writes by verb and resource) between the samples nearest

@@ -8,6 +8,7 @@ import collections
 import re
 from typing import Any
 
+from bench import apiserver_view
 from bench import system_stack as sys_stack
 
 CONTROLLER = "testing"
@@ -101,7 +102,7 @@ def _box_report(box: dict[str, Any], net: list[float]) -> None:
             f"p90 {m['apiserver_write_p90_ms']:.0f} ms; the reaction's p50 is "
             f"{sys_stack.pct(net, 0.5) * 1000 / p50:.1f} of them"
         )
-    _writes_report(box.get("apiserver_writes") or {})
+    apiserver_view.report(box.get("apiserver_writes") or {})
 
 
 def check_writes_report(check_writes: dict[str, list[tuple[str, str]]]) -> None:
@@ -118,18 +119,6 @@ def check_writes_report(check_writes: dict[str, list[tuple[str, str]]]) -> None:
     print(f"our check's writes a gang (the bench's watch): {per_gang:.2f}; by kind:")
     for kind, n in kinds.most_common(12):
         print(f"  {n:5d}  {kind}")
-
-
-def _writes_report(writes: dict[str, Any]) -> None:
-    """Every client's writes the apiserver served meanwhile, by verb and resource."""
-    by_kind, seconds = writes.get("by_kind") or {}, writes.get("seconds") or 0.0
-    if not by_kind or not seconds:
-        return
-    print(
-        f"apiserver writes meanwhile ({seconds:.0f} s, every client): "
-        f"{sum(by_kind.values()) / seconds:.0f}/s; "
-        + ", ".join(f"{k} {v:.0f}" for k, v in by_kind.items() if v >= 1)
-    )
 
 
 def _pcts(raw: list[float], net: list[float]) -> list[tuple[str, list[float], float]]:

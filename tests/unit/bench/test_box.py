@@ -14,6 +14,7 @@ from atomic_gang_devstack.kubectl import Kubectl
 from bench import box
 from bench.scale_report import CONTROLLER, last_release
 from tests.support.wait import wait_for
+from tests.unit.bench.test_apiserver_view import request_line
 
 
 @pytest.mark.parametrize(
@@ -81,36 +82,6 @@ def test_the_wall_ends_when_the_last_termination_was_answered() -> None:
     assert last_release([call("RunInstances", 1.0)], fallback=133.0) == 133.0
 
 
-def _line(code: str, resource: str, sub: str, verb: str, value: int) -> str:
-    return (
-        f'apiserver_request_total{{code="{code}",component="apiserver",dry_run="",group="",'
-        f'resource="{resource}",scope="resource",subresource="{sub}",verb="{verb}",'
-        f'version="v1"}} {value}'
-    )
-
-
-METRICS = "\n".join(
-    [
-        "# HELP apiserver_request_total [STABLE] Counter of apiserver requests.",
-        "# TYPE apiserver_request_total counter",
-        _line("200", "nodes", "status", "PATCH", 40),
-        _line("409", "nodes", "status", "PATCH", 2),
-        _line("200", "gangnodepools", "status", "PUT", 7),
-        _line("201", "events", "", "POST", 3),
-        _line("200", "pods", "", "LIST", 900),
-        'apiserver_request_total_other{verb="PUT"} 5',
-    ]
-)
-
-
-def test_write_counts_sum_every_code_and_leave_reads_out() -> None:
-    assert box.write_counts(METRICS) == {
-        "PATCH nodes/status": 42.0,
-        "PUT gangnodepools/status": 7.0,
-        "POST events": 3.0,
-    }
-
-
 def test_request_counter_windows_take_the_nearest_samples() -> None:
     counter = box.RequestCounter(
         Kubectl(Path("kubectl"), Path("admin.yaml")), lambda: 0
@@ -132,7 +103,7 @@ class _CannedKubectl(Kubectl):
 
     def run(self, *args: str, **_: Any) -> subprocess.CompletedProcess[str]:
         self.scrapes += 1
-        text = _line("200", "nodes", "status", "PATCH", 10 * self.scrapes)
+        text = request_line("200", "nodes", "status", "PATCH", 10 * self.scrapes)
         return subprocess.CompletedProcess(list(args), 0, stdout=text + "\n", stderr="")
 
 
@@ -146,4 +117,4 @@ def test_request_counter_reads_at_the_start_and_at_each_edge() -> None:
         wait_for(lambda: len(counter.samples) == 3, timeout=10)
     assert kubectl.scrapes == 3  # nothing in between: no edge passed
     first, last = counter.samples[0][0], counter.samples[2][0]
-    assert counter.window(first, last)[1] == {"PATCH nodes/status": 20.0}
+    assert counter.window(first, last)[1] == {"writes PATCH nodes/status": 20.0}
