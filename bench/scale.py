@@ -7,7 +7,11 @@ Reports the controller's peak RSS and CPU seconds (from /proc), its EC2 calls pe
 last Node turning Ready to our check turning Ready (p50/p99; watches in this process,
 one clock) with and without the time moto spent answering the controller's calls in
 that window, and how moto slows down as instances pile up (the simulator's one
-DescribeInstances of every live managed instance per tick).
+DescribeInstances of every live managed instance per tick). While the gangs join (first
+Node Ready to last check Ready) it reads the box: CPU by process, any apiserver write's
+latency (``bench.apiserver_probe``), every client's writes by verb and resource and the
+apiserver's own mean times (``bench.apiserver_view``); and how often our check changed
+per gang, by message, and every Event by kind and reason.
 
 Ends with the targets table (one run) and, with ``--json``, writes its measures
 (``reaction_p50_ms``, ``reaction_p99_ms`` net of moto, ``ec2_calls_per_gang`` for
