@@ -168,9 +168,16 @@ def test_second_claimant_retries_and_shape_conflict_is_rejected(
         return w if w is not None and w.get("spec", {}).get("active") is False else None
 
     wl = wait_for(deactivated, timeout=30, what="Rejected (deactivated)")
-    events = world.kube.list(EVENTS, namespace=namespace).items
-    msgs = [e["message"] for e in events if e["involvedObject"]["name"] == wl["metadata"]["name"]]
-    assert any("count (pool 4, this Job 8)" in m for m in msgs), msgs
+
+    def rejection() -> bool:  # Events are written asynchronously, after the apply
+        events = world.kube.list(EVENTS, namespace=namespace).items
+        return any(
+            e["involvedObject"]["name"] == wl["metadata"]["name"]
+            and "count (pool 4, this Job 8)" in e["message"]
+            for e in events
+        )
+
+    wait_for(rejection, timeout=30, what="an Event naming the count that conflicts")
     assert world.check(owner)["state"] == "Pending"
 
 

@@ -47,12 +47,16 @@ def test_a_gang_that_never_fits_max_spread_gives_up_with_retry(
         return wl if (wl.get("status") or {}).get("requeueState") else None
 
     wait_for(requeued, timeout=90, what="Kueue requeue after Retry")
-    retries = [
-        e["message"]
-        for e in world.kube.list(EVENTS, namespace=namespace).items
-        if e["reason"] == "GangRetry"
-    ]
-    assert any("2 consecutive failed attempts" in m and "TopologySpread" in m for m in retries)
+
+    def gave_up() -> bool:  # the Event is sent after the apply Kueue may already act on
+        return any(
+            e["reason"] == "GangRetry"
+            and "2 consecutive failed attempts" in e["message"]
+            and "TopologySpread" in e["message"]
+            for e in world.kube.list(EVENTS, namespace=namespace).items
+        )
+
+    wait_for(gave_up, timeout=30, what="the GangRetry Event naming the attempts and the spread")
     assert list(iter_pods(world, namespace)) == []  # no pod ever ran on a spread gang
     world.wait_pool(pool, lambda p: not p.status.instanceIds, what="nothing recorded")
     assert world.live(pool) == []
