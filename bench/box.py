@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Self, TypeVar
 
 from atomic_gang_devstack.kubectl import Kubectl
 from bench.apiserver_view import Counts, apiserver_counts
@@ -37,6 +38,7 @@ NAMES = (
     "bench.",
 )
 Snapshot = tuple[float, dict[int, tuple[str, float]]]  # (when, pid -> (name, CPU s))
+T = TypeVar("T")
 
 
 def process_name(cmdline: str) -> str:
@@ -67,22 +69,42 @@ def cpu_between(first: Snapshot, last: Snapshot) -> dict[str, float]:
     return dict(sorted(used.items(), key=lambda kv: -kv[1]))
 
 
-class CpuSampler:
-    """Snapshots every ``every`` seconds on a thread, for windows found afterwards."""
+class _Background:
+    """Runs ``_run`` on a daemon thread while the context is open; ``_stop`` ends it."""
 
-    def __init__(self, every: float = 2.0) -> None:
-        self.snaps: list[Snapshot] = []
-        self._every = every
+    def __init__(self, name: str) -> None:
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def __enter__(self) -> CpuSampler:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+def nearest(samples: list[tuple[float, T]], start: float, end: float) -> tuple[float, T, T] | None:
+    """(seconds between, first, last) of the samples nearest to ``start`` and ``end``;
+    None with fewer than two."""
+    if len(samples) < 2:
+        return None
+    first = min(samples, key=lambda s: abs(s[0] - start))
+    last = min(samples, key=lambda s: abs(s[0] - end))
+    return last[0] - first[0], first[1], last[1]
+
+
+class CpuSampler(_Background):
+    """Snapshots every ``every`` seconds on a thread, for windows found afterwards."""
+
+    def __init__(self, every: float = 2.0) -> None:
+        super().__init__("cpu-sampler")
+        self.snaps: list[Snapshot] = []
+        self._every = every
 
     def _run(self) -> None:
         while True:
@@ -93,11 +115,11 @@ class CpuSampler:
     def window(self, start: float, end: float) -> tuple[float, dict[str, float]]:
         """(seconds covered, CPU seconds by process) between the snapshots nearest to
         ``start`` and ``end``."""
-        if len(self.snaps) < 2:
+        found = nearest([(snap[0], snap) for snap in self.snaps], start, end)
+        if found is None:
             return 0.0, {}
-        first = min(self.snaps, key=lambda s: abs(s[0] - start))
-        last = min(self.snaps, key=lambda s: abs(s[0] - end))
-        return last[0] - first[0], cpu_between(first, last)
+        seconds, first, last = found
+        return seconds, cpu_between(first, last)
 
 
 class WriteProbe:
@@ -130,26 +152,17 @@ class WriteProbe:
         return [float(lat) for at, lat in pairs if start <= float(at) <= end]
 
 
-class RequestCounter:
+class RequestCounter(_Background):
     """The apiserver's write counters (``kubectl get --raw /metrics``, as a Prometheus
     scrape reads them: 2.9 MB at 800 nodes, so not on a timer) read at the start and
     each time ``edges()`` grows (e.g. the rush's first Node Ready and last check Ready),
     for windows found afterwards."""
 
     def __init__(self, kubectl: Kubectl, edges: Callable[[], int]) -> None:
+        super().__init__("request-counter")
         self.samples: list[tuple[float, Counts]] = []
         self._kubectl = kubectl
         self._edges = edges
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="request-counter", daemon=True)
-
-    def __enter__(self) -> RequestCounter:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
     def _run(self) -> None:
         passed = -1
@@ -163,9 +176,9 @@ class RequestCounter:
     def window(self, start: float, end: float) -> tuple[float, Counts]:
         """(seconds covered, writes by verb and resource) between the samples nearest
         to ``start`` and ``end``, most first."""
-        if len(self.samples) < 2:
+        found = nearest(self.samples, start, end)
+        if found is None:
             return 0.0, {}
-        first = min(self.samples, key=lambda s: abs(s[0] - start))
-        last = min(self.samples, key=lambda s: abs(s[0] - end))
-        delta = {k: v - first[1].get(k, 0.0) for k, v in last[1].items()}
-        return last[0] - first[0], dict(sorted(delta.items(), key=lambda kv: -kv[1]))
+        seconds, first, last = found
+        delta = {k: v - first.get(k, 0.0) for k, v in last.items()}
+        return seconds, dict(sorted(delta.items(), key=lambda kv: -kv[1]))
