@@ -83,7 +83,10 @@ class Ec2Api(_Section):
     describeReuseSeconds: float = Field(
         default=10.0,
         ge=0,
-        description="A join check takes a DescribeInstances answer this recent; 0: always asks.",
+        description=(
+            "A join check takes a sign of life this recent: a DescribeInstances answer, or "
+            "a Node turning Ready; 0: always asks EC2."
+        ),
     )
 
     @model_validator(mode="after")

@@ -117,6 +117,9 @@ class NoCloud:
     ) -> Future[tuple[Instance, ...]]:
         return self._no(instance_ids)  # type: ignore[no-any-return]
 
+    def reported_unhealthy(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        return ()  # a read of answers recorded earlier, not a call: none recorded here
+
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         return self._no(request)  # type: ignore[no-any-return]
 

@@ -55,6 +55,7 @@ def knobs(settings: GangSettings) -> Knobs:
         backoff_base=settings.acquireRetry.backoffBaseSeconds,
         backoff_max=settings.acquireRetry.backoffMaxSeconds,
         health_grace=timedelta(seconds=settings.healthGraceSeconds),
+        liveness_window=timedelta(seconds=settings.ec2Api.describeReuseSeconds),
         block_drain_lead=timedelta(seconds=settings.capacityBlock.drainLeadSeconds),
         block_min_remaining=timedelta(seconds=settings.capacityBlock.minRemainingSeconds),
         block_warning_lead=timedelta(seconds=settings.capacityBlock.warningLeadSeconds),

@@ -117,6 +117,21 @@ def test_a_terminated_instance_seen_in_a_recent_answer_is_reported_as_terminated
     assert not provider.describe_later((*a, UNKNOWN), reuse=True).done()  # never seen: asks
 
 
+def test_ec2s_last_word_on_an_instance_is_kept_for_the_join_check(
+    provider: Ec2Provider, make_spec: Spec, clock: FakeClock
+) -> None:
+    """A join check its Nodes vouch for still asks EC2 about an instance EC2 last called
+    unhealthy, however old that answer; ids never described, or described running, pass."""
+    a = launch(provider, make_spec, "a")
+    assert provider.reported_unhealthy(a) == ()  # launched, never described
+    provider.describe_later(a).result(DEADLINE)
+    assert provider.reported_unhealthy(a) == ()
+    provider.terminate(a[:1])
+    provider.describe_later(a).result(DEADLINE)
+    clock.sleep(3600)
+    assert provider.reported_unhealthy((*a, UNKNOWN)) == (a[0],)
+
+
 def test_ids_asked_along_fill_the_call_and_never_add_one(
     provider: Ec2Provider, make_spec: Spec, fake: FakeAws, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -101,6 +101,9 @@ class FakeCloud:
     ) -> Future[tuple[Instance, ...]]:
         raise AssertionError("unused")
 
+    def reported_unhealthy(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        raise AssertionError("unused")
+
     def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
         raise AssertionError("the reaper uses the full release path")
 

@@ -43,16 +43,53 @@ class LaterCloud(NoCloud):
         return answered(TopologyRead())  # none of them sits in a reported topology
 
 
-def ready_node(i: int) -> dict[str, Any]:
+def ready_node(i: int, since: str = "") -> dict[str, Any]:
     group = launched().status.activeGroup
+    ready = {"type": "Ready", "status": "True"} | ({"lastTransitionTime": since} if since else {})
     return {
         "metadata": {
             "name": f"ip-10-0-0-{i}",
             "labels": {keys.POOL: "pretrain", keys.GROUP: group},
         },
         "spec": {"providerID": f"aws:///us-east-1a/{IDS[i]}"},
-        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        "status": {"conditions": [ready]},
     }
+
+
+class Reported(LaterCloud):
+    """EC2's recorded answers call some instances unhealthy."""
+
+    def __init__(self, unhealthy: tuple[str, ...]) -> None:
+        super().__init__()
+        self.unhealthy = unhealthy
+
+    def reported_unhealthy(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        return tuple(i for i in instance_ids if i in self.unhealthy)
+
+
+def test_nodes_just_turned_ready_stand_for_the_describe_unless_ec2_said_otherwise() -> None:
+    """Ready 5 s ago (inside ec2Api.describeReuseSeconds): Satisfied with no call; the
+    same Nodes with one instance EC2 last called unhealthy: the describe is asked."""
+    for cloud, asked, phase in (
+        (Reported(()), [], "Satisfied"),
+        (Reported((IDS[1],)), [IDS], None),
+    ):
+        transport = RecordingTransport()
+        ctx = context(
+            settings=settings(),
+            transport=transport,
+            pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
+            now=lambda: T0 + timedelta(seconds=30),
+        )
+        since = (T0 + timedelta(seconds=25)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        nodes = FakeCache(
+            [ready_node(i, since) for i in range(len(IDS))], {INSTANCE_INDEX: instance_index}
+        )
+        PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud), requeue=lambda _: None).reconcile(
+            "pretrain"
+        )
+        assert cloud.asked == [tuple(i) for i in asked]
+        assert [w.body["status"]["phase"] for w in transport.writes()] == ([phase] if phase else [])
 
 
 def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:

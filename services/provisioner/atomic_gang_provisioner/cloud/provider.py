@@ -46,6 +46,11 @@ class CloudProvider(Protocol):
         ``ec2Api.describeReuseSeconds`` will do, without a call."""
         ...
 
+    def reported_unhealthy(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        """Of these, the ids EC2's latest answer to any describe of ours (recorded, no
+        call) says are not pending or running."""
+        ...
+
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         """Record stray ENIs, terminate, delete fleets, then delete detached ENIs."""
         ...

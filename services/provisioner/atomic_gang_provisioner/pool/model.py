@@ -40,6 +40,9 @@ class Knobs:
     backoff_max: float = 300.0
     health_grace: timedelta = timedelta(seconds=60)
     release_poll: float = 5.0
+    # ec2Api.describeReuseSeconds: how old a sign of an instance's life a join check takes
+    # (an answer of EC2's, or its Node turning Ready); 0 asks EC2 for every gang.
+    liveness_window: timedelta = timedelta(seconds=10)
     # capacityBlock.*: the drain point's lead on EndDate, the time a gang needs before
     # it (without min-runtime), and the CapacityBlockEnding warning's lead on it.
     block_drain_lead: timedelta = timedelta(minutes=40)
@@ -66,6 +69,7 @@ class Observed:
     instances: tuple[Instance, ...] | None = None  # None: not described this round
     found: tuple[Instance, ...] | None = None  # None: no tag lookup this round
     topology: TopologyRead | None = None  # None: not read this round
+    reported_unhealthy: tuple[str, ...] = ()  # of the set, EC2's last answer says not healthy
     knobs: Knobs
 
     def node_for(self, instance_id: str) -> NodeView | None:

@@ -82,7 +82,11 @@ class PoolReconciler:
             return Result()
         pool = GangNodePool.from_dict(obj)
         now = self.ctx.now()
-        observed = Observed(nodes=self._nodes(pool), knobs=self.ctx.knobs)
+        observed = Observed(
+            nodes=self._nodes(pool),
+            reported_unhealthy=self.ctx.cloud.reported_unhealthy(pool.status.instanceIds),
+            knobs=self.ctx.knobs,
+        )
         plan = machine.decide(pool, observed, now)
         if plan.warm_topology and (ahead := self._reads.warm(name, plan.warm_topology)):
             plan = machine.decide(pool, replace(observed, topology=ahead), now)

@@ -225,6 +225,9 @@ class Ec2Provider:
     ) -> Future[tuple[Instance, ...]]:
         return self._inv.describe_later(instance_ids, also=also, reuse=reuse)
 
+    def reported_unhealthy(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        return self._inv.reported_unhealthy(instance_ids)
+
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         result = self._releaser.release(request)
         if not result.terminated:

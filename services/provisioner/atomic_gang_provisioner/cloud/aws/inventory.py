@@ -56,6 +56,9 @@ class Inventory:
         done.set_result(recent)
         return done
 
+    def reported_unhealthy(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        return self._batches.seen.unhealthy(instance_ids)
+
     def _owned_filters(self, states: Sequence[str] = tuple(LIVE_STATES)) -> list[dict[str, Any]]:
         return [
             {"Name": f"tag:{keys.MANAGED}", "Values": ["true"]},

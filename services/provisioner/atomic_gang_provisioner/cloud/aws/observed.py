@@ -43,3 +43,9 @@ class Observations:
         if any(f is None or f[0] < oldest for f in found):
             return None
         return tuple(f[1] for f in found if f is not None)
+
+    def unhealthy(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
+        """Those of these ids whose latest recorded answer, of any age, is not healthy."""
+        with self._lock:
+            found = [(i, self._seen.get(i)) for i in instance_ids]
+        return tuple(i for i, f in found if f is not None and not f[1].healthy)

@@ -1,10 +1,12 @@
 """Joining: N instances launched; wait for exactly N Ready Nodes of this group.
 
-Satisfied needs N live instance ids (one describe, taken only once all N Nodes
-are Ready), N Ready Nodes whose providerIDs match, the active group's labels,
-and (for types EC2 reports topology for) the gang's network topology read,
-within ``max-spread`` when set. The join watchdog releases the whole set at the
-deadline: no half-joined pool is ever left waiting.
+Satisfied needs N live instance ids, N Ready Nodes whose providerIDs match, the
+active group's labels, and (for types EC2 reports topology for) the gang's network
+topology read, within ``max-spread`` when set. The join watchdog releases the whole set at the
+deadline: no half-joined pool is ever left waiting. An instance is live when its
+Node turned Ready within ``ec2Api.describeReuseSeconds`` (its kubelet ran then) and
+EC2's last answer does not say otherwise; else one describe, taken only once all N
+Nodes are Ready, decides.
 
 ``readyCount`` is written as Nodes turn Ready only once the gang has joined for
 ``QUIET_SECONDS``: a quick join costs no status write per Node (nor the Workload's
@@ -52,10 +54,25 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             warm_topology=topology.ahead(pool, status, ready=h.ready),
             label_nodes=topology.ahead_labels(status, observed),
         )
-    if observed.instances is None:
+    if observed.instances is None and not _nodes_vouch(pool, observed, now):
         return Plan(status=status, describe=True, describe_shared=True)
     placed = topology.gate(pool, status, observed)
     return placed if isinstance(placed, Plan) else _satisfied(pool, placed, now)
+
+
+def _nodes_vouch(pool: GangNodePool, observed: Observed, now: datetime) -> bool:
+    """Every Node of the set turned Ready within the liveness window (its kubelet ran
+    then: as fresh a sign of life as an EC2 answer that old) and EC2's last answer calls
+    none of the instances unhealthy. Either side of now: a kubelet's clock may lead ours."""
+    window = observed.knobs.liveness_window
+    if window <= timedelta(0) or observed.reported_unhealthy:
+        return False
+    for iid in pool.status.instanceIds:
+        node = observed.node_for(iid)
+        since = node.ready_since if node is not None else None
+        if since is None or abs(now - since) > window:
+            return False
+    return True
 
 
 def _ended(
