@@ -281,6 +281,7 @@ def _write_timeline(path: Path, res: dict[str, Any], stamps: sys_stack.Stamps) -
                 "t0": res["t0"],
                 "calls": res["calls"],
                 "node_ready": list(stamps.node_ready.values()),
+                "node_labelled": stamps.node_labelled,
                 "satisfied": stamps.satisfied,
                 "check_ready": stamps.check_ready,
                 "admitted": stamps.admitted,

@@ -68,9 +68,11 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
     print(f"our calls EC2 throttled, by action: {dict(throttled)}")
     for side, xs in (res.get("split") or {}).items():
         if xs:
+            name = f"{side} side" if side in ("pool", "workload") else f"{side} the last Ready"
+            after = f" (after it in {sum(x > 0 for x in xs)} of {len(xs)} gangs)"
             print(
-                f"  {side} side: p50 {sys_stack.pct(xs, 0.5) * 1000:.0f} ms, "
-                f"p99 {sys_stack.pct(xs, 0.99) * 1000:.0f} ms"
+                f"  {name}: p50 {sys_stack.pct(xs, 0.5) * 1000:.0f} ms, "
+                f"p99 {sys_stack.pct(xs, 0.99) * 1000:.0f} ms" + ("" if "side" in name else after)
             )
     for ctl, q in (res.get("queues") or {}).items():
         print(
@@ -188,16 +190,23 @@ def latencies(stamps: sys_stack.Stamps, calls: list[dict[str, Any]]) -> list[tup
 
 def split(stamps: sys_stack.Stamps) -> dict[str, list[float]]:
     """Per gang: last Node Ready -> its pool Satisfied (the pool side), then Satisfied ->
-    check Ready (the Workload side), as this process's watches saw them."""
+    check Ready (the Workload side), as this process's watches saw them; and, for gangs
+    whose Nodes got network-layer labels, last Node Ready -> last label seen (positive:
+    a label patch stood between the last Ready and Satisfied)."""
     last: dict[str, float] = {}
-    for when, group, _ in stamps.node_ready.values():
+    labelled: dict[str, float] = {}
+    for when, group, iid in stamps.node_ready.values():
         last[group] = max(when, last.get(group, 0.0))
-    out: dict[str, list[float]] = {"pool": [], "workload": []}
+        if iid in stamps.node_labelled:
+            labelled[group] = max(stamps.node_labelled[iid], labelled.get(group, 0.0))
+    out: dict[str, list[float]] = {"pool": [], "workload": [], "last label after": []}
     for ready_at, group in stamps.check_ready.values():
         sat = stamps.satisfied.get(group)
         if sat is not None and group in last:
             out["pool"].append(sat - last[group])
             out["workload"].append(ready_at - sat)
+            if group in labelled:
+                out["last label after"].append(labelled[group] - last[group])
     return out
 
 

@@ -27,6 +27,7 @@ from atomic_gang_devstack.components.cloud import FakeAws, fakeaws_endpoint
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient
+from atomic_gang_provisioner.nodes import LAYER_PREFIX as LAYER_LABEL_PREFIX
 from atomic_gang_provisioner.resources import JOBS, POOLS
 from tests.support.resources import (
     CLUSTER_QUEUES,
@@ -171,6 +172,7 @@ class Stamps:
     def __init__(self, kube: KubeClient, *, pods: bool = False) -> None:
         self.lock = threading.Lock()
         self.node_ready: dict[str, tuple[float, str, str]] = {}  # instance id -> stamp
+        self.node_labelled: dict[str, float] = {}  # -> first seen with a network-layer label
         self.check_ready: dict[str, tuple[float, str]] = {}
         self.admitted: dict[str, float] = {}
         self.finished: dict[str, float] = {}  # Workload namespace/name -> first seen Finished
@@ -200,11 +202,14 @@ class Stamps:
             inf.stop()
 
     def on_node(self, obj: dict[str, Any]) -> None:
-        if _true(obj, "Ready"):
-            group = (obj["metadata"].get("labels") or {}).get(keys.GROUP, "")
-            iid = str((obj.get("spec") or {}).get("providerID", "")).rsplit("/", 1)[-1]
-            with self.lock:  # by instance: moto reuses private IPs, so Node names recur
-                self.node_ready.setdefault(iid, (time.time(), group, iid))
+        labels = obj["metadata"].get("labels") or {}
+        iid = str((obj.get("spec") or {}).get("providerID", "")).rsplit("/", 1)[-1]
+        now = time.time()
+        with self.lock:  # by instance: moto reuses private IPs, so Node names recur
+            if _true(obj, "Ready"):
+                self.node_ready.setdefault(iid, (now, labels.get(keys.GROUP, ""), iid))
+            if any(k.startswith(LAYER_LABEL_PREFIX) for k in labels):
+                self.node_labelled.setdefault(iid, now)
 
     def on_pool(self, obj: dict[str, Any]) -> None:
         status = obj.get("status") or {}

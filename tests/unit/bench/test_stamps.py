@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
 from atomic_gang_provisioner.kube import KubeClient
-from bench.scale_report import check_writes_report
+from bench.scale_report import check_writes_report, split
 from bench.system_stack import Stamps
 
 KUBECONFIG = """\
@@ -78,3 +79,33 @@ def test_the_report_masks_numbers_and_names(capsys: pytest.CaptureFixture[str]) 
     assert "    1  Pending: Acquiring #×p#d.#xlarge (runinstances, #)" in out
     assert "    1  Pending: Launched #×p#d.#xlarge (group #); #/# nodes Ready" in out
     assert "    1  Ready: #/# nodes of group # are Ready" in out
+
+
+def _node(iid: str, *, ready: bool, layer: bool) -> dict[str, Any]:
+    labels = {keys.GROUP: "g1"} | (
+        {"topology.k8s.aws/network-node-layer-1": "nn-1"} if layer else {}
+    )
+    status = "True" if ready else "False"
+    return {
+        "metadata": {"name": f"n-{iid}", "labels": labels},
+        "spec": {"providerID": f"aws:///us-east-1a/{iid}"},
+        "status": {"conditions": [{"type": "Ready", "status": status}]},
+    }
+
+
+def test_a_label_patched_after_the_last_ready_is_measured_on_the_pool_side(
+    stamps: Stamps,
+) -> None:
+    """i-1 was labelled before it turned Ready, i-2 (the last Ready) only after."""
+    stamps.on_node(_node("i-1", ready=False, layer=True))
+    stamps.on_node(_node("i-1", ready=True, layer=True))
+    stamps.on_node(_node("i-2", ready=True, layer=False))
+    stamps.on_node(_node("i-2", ready=True, layer=True))
+    stamps.satisfied["g1"] = stamps.node_labelled["i-2"] + 0.1
+    stamps.check_ready["team/job-a"] = (stamps.satisfied["g1"] + 0.2, "g1")
+    sides = split(stamps)
+    assert stamps.node_labelled["i-1"] <= stamps.node_ready["i-1"][0]
+    (after,) = sides["last label after"]
+    assert after == stamps.node_labelled["i-2"] - stamps.node_ready["i-2"][0]
+    assert after >= 0
+    assert sides["pool"][0] >= after
