@@ -31,17 +31,18 @@ class Kueue(ProcessComponent):
     def prepare(self, ctx: Context) -> None:
         d = ctx.dir / "kueue"
         ca, server = self._certs(ctx)
+        chart = ctx.bins.source("kueue") / "charts" / "kueue"
         config = km.manager_config(
             health_port=ctx.port("kueue-health"),
             webhook_port=ctx.port("kueue-webhook"),
             cert_dir=d / "certs",
             qps=ctx.options.control_plane_qps,
+            concurrency=km.chart_concurrency(chart),
         )
         (d / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
         # Ports and paths only reach the chart's ConfigMap (dropped), so the
         # rendering is cached with placeholders and reused across launches.
         chart_config = km.manager_config(health_port=0, webhook_port=0, cert_dir=d)
-        chart = ctx.bins.source("kueue") / "charts" / "kueue"
         rendered = km.cached_render(
             ctx.bins.path("helm"), chart, chart_config, ctx.bins.root / "rendered"
         )
