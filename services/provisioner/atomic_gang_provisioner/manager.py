@@ -39,6 +39,7 @@ from atomic_gang_provisioner.reconcilers.workload import (
     CHECK_INDEX,
     WorkloadReconciler,
     job_read_changed,
+    workload_read_changed,
 )
 from atomic_gang_provisioner.runtime import Controller, ControllerHooks
 
@@ -214,7 +215,8 @@ class Manager:
         self.controllers["workload"].enqueue(object_key(obj))
 
     def on_workload_update(self, old: Obj, new: Obj) -> None:
-        if not self.check_writes.echoes(old, new):  # our own apply: already decided on
+        # Not our own apply's echo (already decided on), nor Kueue's status churn.
+        if workload_read_changed(old, new) and not self.check_writes.echoes(old, new):
             self.on_workload(new)
 
     def on_node(self, obj: Obj) -> None:

@@ -195,5 +195,39 @@ def test_the_echo_of_our_check_apply_enqueues_no_workload() -> None:
     informer._apply({"type": "MODIFIED", "object": ours})
     assert queued(q) == []
     kueues = {**ours, "metadata": {**ours["metadata"], "resourceVersion": "3"}}
+    kueues["status"] = {**ours["status"], "conditions": [{"type": "Admitted", "status": "True"}]}
     informer._apply({"type": "MODIFIED", "object": kueues})
+    assert queued(q) == ["ns/w"]
+
+
+def with_status(rv: str, **status: Any) -> Obj:
+    wl = workload("w", "atomic-gang-check")
+    wl["metadata"]["resourceVersion"] = rv
+    wl["status"].update(status)
+    return wl
+
+
+def test_kueues_status_churn_enqueues_no_workload_a_change_it_reads_or_a_resync_does() -> None:
+    """As the Job's pods start and run Kueue rewrites the Workload's status (condition
+    messages, reclaimable pods): nothing the decision reads."""
+    m = manager()
+    informer, q = m.informers["workloads"], m.controllers["workload"].queue
+    admitted = {"type": "Admitted", "status": "True", "message": "admitted"}
+    informer._apply({"type": "ADDED", "object": with_status("1", conditions=[admitted])})
+    assert queued(q) == ["ns/w"]
+    churn = with_status(
+        "2",
+        conditions=[{**admitted, "message": "pods running"}],
+        reclaimablePods=[{"name": "main", "count": 1}],
+    )
+    informer._apply({"type": "MODIFIED", "object": churn})
+    assert queued(q) == []
+    informer._apply({"type": "MODIFIED", "object": churn})  # a resync: the same version
+    assert queued(q) == ["ns/w"]
+    finished = {"type": "Finished", "status": "True"}
+    informer._apply({"type": "MODIFIED", "object": with_status("3", conditions=[finished])})
+    assert queued(q) == ["ns/w"]
+    evicted = with_status("4", conditions=[finished])
+    evicted["status"]["admissionChecks"][0]["state"] = "Retry"
+    informer._apply({"type": "MODIFIED", "object": evicted})
     assert queued(q) == ["ns/w"]

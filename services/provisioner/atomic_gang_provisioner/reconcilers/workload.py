@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from atomic_gang import keys
@@ -253,6 +254,21 @@ def _read_of(job: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
+def workload_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether a Workload update changed what this side reads of it (its view, less the
+    resourceVersion), or is a resync (the same version again: the spread periodic look).
+    Kueue rewrites an admitted Workload's status as its Job starts and its pods run
+    (condition messages and times, admission details, reclaimable pods): those updates
+    decide nothing here and enqueue nothing."""
+    if _version(old) == _version(new):
+        return True
+    return replace(view(old), resource_version="") != replace(view(new), resource_version="")
+
+
+def _version(obj: Mapping[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
 def job_uid_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
     uid = (obj.get("metadata") or {}).get("uid")
     return (str(uid),) if uid else ()
@@ -268,4 +284,5 @@ __all__ = [
     "claim_index",
     "job_read_changed",
     "job_uid_index",
+    "workload_read_changed",
 ]
