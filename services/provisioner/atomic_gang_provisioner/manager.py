@@ -30,6 +30,7 @@ from atomic_gang_provisioner.kube import (
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.nodes import node_read_changed
 from atomic_gang_provisioner.pool.model import Knobs
+from atomic_gang_provisioner.pool.report import waits_for_launch_budget
 from atomic_gang_provisioner.reconcilers.admissioncheck import AdmissionCheckReconciler
 from atomic_gang_provisioner.reconcilers.context import Context, Faults
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
@@ -206,7 +207,8 @@ class Manager:
         (a relist can bring both changes as one update)."""
         same_claim = (old.get("spec") or {}).get("claim") == (new.get("spec") or {}).get("claim")
         if same_claim and self.pool_writes.echoes(old, new):
-            self.controllers["pool"].enqueue(object_key(new))
+            if not waits_for_launch_budget(new):  # its reconcile set when to ask again
+                self.controllers["pool"].enqueue(object_key(new))
             return
         self.on_pool(old)
         self.on_pool(new)

@@ -185,6 +185,29 @@ def test_the_echo_of_our_pool_write_enqueues_the_pool_but_not_its_claimant_again
     assert (queued(pools), queued(workloads)) == (["p"], ["ns/w", "ns/w2"])
 
 
+def test_the_echo_of_a_launch_budget_wait_enqueues_nothing_its_timer_asks_again() -> None:
+    """Re-asking on the echo would find a new count, write it, and ask again on its echo."""
+    m = manager()
+    informer = m.informers["pools"]
+    pools, workloads = m.controllers["pool"].queue, m.controllers["workload"].queue
+    informer._apply({"type": "ADDED", "object": claimed("10", "Acquiring")})
+    assert (queued(pools), queued(workloads)) == (["p"], ["ns/w"])
+    waiting = claimed("11", "Acquiring")
+    waiting["status"]["lastErrorReason"] = "WaitingForLaunchBudget"
+    m.pool_writes.remember(waiting)
+    informer._apply({"type": "MODIFIED", "object": waiting})
+    assert (queued(pools), queued(workloads)) == ([], [])
+    short = claimed("12", "Acquiring")  # another wait (a short cell) keeps the echo's reconcile
+    short["status"]["lastErrorReason"] = "WaitingForCapacity"
+    m.pool_writes.remember(short)
+    informer._apply({"type": "MODIFIED", "object": short})
+    assert (queued(pools), queued(workloads)) == (["p"], [])
+    kueue = claimed("13", "Acquiring")  # not our write: always looked at
+    kueue["status"]["lastErrorReason"] = "WaitingForLaunchBudget"
+    informer._apply({"type": "MODIFIED", "object": kueue})
+    assert (queued(pools), queued(workloads)) == (["p"], ["ns/w"])
+
+
 def test_the_echo_of_our_check_apply_enqueues_no_workload() -> None:
     m = manager()
     informer, q = m.informers["workloads"], m.controllers["workload"].queue
