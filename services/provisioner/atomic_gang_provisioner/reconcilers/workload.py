@@ -12,6 +12,7 @@ from atomic_gang import keys
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.events import Event
 from atomic_gang_provisioner.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
+from atomic_gang_provisioner.kube.types import meta
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from atomic_gang_provisioner.resources import JOBS, KUEUE_API, POOLS, WORKLOADS
@@ -260,13 +261,9 @@ def workload_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> boo
     Kueue rewrites an admitted Workload's status as its Job starts and its pods run
     (condition messages and times, admission details, reclaimable pods): those updates
     decide nothing here and enqueue nothing."""
-    if _version(old) == _version(new):
+    if meta(old).get("resourceVersion") == meta(new).get("resourceVersion"):
         return True
     return replace(view(old), resource_version="") != replace(view(new), resource_version="")
-
-
-def _version(obj: Mapping[str, Any]) -> Any:
-    return (obj.get("metadata") or {}).get("resourceVersion")
 
 
 def job_uid_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
