@@ -12,7 +12,6 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from atomic_gang import GangSettings, keys
@@ -29,10 +28,9 @@ from atomic_gang_provisioner.kube import (
 )
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.nodes import node_read_changed
-from atomic_gang_provisioner.pool.model import Knobs
 from atomic_gang_provisioner.pool.report import waits_for_launch_budget
 from atomic_gang_provisioner.reconcilers.admissioncheck import AdmissionCheckReconciler
-from atomic_gang_provisioner.reconcilers.context import Context, Faults
+from atomic_gang_provisioner.reconcilers.context import Context, Faults, knobs
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
@@ -46,22 +44,12 @@ from atomic_gang_provisioner.runtime import Controller, ControllerHooks
 
 log = logging.getLogger("atomic_gang_provisioner")
 COMPONENT = "atomic-gang-provisioner"
+# A Workload whose pool has just written Satisfied goes before the other Workloads
+# queued, and a worker of its own waits for it: its check Ready is what the gang's
+# pods wait for, on nodes already billed.
+GANG_READY_PRIORITY = 1
+GANG_READY_WORKERS = 1
 Obj = dict[str, Any]
-
-
-def knobs(settings: GangSettings) -> Knobs:
-    return Knobs(
-        cluster=settings.clusterName,
-        join_deadline=timedelta(seconds=settings.joinDeadlineSeconds),
-        attempts_before_retry=settings.acquireAttemptsBeforeRetry,
-        backoff_base=settings.acquireRetry.backoffBaseSeconds,
-        backoff_max=settings.acquireRetry.backoffMaxSeconds,
-        health_grace=timedelta(seconds=settings.healthGraceSeconds),
-        liveness_window=timedelta(seconds=settings.ec2Api.describeReuseSeconds),
-        block_drain_lead=timedelta(seconds=settings.capacityBlock.drainLeadSeconds),
-        block_min_remaining=timedelta(seconds=settings.capacityBlock.minRemainingSeconds),
-        block_warning_lead=timedelta(seconds=settings.capacityBlock.warningLeadSeconds),
-    )
 
 
 class Manager:
@@ -119,7 +107,9 @@ class Manager:
             return self.leading.is_set()
         return self.elector.is_leader()
 
-    def _controller(self, name: str, fn: Callable[[str], Any], workers: int) -> Controller[str]:
+    def _controller(
+        self, name: str, fn: Callable[[str], Any], workers: int, urgent: int = 0
+    ) -> Controller[str]:
         m = self.metrics
 
         def on_error(key: str, err: Exception) -> None:
@@ -137,7 +127,9 @@ class Manager:
         hooks: ControllerHooks[str] = ControllerHooks(
             on_error=on_error, on_reconciled=on_done, on_picked=on_picked
         )
-        c: Controller[str] = Controller(name=name, reconcile=fn, max_workers=workers, hooks=hooks)
+        c: Controller[str] = Controller(
+            name=name, reconcile=fn, max_workers=workers, hooks=hooks, urgent_workers=urgent
+        )
         m.queue_depth.labels(name).set_function(c.depth)
         return c
 
@@ -145,13 +137,16 @@ class Manager:
         pool_workers = self.server.pool_workers or self.settings.maxConcurrentPoolReconciles
         latest = self.pool_writes  # both sides read our own pool writes at once
         pools = PoolReconciler(
-            self.ctx, requeue=self._requeue_pool, latest=latest, claimant_changed=self._requeue_wl
+            self.ctx,
+            requeue=self._requeue_pool,
+            latest=latest,
+            claimant_changed=self.on_claimant_changed,
         )
         workloads = WorkloadReconciler(self.ctx, latest=latest, applied=self.check_writes)
         return {
             "pool": self._controller("pool", pools.reconcile, pool_workers),
             "workload": self._controller(
-                "workload", workloads.reconcile, self.server.workload_workers
+                "workload", workloads.reconcile, self.server.workload_workers, GANG_READY_WORKERS
             ),
             "admissioncheck": self._controller(
                 "admissioncheck",
@@ -165,8 +160,9 @@ class Manager:
     def _requeue_pool(self, name: str) -> None:
         self.controllers["pool"].enqueue(name)
 
-    def _requeue_wl(self, key: str) -> None:
-        self.controllers["workload"].enqueue(key)
+    def on_claimant_changed(self, key: str, phase: str) -> None:
+        priority = GANG_READY_PRIORITY if phase == "Satisfied" else 0
+        self.controllers["workload"].enqueue(key, priority=priority)
 
     def _wire(self) -> None:
         """Informer events become reconcile keys; handlers only enqueue."""

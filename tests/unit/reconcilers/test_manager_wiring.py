@@ -254,3 +254,17 @@ def test_kueues_status_churn_enqueues_no_workload_a_change_it_reads_or_a_resync_
     evicted["status"]["admissionChecks"][0]["state"] = "Retry"
     informer._apply({"type": "MODIFIED", "object": evicted})
     assert queued(q) == ["ns/w"]
+
+
+def test_the_claimant_of_a_pool_just_satisfied_goes_before_the_workloads_queued() -> None:
+    """Its check Ready is what the gang's pods wait for; Kueue's updates and the other
+    pools' messages can wait."""
+    m = manager()
+    q = m.controllers["workload"].queue
+    for name in ("a", "b"):
+        m.on_workload(workload(name))
+    m.on_claimant_changed("ns/c", "Acquiring")
+    m.on_claimant_changed("ns/d", "Satisfied")
+    m.on_claimant_changed("ns/a", "Satisfied")  # already queued: moves up
+    order = [q.get(timeout=0) for _ in range(4)]
+    assert order == ["ns/d", "ns/a", "ns/b", "ns/c"]

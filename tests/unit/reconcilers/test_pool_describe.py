@@ -103,8 +103,10 @@ def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:
     )
     nodes = FakeCache([ready_node(i) for i in range(len(IDS))], {INSTANCE_INDEX: instance_index})
     ctx = replace(ctx, nodes=nodes, cloud=cloud)
-    told: list[str] = []
-    reconciler = PoolReconciler(ctx, requeue=requeued.append, claimant_changed=told.append)
+    told: list[tuple[str, str]] = []
+    reconciler = PoolReconciler(
+        ctx, requeue=requeued.append, claimant_changed=lambda key, phase: told.append((key, phase))
+    )
     reconciler.reconcile("pretrain")
     assert cloud.asked == [tuple(IDS)]
     assert transport.writes() == []  # nothing decided yet, the worker is free
@@ -117,7 +119,8 @@ def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:
     assert len(cloud.asked) == 1  # the answer was used, not asked for again
     (write,) = transport.writes()
     assert write.body["status"]["phase"] == "Satisfied"
-    assert told == ["default/job-a-1"]  # the claimant hears at once, not after the watch
+    # The claimant hears at once, not after the watch, and what the pool now says.
+    assert told == [("default/job-a-1", "Satisfied")]
 
 
 def other_pool(name: str, phase: str, ids: list[str]) -> dict[str, Any]:

@@ -185,6 +185,32 @@ def test_stop_waits_for_the_reconcile_in_flight() -> None:
 def test_rejects_zero_workers() -> None:
     with pytest.raises(ValueError, match="max_workers"):
         Controller(name="x", reconcile=lambda k: None, max_workers=0)
+    with pytest.raises(ValueError, match="urgent_workers"):
+        Controller(name="x", reconcile=lambda k: None, max_workers=1, urgent_workers=-1)
+
+
+def test_an_urgent_key_does_not_wait_for_the_busy_ordinary_workers(
+    controllers: list[Controller[str]],
+) -> None:
+    release = threading.Event()
+    seen: list[str] = []
+
+    def reconcile(key: str) -> None:
+        seen.append(key)
+        if key == "slow":
+            assert release.wait(WAIT)
+
+    c = Controller(name="lanes", reconcile=reconcile, max_workers=1, urgent_workers=1)
+    controllers.append(c)
+    c.start()
+    c.enqueue("slow")
+    _wait(lambda: seen == ["slow"])
+    c.enqueue("ordinary")
+    c.enqueue("urgent", priority=1)
+    _wait(lambda: seen == ["slow", "urgent"])  # while "slow" still holds the only worker
+    assert c.depth() == 1, "the urgent worker leaves the ordinary key to the others"
+    release.set()
+    _wait(lambda: seen == ["slow", "urgent", "ordinary"])
 
 
 def _wait(cond: Callable[[], bool]) -> None:

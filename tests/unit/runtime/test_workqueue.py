@@ -8,6 +8,7 @@ import pytest
 
 from atomic_gang_provisioner.runtime import ExponentialBackoff, WorkQueue
 from tests.support.clock import ManualClock
+from tests.support.wait import wait_for
 
 
 @pytest.fixture
@@ -214,3 +215,73 @@ class TestQueueWait:
         clock.advance(1)
         assert q.get(timeout=0) == "a"
         assert q.waited("a") == pytest.approx(1)
+
+
+class TestPriority:
+    def test_a_higher_priority_goes_first_and_each_priority_in_order(
+        self, q: WorkQueue[str]
+    ) -> None:
+        for key, priority in (("a", 0), ("b", 1), ("c", 0), ("d", 1)):
+            q.add(key, priority=priority)
+        assert drain(q) == ["b", "d", "a", "c"]
+
+    def test_a_queued_key_moves_up_but_never_down(
+        self, q: WorkQueue[str], clock: ManualClock
+    ) -> None:
+        for key, priority in (("a", 0), ("b", 1), ("c", 0), ("c", 1), ("b", 0)):
+            q.add(key, priority=priority)
+            clock.advance(1)
+        assert len(q) == 3
+        assert q.get(timeout=0) == "b"
+        assert q.get(timeout=0) == "c"  # raised after b: behind it
+        assert q.waited("c") == pytest.approx(3)  # waiting since its first add
+        assert q.get(timeout=0) == "a"
+
+    def test_a_key_raised_while_processing_goes_first_after_done(self, q: WorkQueue[str]) -> None:
+        q.add("a")
+        assert q.get(timeout=0) == "a"
+        q.add("b")
+        q.add("a", priority=1)
+        q.done("a")
+        assert drain(q) == ["a", "b"]
+
+    def test_a_delayed_key_falls_due_at_the_lowest_priority(
+        self, q: WorkQueue[str], clock: ManualClock
+    ) -> None:
+        q.add_after("a", 1)
+        clock.advance(1)
+        q.add("b", priority=1)
+        assert drain(q) == ["b", "a"]
+
+    def test_a_getter_with_a_min_priority_takes_only_keys_that_high(
+        self, q: WorkQueue[str]
+    ) -> None:
+        q.add("a")
+        assert q.get(timeout=0, min_priority=1) is None
+        q.add("b", priority=1)
+        assert q.get(timeout=0, min_priority=1) == "b"
+        assert q.get(timeout=0) == "a"
+
+    def test_a_choosy_getter_asleep_does_not_swallow_an_ordinary_keys_wakeup(
+        self, q: WorkQueue[str]
+    ) -> None:
+        got: dict[str, str | None] = {}
+
+        def getter(name: str, min_priority: int | None) -> None:
+            got[name] = q.get(timeout=10, min_priority=min_priority)
+
+        def asleep() -> int:  # threads blocked in the queue's wait (CPython's Condition)
+            return len(q._cond._waiters)  # type: ignore[attr-defined]
+
+        choosy = threading.Thread(target=getter, args=("choosy", 1))
+        choosy.start()
+        wait_for(lambda: asleep() == 1, timeout=10, interval=0.001)
+        ordinary = threading.Thread(target=getter, args=("ordinary", None))
+        ordinary.start()  # asleep behind the choosy one: a notify goes to the first
+        wait_for(lambda: asleep() == 2, timeout=10, interval=0.001)
+        q.add("a")  # a lone notify could wake only the choosy getter, which leaves "a"
+        ordinary.join(10)
+        assert got == {"ordinary": "a"}
+        q.add("b", priority=1)
+        choosy.join(10)
+        assert got == {"ordinary": "a", "choosy": "b"}

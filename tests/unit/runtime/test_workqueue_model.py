@@ -1,4 +1,5 @@
-"""Hypothesis state machine: the WorkQueue behaves exactly like a tiny reference model."""
+"""Hypothesis state machine: the WorkQueue (priorities included) behaves exactly like a tiny
+reference model."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.no_cover
 
 KEYS = st.sampled_from(["a", "b", "c", "d"])
 DELAYS = st.sampled_from([0.0, 0.5, 1.0, 2.0, 5.0])
+PRIORITIES = st.sampled_from([0, 0, 1, 2])
 
 
 class QueueModel(RuleBasedStateMachine):
@@ -23,23 +25,25 @@ class QueueModel(RuleBasedStateMachine):
         super().__init__()
         self.clock = ManualClock()
         self.q: WorkQueue[str] = WorkQueue(clock=self.clock)
-        self.ready: list[str] = []
-        self.dirty: set[str] = set()
+        self.ready: list[str] = []  # in line order; the highest priority goes first
+        self.dirty: dict[str, int] = {}  # key -> the priority it is (or will be) queued at
         self.processing: set[str] = set()
         self.waiting: dict[str, tuple[float, int]] = {}
         self.seq = 0
 
-    def _add(self, key: str) -> None:
-        if key in self.dirty:
+    def _add(self, key: str, priority: int = 0) -> None:
+        if self.dirty.get(key, -1) >= priority:
             return
-        self.dirty.add(key)
+        self.dirty[key] = priority
         if key not in self.processing:
+            if key in self.ready:
+                self.ready.remove(key)  # raised: the back of its new line
             self.ready.append(key)
 
-    @rule(key=KEYS)
-    def add(self, key: str) -> None:
-        self.q.add(key)
-        self._add(key)
+    @rule(key=KEYS, priority=PRIORITIES)
+    def add(self, key: str, priority: int) -> None:
+        self.q.add(key, priority=priority)
+        self._add(key, priority)
 
     @rule(key=KEYS, delay=DELAYS)
     def add_after(self, key: str, delay: float) -> None:
@@ -66,8 +70,10 @@ class QueueModel(RuleBasedStateMachine):
             self._add(key)
         expected = None
         if self.ready:
-            expected = self.ready.pop(0)
-            self.dirty.discard(expected)
+            top = max(self.dirty[k] for k in self.ready)
+            expected = next(k for k in self.ready if self.dirty[k] == top)
+            self.ready.remove(expected)
+            del self.dirty[expected]
             self.processing.add(expected)
         assert self.q.get(timeout=0) == expected
 

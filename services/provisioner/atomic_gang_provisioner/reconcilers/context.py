@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from atomic_gang import GangSettings
@@ -104,3 +104,18 @@ class Context:
             for c in self.checks.list()
             if (c.get("spec") or {}).get("controllerName") == mine
         )
+
+
+def knobs(settings: GangSettings) -> Knobs:
+    return Knobs(
+        cluster=settings.clusterName,
+        join_deadline=timedelta(seconds=settings.joinDeadlineSeconds),
+        attempts_before_retry=settings.acquireAttemptsBeforeRetry,
+        backoff_base=settings.acquireRetry.backoffBaseSeconds,
+        backoff_max=settings.acquireRetry.backoffMaxSeconds,
+        health_grace=timedelta(seconds=settings.healthGraceSeconds),
+        liveness_window=timedelta(seconds=settings.ec2Api.describeReuseSeconds),
+        block_drain_lead=timedelta(seconds=settings.capacityBlock.drainLeadSeconds),
+        block_min_remaining=timedelta(seconds=settings.capacityBlock.minRemainingSeconds),
+        block_warning_lead=timedelta(seconds=settings.capacityBlock.warningLeadSeconds),
+    )

@@ -51,15 +51,16 @@ class PoolReconciler:
         *,
         requeue: Callable[[str], None] | None = None,
         latest: LatestWrites | None = None,
-        claimant_changed: Callable[[str], None] | None = None,
+        claimant_changed: Callable[[str, str], None] | None = None,
     ) -> None:
         self.ctx = ctx
         self._reads = PoolReads(ctx, requeue=requeue)
         self._requeue = requeue
         self.latest = latest or LatestWrites(ctx.pools)
         self._labeled = LatestWrites(ctx.nodes)  # our label patches, before the watch
-        # Told each status write's claimant (namespace/name) at once: the Workload side
-        # reads the pool from ``latest`` and need not wait for the watch.
+        # Told each status write's claimant (namespace/name) and the phase written, at
+        # once: the Workload side reads the pool from ``latest`` and need not wait for
+        # the watch.
         self._claimant_changed = claimant_changed
         # Pool -> the generation this process introduced (wrote Acquiring at it) and has
         # not launched at yet: no set of that generation can exist, so no tag lookup.
@@ -237,7 +238,8 @@ class PoolReconciler:
         self.latest.remember(written)
         claim = pool.spec.claim
         if claim is not None and self._claimant_changed is not None:
-            self._claimant_changed(f"{claim.namespace}/{claim.name}")
+            phase = str((written.get("status") or {}).get("phase", ""))
+            self._claimant_changed(f"{claim.namespace}/{claim.name}", phase)
 
     def _remove_finalizer(self, pool: GangNodePool) -> None:
         finalizers = [f for f in pool.metadata.get("finalizers") or [] if f != FINALIZER]

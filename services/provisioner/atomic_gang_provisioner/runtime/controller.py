@@ -1,6 +1,8 @@
 """A worker pool running one reconcile function over a :class:`WorkQueue`.
 
-``max_workers`` threads (``maxConcurrentPoolReconciles``) pull keys; the queue
+``max_workers`` threads (``maxConcurrentPoolReconciles``) pull keys, and
+``urgent_workers`` more take only keys enqueued with a priority above 0 (such a
+key then never waits for a worker busy with ordinary ones); the queue
 guarantees a key is never reconciled twice at once. A reconcile returns a
 :class:`Result` (or None) or raises: an exception counts a failure and requeues
 with backoff, a success forgets the key's backoff and honours
@@ -51,19 +53,21 @@ class Controller(Generic[K]):
         max_workers: int,
         queue: WorkQueue[K] | None = None,
         hooks: ControllerHooks[K] | None = None,
+        urgent_workers: int = 0,
     ) -> None:
-        if max_workers < 1:
-            raise ValueError("max_workers must be >= 1")
+        if max_workers < 1 or urgent_workers < 0:
+            raise ValueError("max_workers must be >= 1 and urgent_workers >= 0")
         self.name = name
         self.queue: WorkQueue[K] = queue if queue is not None else WorkQueue()
         self._reconcile = reconcile
         self._max_workers = max_workers
+        self._urgent_workers = urgent_workers
         self._hooks: ControllerHooks[K] = hooks or ControllerHooks()
         self._threads: list[threading.Thread] = []
         self._started = False
 
-    def enqueue(self, key: K) -> None:
-        self.queue.add(key)
+    def enqueue(self, key: K, *, priority: int = 0) -> None:
+        self.queue.add(key, priority=priority)
 
     def depth(self) -> int:
         """Keys ready but not yet picked up (the queue-depth gauge)."""
@@ -73,8 +77,14 @@ class Controller(Generic[K]):
         if self._started:
             raise RuntimeError(f"controller {self.name} already started")
         self._started = True
-        for i in range(self._max_workers):
-            t = threading.Thread(target=self._worker, name=f"{self.name}-{i}", daemon=True)
+        lanes: list[tuple[str, int | None]] = [
+            (f"{self.name}-{i}", None) for i in range(self._max_workers)
+        ]
+        lanes += [(f"{self.name}-urgent-{i}", 1) for i in range(self._urgent_workers)]
+        for thread_name, min_priority in lanes:
+            t = threading.Thread(
+                target=self._worker, args=(min_priority,), name=thread_name, daemon=True
+            )
             t.start()
             self._threads.append(t)
 
@@ -90,9 +100,9 @@ class Controller(Generic[K]):
     def running(self) -> bool:
         return any(t.is_alive() for t in self._threads)
 
-    def _worker(self) -> None:
+    def _worker(self, min_priority: int | None) -> None:
         while True:
-            key = self.queue.get()
+            key = self.queue.get(min_priority=min_priority)
             if key is None:
                 return
             self._call_hook(self._hooks.on_picked, key, self.queue.waited(key))

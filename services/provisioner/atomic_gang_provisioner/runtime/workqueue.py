@@ -3,9 +3,11 @@
 A key is in at most one of: queued, being processed, or both "processing and
 dirty" (re-added while a worker holds it; handed out again only after
 ``done``). So no two workers ever hold the same key, and a burst of adds for a
-key costs one reconcile. Delayed keys sit in a heap ordered by due time on the
-injected clock. Unlike client-go, ``shutdown`` does not drain: a controller
-that lost its leadership must stop handing out work at once.
+key costs one reconcile. Ready keys go out by priority, then first come first
+served (controller-runtime's priority queue): an add with a higher priority
+raises a key that is already queued. Delayed keys sit in a heap ordered by due
+time on the injected clock. Unlike client-go, ``shutdown`` does not drain: a
+controller that lost its leadership must stop handing out work at once.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import heapq
 import itertools
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
@@ -25,7 +26,7 @@ Clock = Callable[[], float]  # seconds; time.monotonic unless a test steps one
 
 
 class WorkQueue(Generic[K]):
-    """FIFO of distinct keys, with ``add_after`` and per-key backoff."""
+    """Distinct keys by priority, then FIFO, with ``add_after`` and per-key backoff."""
 
     def __init__(
         self, *, clock: Clock = time.monotonic, rate_limiter: ExponentialBackoff | None = None
@@ -33,8 +34,11 @@ class WorkQueue(Generic[K]):
         self._clock = clock
         self._limiter = rate_limiter or ExponentialBackoff()
         self._cond = threading.Condition()
-        self._queue: deque[K] = deque()
-        self._dirty: set[K] = set()
+        # Ready keys: (-priority, sequence, key) in a heap, an entry live only while it is
+        # the key's entry in _queued (a raised key leaves its old entry behind).
+        self._queue: list[tuple[int, int, K]] = []
+        self._queued: dict[K, tuple[int, int]] = {}
+        self._dirty: dict[K, int] = {}  # queued, or re-added while processing -> priority
         self._processing: set[K] = set()
         # key -> (earliest due time, heap sequence): the sequence tells the live heap
         # entry from a stale one that happens to share its due time.
@@ -44,24 +48,40 @@ class WorkQueue(Generic[K]):
         self._shutdown = False
         self._ready_since: dict[K, float] = {}  # queued key -> when it became ready
         self._waited: dict[K, float] = {}  # handed-out key -> how long it was ready
+        self._choosy_sleepers = 0  # getters with a min_priority, asleep in get()
 
-    def add(self, key: K) -> None:
-        """Queue ``key`` unless it is already queued; defer it if it is being processed."""
+    def add(self, key: K, *, priority: int = 0) -> None:
+        """Queue ``key`` unless it is already queued (then a higher ``priority`` moves it
+        up); defer it if it is being processed."""
         with self._cond:
-            self._add_locked(key)
+            self._add_locked(key, priority)
 
-    def _add_locked(self, key: K, *, ready_at: float | None = None) -> None:
-        if self._shutdown or key in self._dirty:
+    def _add_locked(self, key: K, priority: int, *, ready_at: float | None = None) -> None:
+        if self._shutdown:
             return
-        self._dirty.add(key)
+        known = self._dirty.get(key)
+        if known is not None and known >= priority:
+            return
+        self._dirty[key] = priority
         if key in self._processing:
             return  # handed out again by done()
-        self._append_locked(key, ready_at)
+        self._append_locked(key, priority, ready_at)
 
-    def _append_locked(self, key: K, ready_at: float | None = None) -> None:
-        self._queue.append(key)
-        self._ready_since[key] = self._clock() if ready_at is None else ready_at
-        self._cond.notify()
+    def _append_locked(self, key: K, priority: int, ready_at: float | None = None) -> None:
+        entry = (priority, next(self._seq))
+        self._queued[key] = entry
+        heapq.heappush(self._queue, (-priority, entry[1], key))
+        if key not in self._ready_since:  # a raised key waits from its first add
+            self._ready_since[key] = self._clock() if ready_at is None else ready_at
+        self._wake_locked()
+
+    def _wake_locked(self) -> None:
+        # A getter that takes only high priorities would swallow a lone notify meant for
+        # a key it leaves alone: while one sleeps, wake every getter.
+        if self._choosy_sleepers:
+            self._cond.notify_all()
+        else:
+            self._cond.notify()
 
     def add_after(self, key: K, seconds: float) -> None:
         """Queue ``key`` once ``seconds`` have passed; an earlier pending time wins."""
@@ -77,7 +97,7 @@ class WorkQueue(Generic[K]):
             entry = (due, next(self._seq))
             self._waiting[key] = entry
             heapq.heappush(self._heap, (*entry, key))
-            self._cond.notify()  # a sleeping worker may need to wake earlier
+            self._wake_locked()  # a sleeping worker may need to wake earlier
 
     def add_rate_limited(self, key: K) -> None:
         """Queue ``key`` after its next backoff delay (one more failure counted)."""
@@ -90,17 +110,17 @@ class WorkQueue(Generic[K]):
     def num_requeues(self, key: K) -> int:
         return self._limiter.num_requeues(key)
 
-    def get(self, timeout: float | None = None) -> K | None:
-        """Block until a key is ready and hand it out; None on timeout or shutdown."""
+    def get(self, timeout: float | None = None, *, min_priority: int | None = None) -> K | None:
+        """Block until a key is ready (with ``min_priority``, one queued at least that
+        high) and hand it out; None on timeout or shutdown."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
                 if self._shutdown:
                     return None
                 self._promote_due_locked()
-                if self._queue:
-                    key = self._queue.popleft()
-                    self._dirty.discard(key)
+                key = self._pop_ready_locked(min_priority)
+                if key is not None:
                     self._processing.add(key)
                     since = self._ready_since.pop(key, None)
                     self._waited[key] = 0.0 if since is None else self._clock() - since
@@ -108,7 +128,28 @@ class WorkQueue(Generic[K]):
                 wait = self._wait_seconds_locked(deadline)
                 if wait is not None and wait <= 0:
                     return None
-                self._cond.wait(wait)
+                self._sleep_locked(wait, choosy=min_priority is not None)
+
+    def _sleep_locked(self, seconds: float | None, *, choosy: bool) -> None:
+        self._choosy_sleepers += choosy
+        try:
+            self._cond.wait(seconds)
+        finally:
+            self._choosy_sleepers -= choosy
+
+    def _pop_ready_locked(self, min_priority: int | None) -> K | None:
+        while self._queue:
+            neg_priority, seq, key = self._queue[0]
+            if self._queued.get(key) != (-neg_priority, seq):
+                heapq.heappop(self._queue)  # the stale entry of a raised key
+                continue
+            if min_priority is not None and -neg_priority < min_priority:
+                return None
+            heapq.heappop(self._queue)
+            del self._queued[key]
+            del self._dirty[key]
+            return key
+        return None
 
     def _wait_seconds_locked(self, deadline: float | None) -> float | None:
         wait = None if deadline is None else deadline - time.monotonic()
@@ -124,7 +165,7 @@ class WorkQueue(Generic[K]):
             due, seq, key = heapq.heappop(self._heap)
             if self._waiting.get(key) == (due, seq):
                 del self._waiting[key]
-                self._add_locked(key, ready_at=due)  # ready since it fell due
+                self._add_locked(key, 0, ready_at=due)  # ready since it fell due
 
     def done(self, key: K) -> None:
         """Mark ``key`` processed; if it was re-added meanwhile, queue it again now."""
@@ -132,7 +173,7 @@ class WorkQueue(Generic[K]):
             self._processing.discard(key)
             self._waited.pop(key, None)
             if key in self._dirty and not self._shutdown:
-                self._append_locked(key)
+                self._append_locked(key, self._dirty[key])
 
     def waited(self, key: K) -> float:
         """How long ``key``, now in a worker's hands, sat ready before it was handed out
@@ -159,7 +200,7 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         """Keys ready to be handed out (client-go's Len); see also :meth:`waiting`."""
         with self._cond:
-            return len(self._queue)
+            return len(self._queued)
 
     def waiting(self) -> int:
         """Keys held back by ``add_after`` / backoff."""
@@ -173,4 +214,4 @@ class WorkQueue(Generic[K]):
     def idle(self) -> bool:
         """Nothing queued, nothing in a worker's hands (delayed keys may remain)."""
         with self._cond:
-            return not self._queue and not self._processing
+            return not self._queued and not self._processing
