@@ -62,14 +62,8 @@ from atomic_gang_provisioner.kube.resource import EVENTS
 from atomic_gang_provisioner.resources import JOBS, POOLS
 from bench import box
 from bench import system_stack as sys_stack
-from bench.scale_report import (
-    last_release,
-    latencies,
-    measures,
-    report,
-    split,
-    targets,
-)
+from bench.scale_report import last_release, measures, report, targets
+from bench.scale_stamps import latencies, pod_starts, split
 from tests.e2e.system.harness import sample_job
 
 NS = "scale"
@@ -238,6 +232,10 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
                 iid: ready[g] for _, g, iid in stamps.node_ready.values() if g in ready
             }
             res["split"] = split(stamps)
+            res["pod_starts"] = pod_starts(stamps)
+            res["from_ready_condition"] = [
+                net for _, net in latencies(stamps, res["calls"], for_pods=False)
+            ]
             res["check_writes"] = dict(stamps.check_writes)
             res["queues"] = sys_stack.queue_times(ctx)
             if args.timeline:
@@ -282,6 +280,7 @@ def _write_timeline(path: Path, res: dict[str, Any], stamps: sys_stack.Stamps) -
                 "calls": res["calls"],
                 "node_ready": list(stamps.node_ready.values()),
                 "node_labelled": stamps.node_labelled,
+                "node_untainted": stamps.node_untainted,
                 "satisfied": stamps.satisfied,
                 "check_ready": stamps.check_ready,
                 "admitted": stamps.admitted,

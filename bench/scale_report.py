@@ -53,9 +53,16 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
     raw, net = [a for a, _ in lat], [b for _, b in lat]
     ms = {k: sys_stack.pct(xs, q) * 1000 for k, xs, q in _pcts(raw, net)}
     print(
-        f"\nlast Node Ready -> check Ready over {len(lat)} gangs: p50 {ms['raw50']:.0f} ms, "
-        f"p99 {ms['raw99']:.0f} ms; minus moto: p50 {ms['net50']:.0f} ms, p99 {ms['net99']:.0f} ms"
+        f"\nlast Node ready for pods (Ready, not-ready taint lifted) -> check Ready over "
+        f"{len(lat)} gangs: p50 {ms['raw50']:.0f} ms, p99 {ms['raw99']:.0f} ms; minus moto: "
+        f"p50 {ms['net50']:.0f} ms, p99 {ms['net99']:.0f} ms"
     )
+    if cond := res.get("from_ready_condition"):
+        print(
+            "  from the last Ready condition instead (the node lifecycle controller's taint "
+            f"lift included), minus moto: p50 {sys_stack.pct(cond, 0.5) * 1000:.0f} ms, "
+            f"p99 {sys_stack.pct(cond, 0.99) * 1000:.0f} ms"
+        )
     _box_report(res.get("box") or {}, net)
     check_writes_report(res.get("check_writes") or {})
     events = res.get("events") or {}
@@ -73,6 +80,12 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
             print(
                 f"  {name}: p50 {sys_stack.pct(xs, 0.5) * 1000:.0f} ms, "
                 f"p99 {sys_stack.pct(xs, 0.99) * 1000:.0f} ms" + ("" if "side" in name else after)
+            )
+    for stage, xs in (res.get("pod_starts") or {}).items():
+        if xs:
+            print(
+                f"  {stage}: p50 {sys_stack.pct(xs, 0.5):.1f} s, p90 "
+                f"{sys_stack.pct(xs, 0.9):.1f} s, max {max(xs):.1f} s ({len(xs)} pods)"
             )
     for ctl, q in (res.get("queues") or {}).items():
         print(
@@ -166,50 +179,6 @@ def acquisition_calls(res: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def latencies(stamps: sys_stack.Stamps, calls: list[dict[str, Any]]) -> list[tuple[float, float]]:
-    """(last Node Ready → check Ready, the same minus moto's time on the gang's calls)."""
-    mine = [c for c in calls if c["caller"] == CONTROLLER]
-    nodes_by_group: dict[str, list[tuple[float, str]]] = collections.defaultdict(list)
-    for when, group, iid in stamps.node_ready.values():
-        nodes_by_group[group].append((when, iid))
-    out = []
-    for ready_at, group in stamps.check_ready.values():
-        nodes = nodes_by_group.get(group)
-        if not nodes:
-            continue
-        last = max(w for w, _ in nodes)
-        ids = {i for _, i in nodes}
-        moto = sum(
-            c["seconds"]
-            for c in mine
-            if last <= c["at"] <= ready_at and ids & set(c["params"].values())
-        )
-        out.append((ready_at - last, max(0.0, ready_at - last - moto)))
-    return out
-
-
-def split(stamps: sys_stack.Stamps) -> dict[str, list[float]]:
-    """Per gang: last Node Ready -> its pool Satisfied (the pool side), then Satisfied ->
-    check Ready (the Workload side), as this process's watches saw them; and, for gangs
-    whose Nodes got network-layer labels, last Node Ready -> last label seen (positive:
-    a label patch stood between the last Ready and Satisfied)."""
-    last: dict[str, float] = {}
-    labelled: dict[str, float] = {}
-    for when, group, iid in stamps.node_ready.values():
-        last[group] = max(when, last.get(group, 0.0))
-        if iid in stamps.node_labelled:
-            labelled[group] = max(stamps.node_labelled[iid], labelled.get(group, 0.0))
-    out: dict[str, list[float]] = {"pool": [], "workload": [], "last label after": []}
-    for ready_at, group in stamps.check_ready.values():
-        sat = stamps.satisfied.get(group)
-        if sat is not None and group in last:
-            out["pool"].append(sat - last[group])
-            out["workload"].append(ready_at - sat)
-            if group in labelled:
-                out["last label after"].append(labelled[group] - last[group])
-    return out
-
-
 def last_release(calls: list[dict[str, Any]], fallback: float) -> float:
     """When the controller's last TerminateInstances was answered (EC2 stops billing an
     instance once it is shutting down): the end of the wall, sharper than the 10 s poll."""
@@ -232,12 +201,22 @@ def measures(res: dict[str, Any], lat: list[tuple[float, float]]) -> dict[str, f
     return {
         "reaction_p50_ms": round(sys_stack.pct(net, 0.5) * 1000, 1),
         "reaction_p99_ms": round(sys_stack.pct(net, 0.99) * 1000, 1),
+        **_from_condition(res.get("from_ready_condition") or []),
         "ec2_calls_per_gang": round(len(acquisition) / g, 2),
         "throttled": sum(c["outcome"] == "error:RequestLimitExceeded" for c in ctl),
         "rss_mb": round(res["peak_rss_mb"], 1),
         "cpu_s_per_gang": round(res["cpu_seconds"] / g, 3),
         "wall_s": round(res["wall_seconds"], 1),
         **_box_measures(res.get("box") or {}),
+    }
+
+
+def _from_condition(net: list[float]) -> dict[str, float]:
+    if not net:
+        return {}
+    return {
+        "reaction_from_ready_condition_p50_ms": round(sys_stack.pct(net, 0.5) * 1000, 1),
+        "reaction_from_ready_condition_p99_ms": round(sys_stack.pct(net, 0.99) * 1000, 1),
     }
 
 
@@ -261,9 +240,16 @@ def targets(m: dict[str, float], args: argparse.Namespace) -> None:
     print("| measure | this run | target |")
     print("|---|---|---|")
     print(
-        f"| last Node Ready → check Ready, net of moto | p50 {m['reaction_p50_ms']:.0f} ms / "
-        f"p99 {m['reaction_p99_ms']:.0f} ms | p50 ≤ 300 ms, p99 ≤ 1,000 ms |"
+        "| last Node Ready (and its not-ready taint lifted) → check Ready, net of moto | "
+        f"p50 {m['reaction_p50_ms']:.0f} ms / p99 {m['reaction_p99_ms']:.0f} ms | "
+        "p50 ≤ 300 ms, p99 ≤ 1,000 ms |"
     )
+    if "reaction_from_ready_condition_p50_ms" in m:
+        print(
+            "| (no target) the same from the Ready condition alone | "
+            f"p50 {m['reaction_from_ready_condition_p50_ms']:.0f} ms / "
+            f"p99 {m['reaction_from_ready_condition_p99_ms']:.0f} ms | |"
+        )
     print(
         "| EC2 calls per gang, acquisition, new pools included | "
         f"{m['ec2_calls_per_gang']} | ≤ 2.0 |"

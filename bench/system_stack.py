@@ -28,6 +28,7 @@ from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient
 from atomic_gang_provisioner.nodes import LAYER_PREFIX as LAYER_LABEL_PREFIX
+from atomic_gang_provisioner.nodes import NOT_READY_TAINTS
 from atomic_gang_provisioner.resources import JOBS, POOLS
 from tests.support.resources import (
     CLUSTER_QUEUES,
@@ -173,6 +174,8 @@ class Stamps:
         self.lock = threading.Lock()
         self.node_ready: dict[str, tuple[float, str, str]] = {}  # instance id -> stamp
         self.node_labelled: dict[str, float] = {}  # -> first seen with a network-layer label
+        self.node_untainted: dict[str, float] = {}  # -> first seen Ready with no taint
+        # that keeps pods off (the node lifecycle controller lifts not-ready after Ready)
         self.check_ready: dict[str, tuple[float, str]] = {}
         self.admitted: dict[str, float] = {}
         self.finished: dict[str, float] = {}  # Workload namespace/name -> first seen Finished
@@ -208,6 +211,10 @@ class Stamps:
         with self.lock:  # by instance: moto reuses private IPs, so Node names recur
             if _true(obj, "Ready"):
                 self.node_ready.setdefault(iid, (now, labels.get(keys.GROUP, ""), iid))
+                if not any(
+                    t.get("key") in NOT_READY_TAINTS for t in obj["spec"].get("taints") or []
+                ):
+                    self.node_untainted.setdefault(iid, now)
             if any(k.startswith(LAYER_LABEL_PREFIX) for k in labels):
                 self.node_labelled.setdefault(iid, now)
 

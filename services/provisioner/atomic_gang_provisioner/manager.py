@@ -48,7 +48,7 @@ COMPONENT = "atomic-gang-provisioner"
 # queued, and a worker of its own waits for it: its check Ready is what the gang's
 # pods wait for, on nodes already billed.
 GANG_READY_PRIORITY = 1
-GANG_READY_WORKERS = 1
+GANG_READY_WORKERS = 2
 Obj = dict[str, Any]
 
 

@@ -12,6 +12,19 @@ from atomic_gang_provisioner.pool.model import NodeView
 from atomic_gang_provisioner.timestamps import parse_rfc3339
 
 LAYER_PREFIX = LAYER_LABEL.split("{", 1)[0]
+# Taints Kubernetes keeps on a Node that cannot take pods yet (or any more): the node
+# lifecycle controller removes not-ready a moment after the kubelet reports Ready, the
+# cloud controller manager uninitialized once it has set the Node up. A gang's pods
+# created while one is left fail to schedule and back off for up to 10 s (kube-scheduler's
+# podMaxBackoffSeconds). A cordon (unschedulable) is not one: it leaves running pods be.
+NOT_READY_TAINTS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/network-unavailable",
+        "node.cloudprovider.kubernetes.io/uninitialized",
+    }
+)
 
 
 def instance_id(provider_id: str) -> str:
@@ -37,6 +50,13 @@ def _ready(node: Mapping[str, Any]) -> tuple[bool, datetime | None]:
     return False, None
 
 
+def _not_ready_taint(node: Mapping[str, Any]) -> bool:
+    return any(
+        t.get("key") in NOT_READY_TAINTS and t.get("effect") != "PreferNoSchedule"
+        for t in (node.get("spec") or {}).get("taints") or []
+    )
+
+
 def node_view(node: Mapping[str, Any]) -> NodeView | None:
     meta = node.get("metadata") or {}
     iid = instance_id(str((node.get("spec") or {}).get("providerID", "")))
@@ -44,7 +64,7 @@ def node_view(node: Mapping[str, Any]) -> NodeView | None:
         return None
     labels = meta.get("labels") or {}
     ready, since = _ready(node)
-    if meta.get("deletionTimestamp"):
+    if meta.get("deletionTimestamp") or _not_ready_taint(node):
         ready = False
     return NodeView(
         name=str(meta.get("name", "")),

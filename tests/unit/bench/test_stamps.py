@@ -11,7 +11,8 @@ import pytest
 from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
 from atomic_gang_provisioner.kube import KubeClient
-from bench.scale_report import check_writes_report, split
+from bench.scale_report import check_writes_report
+from bench.scale_stamps import latencies, split
 from bench.system_stack import Stamps
 
 KUBECONFIG = """\
@@ -109,3 +110,21 @@ def test_a_label_patched_after_the_last_ready_is_measured_on_the_pool_side(
     assert after == stamps.node_labelled["i-2"] - stamps.node_ready["i-2"][0]
     assert after >= 0
     assert sides["pool"][0] >= after
+
+
+def test_the_reaction_counts_from_the_not_ready_taint_lifted_not_the_ready_condition(
+    stamps: Stamps,
+) -> None:
+    """Satisfied waits for the node lifecycle controller to lift the taint: the reaction
+    is ours from then; from the condition alone it is also printed."""
+    tainted = _node("i-1", ready=True, layer=False)
+    tainted["spec"]["taints"] = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
+    stamps.on_node(tainted)
+    assert "i-1" not in stamps.node_untainted
+    stamps.on_node(_node("i-1", ready=True, layer=False))
+    ready, lifted = stamps.node_ready["i-1"][0], stamps.node_untainted["i-1"]
+    stamps.check_ready["team/job-a"] = (lifted + 0.25, "g1")
+    ((from_lift, _),) = latencies(stamps, [])
+    ((from_condition, _),) = latencies(stamps, [], for_pods=False)
+    assert from_lift == pytest.approx(0.25)
+    assert from_condition == pytest.approx(lifted + 0.25 - ready)

@@ -92,6 +92,29 @@ def test_nodes_just_turned_ready_stand_for_the_describe_unless_ec2_said_otherwis
         assert [w.body["status"]["phase"] for w in transport.writes()] == ([phase] if phase else [])
 
 
+def test_the_gang_is_not_satisfied_while_a_ready_node_keeps_its_not_ready_taint() -> None:
+    """The node lifecycle controller lifts the taint a moment after Ready: pods created
+    before that fail to schedule and back off for seconds."""
+    since = (T0 + timedelta(seconds=25)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    nodes = [ready_node(i, since) for i in range(len(IDS))]
+    nodes[-1]["spec"]["taints"] = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
+    phases = []
+    for last in (nodes[-1], ready_node(len(IDS) - 1, since)):
+        transport = RecordingTransport()
+        ctx = context(
+            settings=settings(),
+            transport=transport,
+            pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
+            now=lambda: T0 + timedelta(seconds=30),
+        )
+        cache = FakeCache([*nodes[:-1], last], {INSTANCE_INDEX: instance_index})
+        PoolReconciler(
+            replace(ctx, nodes=cache, cloud=Reported(())), requeue=lambda _: None
+        ).reconcile("pretrain")
+        phases.append([w.body["status"]["phase"] for w in transport.writes()])
+    assert phases == [["Joining"], ["Satisfied"]]
+
+
 def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:
     transport, cloud = RecordingTransport(), LaterCloud()
     requeued: list[str] = []

@@ -56,7 +56,7 @@ class NodeView:
 
     name: str
     instance_id: str
-    ready: bool
+    ready: bool  # Ready, not being deleted, and no taint that keeps pods off (nodes.py)
     ready_since: datetime | None = None  # Ready condition's lastTransitionTime
     pool: str | None = None
     group: str | None = None
