@@ -38,11 +38,12 @@ def latencies(
 
 
 def split(stamps: sys_stack.Stamps) -> dict[str, list[float]]:
-    """Per gang: last Node Ready -> its pool Satisfied (the pool side), then Satisfied ->
-    check Ready (the Workload side), as this process's watches saw them; for gangs whose
-    Nodes got network-layer labels, last Node Ready -> last label seen (positive: a label
-    patch stood between the last Ready and Satisfied); and last Node Ready -> the last
-    not-ready taint lifted (the node lifecycle controller's part: Satisfied waits for it)."""
+    """Per gang: last Node ready for pods (as ``latencies``) -> its pool Satisfied (the
+    pool side), then Satisfied -> check Ready (the Workload side), as this process's
+    watches saw them; for gangs whose Nodes got network-layer labels, last Node Ready ->
+    last label seen (positive: a label patch stood between the last Ready and
+    Satisfied); and last Node Ready -> the last not-ready taint lifted (the node
+    lifecycle controller's part: Satisfied waits for it)."""
     last: dict[str, float] = {}
     labelled: dict[str, float] = {}
     untainted: dict[str, float] = {}
@@ -60,7 +61,7 @@ def split(stamps: sys_stack.Stamps) -> dict[str, list[float]]:
     for ready_at, group in stamps.check_ready.values():
         sat = stamps.satisfied.get(group)
         if sat is not None and group in last:
-            out["pool"].append(sat - last[group])
+            out["pool"].append(sat - max(last[group], untainted.get(group, 0.0)))
             out["workload"].append(ready_at - sat)
             for name, latest in (
                 ("last label after", labelled),
