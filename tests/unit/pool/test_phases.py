@@ -231,6 +231,21 @@ def test_a_quick_join_writes_no_ready_count_per_node_and_a_slow_one_shows_it() -
     assert done.describe  # all N Ready: on to the join check at once
 
 
+def test_a_slow_join_shows_its_n_of_n_at_most_every_progress_interval() -> None:
+    """At scale a gang's Nodes lose their not-ready taint one by one over many seconds:
+    each n/N is a pool write and a check write, so the next waits PROGRESS_SECONDS."""
+    p = launched()
+    shown = T0 + timedelta(seconds=25)  # this process wrote 2/4 then
+    at = replace(observed(nodes(3)), progress_written_at=shown)
+    held = machine.decide(p, at, shown + timedelta(seconds=4))
+    assert held.status.readyCount == 0  # what the pool had: nothing new to write
+    assert held.requeue_after == pytest.approx(6)  # back when the next n/N is due
+    due = machine.decide(p, at, shown + timedelta(seconds=10))
+    assert due.status.readyCount == 3
+    done = machine.decide(p, replace(observed(nodes(4)), progress_written_at=shown), shown)
+    assert done.describe  # all N Ready is never held back
+
+
 def test_joining_waits_for_exactly_n_ready_nodes() -> None:
     p = launched()
     plan = machine.decide(p, observed(nodes(3)), T0 + timedelta(seconds=30))

@@ -182,3 +182,29 @@ def test_the_join_check_asks_along_for_the_other_joining_pools_and_may_reuse() -
     assert cloud.along == [
         (("i-00000000000000ca", "i-00000000000000aa", "i-00000000000000ab"), True)
     ]
+
+
+def test_the_reconciler_holds_a_joining_gangs_next_n_of_n_for_the_progress_interval() -> None:
+    """It remembers when it wrote the last n/N (the pure decision is told, not asked)."""
+    clock = [T0 + timedelta(seconds=30)]
+    transport = RecordingTransport()
+    nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
+    pools = FakeCache([launched().to_dict()], POOL_INDEXERS)
+    ctx = context(settings=settings(), transport=transport, pools=pools, now=lambda: clock[0])
+    reconciler = PoolReconciler(
+        replace(ctx, nodes=nodes, cloud=Reported(())), requeue=lambda _: None
+    )
+    counts = []
+    for ready, seconds in ((2, 30), (3, 31), (3, 40)):
+        clock[0] = T0 + timedelta(seconds=seconds)
+        for i in range(ready):
+            nodes.upsert(f"ip-10-0-0-{i}", ready_node(i))
+        reconciler.reconcile("pretrain")
+        writes = transport.writes()
+        counts.append([w.body["status"]["readyCount"] for w in writes])
+        if writes:  # the watch brings our last write
+            stored = writes[-1].body | {
+                "metadata": writes[-1].body["metadata"] | {"resourceVersion": str(seconds)}
+            }
+            pools.upsert("pretrain", stored)
+    assert counts == [[2], [2], [2, 3]]  # 3/4 waits until 10 s after 2/4

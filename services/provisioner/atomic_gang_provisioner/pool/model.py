@@ -70,6 +70,7 @@ class Observed:
     found: tuple[Instance, ...] | None = None  # None: no tag lookup this round
     topology: TopologyRead | None = None  # None: not read this round
     reported_unhealthy: tuple[str, ...] = ()  # of the set, EC2's last answer says not healthy
+    progress_written_at: datetime | None = None  # this process's last n/N write while joining
     knobs: Knobs
 
     def node_for(self, instance_id: str) -> NodeView | None:

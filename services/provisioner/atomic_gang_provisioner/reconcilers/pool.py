@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from atomic_gang_provisioner.api import FINALIZER, GangNodePool
@@ -65,6 +66,9 @@ class PoolReconciler:
         # Pool -> the generation this process introduced (wrote Acquiring at it) and has
         # not launched at yet: no set of that generation can exist, so no tag lookup.
         self._fresh: dict[str, int] = {}
+        # Pool -> when this process last wrote a joining gang's n/N (rate-limits the next;
+        # a new leader starts without: one write sooner, once).
+        self._progress_at: dict[str, datetime] = {}
         self._lock = threading.Lock()
         self._labelers = ThreadPoolExecutor(LABEL_WRITERS, thread_name_prefix="node-labels")
 
@@ -86,6 +90,7 @@ class PoolReconciler:
         observed = Observed(
             nodes=self._nodes(pool),
             reported_unhealthy=self.ctx.cloud.reported_unhealthy(pool.status.instanceIds),
+            progress_written_at=self._progress_at.get(name),
             knobs=self.ctx.knobs,
         )
         plan = machine.decide(pool, observed, now)
@@ -175,6 +180,7 @@ class PoolReconciler:
             ctx.must_lead()
             self._write_status(pool, plan)
             self._note_fresh(pool, plan)
+            self._note_progress(pool, plan)
         if plan.remove_finalizer:
             self._remove_finalizer(pool)
         claimant = self._claimant_objects(pool) if plan.events else ()
@@ -202,6 +208,14 @@ class PoolReconciler:
             job = {"namespace": claim.namespace, "name": owner[0], "uid": owner[1]}
             out.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": job})
         return tuple(out)
+
+    def _note_progress(self, pool: GangNodePool, plan: Plan) -> None:
+        """A pool's reconciles run one at a time: its entry needs no lock."""
+        new, old = plan.status, pool.status
+        if new.phase == "Joining" and old.phase == "Joining" and new.readyCount != old.readyCount:
+            self._progress_at[pool.name] = self.ctx.now()
+        elif new.phase != "Joining":
+            self._progress_at.pop(pool.name, None)
 
     def _note_fresh(self, pool: GangNodePool, plan: Plan) -> None:
         new, old = plan.status, pool.status

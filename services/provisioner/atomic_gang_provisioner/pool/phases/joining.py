@@ -9,8 +9,10 @@ EC2's last answer does not say otherwise; else one describe, taken only once all
 Nodes are Ready, decides.
 
 ``readyCount`` is written as Nodes turn Ready only once the gang has joined for
-``QUIET_SECONDS``: a quick join costs no status write per Node (nor the Workload's
-check-message write each would cause), and a slow or stuck one shows its n/N.
+``QUIET_SECONDS``, and then at most every ``PROGRESS_SECONDS``: a quick join costs no
+status write per Node (nor the Workload's check-message write each would cause), a slow
+or stuck one shows its n/N, and 100 slow joins at once (800 not-ready taints lifted a
+dozen a second) do not write each Node's turn.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from atomic_gang_provisioner.pool.model import (
 from atomic_gang_provisioner.pool.phases import block, releasing, topology
 
 QUIET_SECONDS = 20.0
+PROGRESS_SECONDS = 10.0
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
@@ -40,7 +43,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         return Plan(status=update(status, phase="Idle" if not claim_key(pool) else "Acquiring"))
     want = len(status.instanceIds)
     h = health(pool, observed)
-    quiet_until = _quiet_until(status.launchedAt)
+    quiet_until = _quiet_until(status.launchedAt, observed.progress_written_at)
     if h.ready >= want or quiet_until is None or now >= quiet_until:
         status = update(status, readyCount=h.ready)
     if (ended := _ended(pool, status, observed, now, ready=h.ready)) is not None:
@@ -98,8 +101,14 @@ def _ended(
     return None
 
 
-def _quiet_until(launched_at: datetime | None) -> datetime | None:
-    return launched_at + timedelta(seconds=QUIET_SECONDS) if launched_at else None
+def _quiet_until(launched_at: datetime | None, progress_at: datetime | None) -> datetime | None:
+    """Until when a new n/N waits: the quiet start of the join, then the last one's age."""
+    if launched_at is None:
+        return None
+    quiet = launched_at + timedelta(seconds=QUIET_SECONDS)
+    if progress_at is None:
+        return quiet
+    return max(quiet, progress_at + timedelta(seconds=PROGRESS_SECONDS))
 
 
 def _satisfied(pool: GangNodePool, placed: topology.Placed, now: datetime) -> Plan:
