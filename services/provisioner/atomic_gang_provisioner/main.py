@@ -128,7 +128,11 @@ def main(argv: list[str] | None = None) -> None:
         ).start()
     manager.start(identity=args.identity)
     log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})
-    done.wait()
+    # Python runs a signal handler on the main thread only, between bytecodes: a SIGTERM
+    # the kernel hands to another thread leaves a main thread blocked in an untimed wait
+    # asleep for good (seen once in make test: the controller outlived its SIGTERM).
+    while not done.wait(timeout=1.0):
+        pass
     log.info("shutting down")
     manager.stop()
     http.shutdown()
