@@ -28,7 +28,7 @@ from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient
 from atomic_gang_provisioner.nodes import LAYER_PREFIX as LAYER_LABEL_PREFIX
-from atomic_gang_provisioner.nodes import NOT_READY_TAINTS
+from atomic_gang_provisioner.nodes import not_ready_taint
 from atomic_gang_provisioner.resources import JOBS, POOLS
 from tests.support.resources import (
     CLUSTER_QUEUES,
@@ -211,9 +211,7 @@ class Stamps:
         with self.lock:  # by instance: moto reuses private IPs, so Node names recur
             if _true(obj, "Ready"):
                 self.node_ready.setdefault(iid, (now, labels.get(keys.GROUP, ""), iid))
-                if not any(
-                    t.get("key") in NOT_READY_TAINTS for t in obj["spec"].get("taints") or []
-                ):
+                if not not_ready_taint(obj):
                     self.node_untainted.setdefault(iid, now)
             if any(k.startswith(LAYER_LABEL_PREFIX) for k in labels):
                 self.node_labelled.setdefault(iid, now)

@@ -50,7 +50,8 @@ def _ready(node: Mapping[str, Any]) -> tuple[bool, datetime | None]:
     return False, None
 
 
-def _not_ready_taint(node: Mapping[str, Any]) -> bool:
+def not_ready_taint(node: Mapping[str, Any]) -> bool:
+    """The Node still carries a taint that keeps pods off until it can take them."""
     return any(
         t.get("key") in NOT_READY_TAINTS and t.get("effect") != "PreferNoSchedule"
         for t in (node.get("spec") or {}).get("taints") or []
@@ -64,7 +65,7 @@ def node_view(node: Mapping[str, Any]) -> NodeView | None:
         return None
     labels = meta.get("labels") or {}
     ready, since = _ready(node)
-    if meta.get("deletionTimestamp") or _not_ready_taint(node):
+    if meta.get("deletionTimestamp") or not_ready_taint(node):
         ready = False
     return NodeView(
         name=str(meta.get("name", "")),

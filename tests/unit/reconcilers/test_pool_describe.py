@@ -67,6 +67,22 @@ class Reported(LaterCloud):
         return tuple(i for i in instance_ids if i in self.unhealthy)
 
 
+def reconcile_at_30s(nodes: list[dict[str, Any]], cloud: LaterCloud) -> RecordingTransport:
+    """One reconcile of the launched pool, 30 s after its launch, over these Nodes."""
+    transport = RecordingTransport()
+    ctx = context(
+        settings=settings(),
+        transport=transport,
+        pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
+        now=lambda: T0 + timedelta(seconds=30),
+    )
+    cache = FakeCache(nodes, {INSTANCE_INDEX: instance_index})
+    PoolReconciler(replace(ctx, nodes=cache, cloud=cloud), requeue=lambda _: None).reconcile(
+        "pretrain"
+    )
+    return transport
+
+
 def test_nodes_just_turned_ready_stand_for_the_describe_unless_ec2_said_otherwise() -> None:
     """Ready 5 s ago (inside ec2Api.describeReuseSeconds): Satisfied with no call; the
     same Nodes with one instance EC2 last called unhealthy: the describe is asked."""
@@ -74,20 +90,8 @@ def test_nodes_just_turned_ready_stand_for_the_describe_unless_ec2_said_otherwis
         (Reported(()), [], "Satisfied"),
         (Reported((IDS[1],)), [IDS], None),
     ):
-        transport = RecordingTransport()
-        ctx = context(
-            settings=settings(),
-            transport=transport,
-            pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
-            now=lambda: T0 + timedelta(seconds=30),
-        )
         since = (T0 + timedelta(seconds=25)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        nodes = FakeCache(
-            [ready_node(i, since) for i in range(len(IDS))], {INSTANCE_INDEX: instance_index}
-        )
-        PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud), requeue=lambda _: None).reconcile(
-            "pretrain"
-        )
+        transport = reconcile_at_30s([ready_node(i, since) for i in range(len(IDS))], cloud)
         assert cloud.asked == [tuple(i) for i in asked]
         assert [w.body["status"]["phase"] for w in transport.writes()] == ([phase] if phase else [])
 
@@ -100,17 +104,7 @@ def test_the_gang_is_not_satisfied_while_a_ready_node_keeps_its_not_ready_taint(
     nodes[-1]["spec"]["taints"] = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
     phases = []
     for last in (nodes[-1], ready_node(len(IDS) - 1, since)):
-        transport = RecordingTransport()
-        ctx = context(
-            settings=settings(),
-            transport=transport,
-            pools=FakeCache([launched().to_dict()], POOL_INDEXERS),
-            now=lambda: T0 + timedelta(seconds=30),
-        )
-        cache = FakeCache([*nodes[:-1], last], {INSTANCE_INDEX: instance_index})
-        PoolReconciler(
-            replace(ctx, nodes=cache, cloud=Reported(())), requeue=lambda _: None
-        ).reconcile("pretrain")
+        transport = reconcile_at_30s([*nodes[:-1], last], Reported(()))
         phases.append([w.body["status"]["phase"] for w in transport.writes()])
     assert phases == [["Joining"], ["Satisfied"]]
 
