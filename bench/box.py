@@ -60,6 +60,21 @@ def snapshot() -> Snapshot:
     return time.time(), procs
 
 
+def steal_seconds() -> float:
+    """CPU seconds the hypervisor gave other guests while ours waited (/proc/stat's
+    steal column, all cores): what a slow run's box lost to its neighbours."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The first ``model name`` in /proc/cpuinfo, or "" when there is none (arm64)."""
+    for line in cpuinfo.read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
 def cpu_between(first: Snapshot, last: Snapshot) -> dict[str, float]:
     """CPU seconds by process name between two snapshots (a process born between
     them counts from zero)."""
@@ -104,11 +119,13 @@ class CpuSampler(_Background):
     def __init__(self, every: float = 2.0) -> None:
         super().__init__("cpu-sampler")
         self.snaps: list[Snapshot] = []
+        self.steals: list[tuple[float, float]] = []  # (when, steal seconds so far)
         self._every = every
 
     def _run(self) -> None:
         while True:
             self.snaps.append(snapshot())
+            self.steals.append((time.time(), steal_seconds()))
             if self._stop.wait(self._every):
                 return
 
@@ -120,6 +137,11 @@ class CpuSampler(_Background):
             return 0.0, {}
         seconds, first, last = found
         return seconds, cpu_between(first, last)
+
+    def steal(self, start: float, end: float) -> float:
+        """CPU seconds stolen by the hypervisor between the samples nearest to the edges."""
+        found = nearest(self.steals, start, end)
+        return 0.0 if found is None else found[2] - found[1]
 
 
 class WriteProbe:

@@ -105,7 +105,9 @@ def _box_report(box: dict[str, Any], net: list[float]) -> None:
     span, cores, used = box["seconds"], box["cores"], box["cpu"]
     print(
         f"the box while the gangs joined (first Node Ready to last check Ready, {span:.0f} s, "
-        f"{cores} cores): {100 * sum(used.values()) / (span * cores):.0f} % busy; CPU s: "
+        f"{cores} cores, {box.get('cpu_model') or 'CPU model unknown'}): "
+        f"{100 * sum(used.values()) / (span * cores):.0f} % busy, "
+        f"{100 * box.get('steal', 0.0) / (span * cores):.0f} % stolen by the hypervisor; CPU s: "
         + ", ".join(f"{k} {v:.1f}" for k, v in used.items() if v >= 0.5)
     )
     m = _box_measures(box)
@@ -228,6 +230,7 @@ def _box_measures(box: dict[str, Any]) -> dict[str, float]:
         "apiserver_write_p50_ms": round(sys_stack.pct(writes, 0.5) * 1000, 1),
         "apiserver_write_p90_ms": round(sys_stack.pct(writes, 0.9) * 1000, 1),
         "box_busy": round(sum(box["cpu"].values()) / (span * box["cores"]), 3),
+        "box_steal": round(box.get("steal", 0.0) / (span * box["cores"]), 3),
     }
 
 
@@ -264,7 +267,7 @@ def targets(m: dict[str, float], args: argparse.Namespace) -> None:
         print(
             f"| (the box, no target) any apiserver write while the gangs joined | "
             f"p50 {m['apiserver_write_p50_ms']:.0f} ms / p90 {m['apiserver_write_p90_ms']:.0f} ms, "
-            f"CPU {100 * m['box_busy']:.0f} % busy | |"
+            f"CPU {100 * m['box_busy']:.0f} % busy, {100 * m['box_steal']:.0f} % stolen | |"
         )
 
 

@@ -52,6 +52,24 @@ def test_the_sampler_reads_the_window_nearest_its_snapshots() -> None:
     assert box.CpuSampler().window(0.0, 1.0) == (0.0, {})
 
 
+def test_the_sampler_reads_the_steal_nearest_its_samples() -> None:
+    sampler = box.CpuSampler()
+    sampler.steals = [(100.0, 3.0), (102.0, 3.5), (104.0, 5.0)]
+    assert sampler.steal(101.9, 104.2) == 1.5
+    assert box.CpuSampler().steal(0.0, 1.0) == 0.0
+
+
+def test_the_cpu_model_is_the_first_model_name(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text(
+        "processor\t: 0\nmodel name\t: AMD EPYC 9R14\nprocessor\t: 1\nmodel name\t: other\n"
+    )
+    assert box.cpu_model(info) == "AMD EPYC 9R14"
+    info.write_text("processor\t: 0\nBogoMIPS\t: 243.75\n")
+    assert box.cpu_model(info) == ""
+    assert box.steal_seconds() >= 0.0  # this box's /proc/stat parses
+
+
 def test_a_real_snapshot_holds_this_process() -> None:
     when, procs = box.snapshot()
     assert when > 0
