@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from atomic_gang.devices import extended_requests
 from atomic_gang.objects import field_list, field_map, field_str, items, template_labels
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -23,7 +24,6 @@ WARNING = (
     "podAntiAffinity (or a DoNotSchedule topologySpreadConstraint, maxSkew 1) on "
     f"{HOSTNAME} over the Job's pods, or request a GPU/Neuron/EFA resource"
 )
-_NOT_EXTENDED = ("kubernetes.io/", "requests.")
 
 
 def _pod_labels(job: Mapping[str, Any], job_spec: Mapping[str, Any]) -> dict[str, str]:
@@ -84,26 +84,12 @@ def _spread(pod: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     )
 
 
-def _extended(pod: Mapping[str, Any]) -> bool:
-    containers = [
-        *field_list(pod, "containers", "spec"),
-        *field_list(pod, "initContainers", "spec"),
-    ]
-    for c in items(containers, "containers"):
-        res = field_map(c, "resources", "containers")
-        for kind in ("requests", "limits"):
-            for name, qty in field_map(res, kind, "resources").items():
-                if "/" in name and not name.startswith(_NOT_EXTENDED) and str(qty) not in ("0", ""):
-                    return True
-    return False
-
-
 def one_pod_per_node(
     job: Mapping[str, Any], job_spec: Mapping[str, Any], pod: Mapping[str, Any]
 ) -> bool:
     """True when the Job's own spec keeps its pods on distinct nodes (``pod`` is its
     ``spec.template.spec``)."""
-    if _extended(pod):
+    if extended_requests(pod):
         return True
     if not pod.get("affinity") and not pod.get("topologySpreadConstraints"):
         return False

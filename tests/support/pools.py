@@ -86,7 +86,12 @@ def launched(**status: Any) -> GangNodePool:
 
 
 def nodes(
-    n: int, *, ready: bool = True, group: str | None = None, since: datetime | None = None
+    n: int,
+    *,
+    ready: bool = True,
+    group: str | None = None,
+    since: datetime | None = None,
+    devices: tuple[tuple[str, int], ...] = (),
 ) -> tuple[NodeView, ...]:
     g = group or naming.group_id(pool="pretrain", generation=1)
     return tuple(
@@ -97,6 +102,7 @@ def nodes(
             ready_since=since,
             pool="pretrain",
             group=g,
+            devices=devices,
         )
         for i in range(n)
     )

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from atomic_gang import keys
+from atomic_gang.devices import is_extended, whole_quantity
 from atomic_gang_provisioner.cloud.topology import LAYER_LABEL
 from atomic_gang_provisioner.pool.model import NodeView
 from atomic_gang_provisioner.timestamps import parse_rfc3339
@@ -77,6 +78,18 @@ def node_view(node: Mapping[str, Any]) -> NodeView | None:
         topology_labels=tuple(
             sorted((k, str(v)) for k, v in labels.items() if k.startswith(LAYER_PREFIX))
         ),
+        devices=_devices(node),
+    )
+
+
+def _devices(node: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    return tuple(
+        sorted(
+            (name, whole_quantity(qty) or 0)
+            for name, qty in allocatable.items()
+            if is_extended(name)
+        )
     )
 
 

@@ -58,3 +58,20 @@ def test_the_not_ready_taint_going_is_a_change_the_pool_reads() -> None:
     tainted = node(("node.kubernetes.io/not-ready", "NoSchedule"))
     assert node_read_changed(tainted, node())
     assert not node_read_changed(node(), node())
+
+
+def test_a_node_reads_the_extended_resources_in_its_allocatable() -> None:
+    n = node()
+    n["status"]["allocatable"] = {"cpu": "96", "nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "4"}
+    view = node_view(n)
+    assert view is not None
+    assert view.devices == (("nvidia.com/gpu", 8), ("vpc.amazonaws.com/efa", 4))
+    assert view.holds({"nvidia.com/gpu": 8})
+    assert not view.holds({"nvidia.com/gpu": 8, "aws.amazon.com/neuron": 1})
+    assert not view.holds({"vpc.amazonaws.com/efa": 5})
+
+
+def test_the_device_plugin_registering_is_a_change_the_pool_reads() -> None:
+    advertised = node()
+    advertised["status"]["allocatable"] = {"nvidia.com/gpu": "8"}
+    assert node_read_changed(node(), advertised)

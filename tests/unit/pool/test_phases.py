@@ -258,6 +258,24 @@ def test_joining_waits_for_exactly_n_ready_nodes() -> None:
     assert wrong.status.phase == "Joining"
 
 
+def test_a_ready_node_counts_only_once_it_holds_what_one_pod_asks_for() -> None:
+    """The device plugin advertises the GPUs a while after the Node turned Ready: until
+    then a gang pod would fail to schedule, so the Node is not Ready for the gang."""
+    wants = CLAIM.model_copy(update={"resources": {"nvidia.com/gpu": 8}})
+    p = launched().model_copy(update={"spec": launched().spec.model_copy(update={"claim": wants})})
+    later = T0 + timedelta(seconds=30)
+    bare = machine.decide(p, observed(nodes(4)), later)
+    assert (bare.status.readyCount, bare.describe) == (0, False)
+    short = machine.decide(p, observed(nodes(4, devices=(("nvidia.com/gpu", 7),))), later)
+    assert short.status.readyCount == 0  # one GPU fell off: the pod would not fit
+    full = (*nodes(3, devices=(("nvidia.com/gpu", 8),)), *nodes(4)[3:])
+    assert machine.decide(p, observed(full), later).status.readyCount == 3
+    done = machine.decide(p, observed(nodes(4, devices=(("nvidia.com/gpu", 8),))), later)
+    assert done.describe  # all N hold it: on to the join check
+    plain = machine.decide(launched(), observed(nodes(4)), later)
+    assert plain.describe  # a claimant asking no device waits for none
+
+
 def test_n_ready_nodes_need_one_describe_then_satisfied() -> None:
     p = launched()
     first = machine.decide(p, observed(nodes(4)), T0 + timedelta(seconds=40))

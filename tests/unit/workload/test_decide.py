@@ -102,6 +102,30 @@ def test_first_claim_creates_the_pool_with_a_finalizer() -> None:
     assert "nothing billed" in plan.checks[0].message
 
 
+def test_the_claim_carries_what_one_pod_asks_of_a_node() -> None:
+    """The pool counts a Node toward the gang once its allocatable holds these."""
+    pod = {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "trainer",
+                "image": "trainer:latest",
+                "resources": {"limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "4"}},
+            }
+        ],
+    }
+    plan = run(job=gang_job(spec={"template": {"spec": pod}}))
+    assert plan.create_pool is not None
+    assert plan.create_pool.spec.claim is not None
+    wants = plan.create_pool.spec.claim.resources
+    assert wants == {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 4}
+    free = reported(pool(claim=None, phase="KeepWarm", instanceIds=["i-1"]))
+    taken = run(pool=free, job=gang_job()).spec_change
+    assert taken is not None
+    assert taken.claim is not None
+    assert taken.claim.resources == {}  # this Job's pods ask for no device
+
+
 def test_no_check_of_ours_does_nothing() -> None:
     assert run(our_checks=frozenset({"other"})) == WorkloadPlan()
 

@@ -156,6 +156,14 @@ class Claim(_Model):
     name: str
     uid: str
     claimedAt: Time | None = Field(default=None, description="Tells re-claims apart.")
+    resources: dict[str, int] = Field(
+        default_factory=dict,
+        description=(
+            "Extended resources one pod of the claimant asks for (nvidia.com/gpu, "
+            "vpc.amazonaws.com/efa, ...): a Node counts toward the gang once its allocatable "
+            "holds them."
+        ),
+    )
 
     @property
     def key(self) -> str:

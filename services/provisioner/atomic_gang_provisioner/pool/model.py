@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal, Unpack
@@ -61,6 +62,13 @@ class NodeView:
     pool: str | None = None
     group: str | None = None
     topology_labels: tuple[tuple[str, str], ...] = ()  # its network-node-layer labels
+    devices: tuple[tuple[str, int], ...] = ()  # extended resources in its allocatable
+
+    def holds(self, wanted: Mapping[str, int]) -> bool:
+        """Its allocatable has at least ``wanted`` of each extended resource (a device
+        plugin adds them some time after the Node turned Ready)."""
+        have = dict(self.devices)
+        return all(have.get(name, 0) >= amount for name, amount in wanted.items())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,7 +190,11 @@ class Health:
     wrong_group: tuple[str, ...] = field(default=())
 
 
-def health(pool: GangNodePool, observed: Observed) -> Health:
+def health(
+    pool: GangNodePool, observed: Observed, *, devices: Mapping[str, int] | None = None
+) -> Health:
+    """Where the live set stands; with ``devices``, a Node is Ready only once it holds
+    them (the join's rule: one pod of the claimant can land on it)."""
     ready = 0
     missing: list[str] = []
     not_ready: list[str] = []
@@ -193,7 +205,7 @@ def health(pool: GangNodePool, observed: Observed) -> Health:
             missing.append(iid)
         elif node.group != pool.status.activeGroup or node.pool != pool.name:
             wrong.append(iid)
-        elif not node.ready:
+        elif not node.ready or not node.holds(devices or {}):
             not_ready.append(iid)
         else:
             ready += 1

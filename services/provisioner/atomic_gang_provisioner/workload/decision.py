@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from atomic_gang import GangSpec, GangValidationError, keys, validate_job
-from atomic_gang.objects import MalformedJobError
+from atomic_gang.devices import extended_requests
+from atomic_gang.objects import MalformedJobError, pod_spec
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
 from atomic_gang_provisioner.api import conditions as reported
 from atomic_gang_provisioner.events import event
@@ -78,7 +79,15 @@ def _release(inp: Inputs) -> WorkloadPlan:
 
 
 def _claim(inp: Inputs) -> Claim:
-    return Claim(namespace=inp.wl.namespace, name=inp.wl.name, uid=inp.wl.uid, claimedAt=inp.now)
+    """The claim of a Workload whose Job was validated, with what each pod asks of a Node."""
+    job_spec = (inp.job or {}).get("spec") or {}
+    return Claim(
+        namespace=inp.wl.namespace,
+        name=inp.wl.name,
+        uid=inp.wl.uid,
+        claimedAt=inp.now,
+        resources=extended_requests(pod_spec(job_spec)),
+    )
 
 
 def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:

@@ -1,12 +1,14 @@
 """Joining: N instances launched; wait for exactly N Ready Nodes of this group.
 
 Satisfied needs N live instance ids, N Ready Nodes whose providerIDs match, the
-active group's labels, and (for types EC2 reports topology for) the gang's network
-topology read, within ``max-spread`` when set. The join watchdog releases the whole set at the
-deadline: no half-joined pool is ever left waiting. An instance is live when its
-Node turned Ready within ``ec2Api.describeReuseSeconds`` (its kubelet ran then) and
-EC2's last answer does not say otherwise; else one describe, taken only once all N
-Nodes are Ready, decides.
+active group's labels, each Node's allocatable holding the extended resources one pod
+of the claimant asks for (a device plugin adds them after the Node turned Ready), and
+(for types EC2 reports topology for) the gang's network topology read, within
+``max-spread`` when set. The join watchdog releases the whole set at the deadline: no
+half-joined pool is ever left waiting. An instance is live when its Node turned Ready
+within ``ec2Api.describeReuseSeconds`` (its kubelet ran then) and EC2's last answer
+does not say otherwise; else one describe, taken only once all N Nodes are Ready,
+decides.
 
 ``readyCount`` is written as Nodes turn Ready only once the gang has joined for
 ``QUIET_SECONDS``, and then at most every ``PROGRESS_SECONDS``: a quick join costs no
@@ -42,7 +44,8 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     if not status.instanceIds:  # guard
         return Plan(status=update(status, phase="Idle" if not claim_key(pool) else "Acquiring"))
     want = len(status.instanceIds)
-    h = health(pool, observed)
+    claim = pool.spec.claim
+    h = health(pool, observed, devices=claim.resources if claim is not None else None)
     quiet_until = _quiet_until(status.launchedAt, observed.progress_written_at)
     if h.ready >= want or quiet_until is None or now >= quiet_until:
         status = update(status, readyCount=h.ready)
