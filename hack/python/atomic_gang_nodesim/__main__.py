@@ -20,7 +20,7 @@ from typing import Any
 from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_nodesim.control import Controls, NodeSimClient, serve
 from atomic_gang_nodesim.ec2 import States, make_view
-from atomic_gang_nodesim.knobs import BootDelay, DropRule, Knobs
+from atomic_gang_nodesim.knobs import BootDelay, DevicePlugins, DropRule, Knobs
 from atomic_gang_nodesim.sim import Simulator
 from atomic_gang_provisioner.kube import KubeClient
 
@@ -44,6 +44,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--boot-delay", type=float, default=2.0, help="seconds to boot and join")
     run.add_argument("--boot-jitter", type=float, default=0.0, help="up to this much more")
     run.add_argument(
+        "--device-delay",
+        type=float,
+        default=0.0,
+        help="seconds from a Node's registration to its GPUs/Neuron/EFA in allocatable",
+    )
+    run.add_argument(
         "--drop-join",
         type=int,
         action="append",
@@ -57,7 +63,16 @@ def _parser() -> argparse.ArgumentParser:
     ctl = sub.add_parser("ctl", help="talk to a running simulator's control API")
     ctl.add_argument("--url", required=True)
     ctl.add_argument(
-        "verb", choices=["state", "terminate", "not-ready", "ready", "drop-pool", "boot-delay"]
+        "verb",
+        choices=[
+            "state",
+            "terminate",
+            "not-ready",
+            "ready",
+            "drop-pool",
+            "boot-delay",
+            "device-delay",
+        ],
     )
     ctl.add_argument("arg", nargs="?", default="")
     return p
@@ -66,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     knobs = Knobs(
         boot=BootDelay(seconds=args.boot_delay, jitter=args.boot_jitter),
+        devices=DevicePlugins(seconds=args.device_delay),
         drops=[DropRule(nth=k) for k in args.drop_join],
     )
     sim = Simulator(
@@ -105,6 +121,7 @@ def _ctl(args: argparse.Namespace) -> int:
         "ready": lambda: client.ready(args.arg),
         "drop-pool": lambda: client.drop(pool=args.arg),
         "boot-delay": lambda: client.set_boot_delay(float(args.arg)),
+        "device-delay": lambda: client.set_device_delay(float(args.arg)),
     }
     out = verbs[args.verb]()
     print(json.dumps(out if out is not None else {"ok": True}, indent=2))

@@ -1,8 +1,9 @@
 """Node capacity from an EC2 ``DescribeInstanceTypes`` entry.
 
 Pure. CPU and memory as kubelet reports them; ``nvidia.com/gpu`` for the
-GPU families (the NVIDIA device plugin's resource) and
-``aws.amazon.com/neuron`` for Trainium/Inferentia (the Neuron device plugin's);
+GPU families (the NVIDIA device plugin's resource),
+``aws.amazon.com/neuron`` for Trainium/Inferentia (the Neuron device plugin's) and
+``vpc.amazonaws.com/efa`` for the instance's EFA interfaces (the EFA plugin's);
 ``pods`` by the EKS max-pods formula for the VPC CNI,
 ``ENIs × (IPv4 per ENI − 1) + 2``, capped at 110 below 30 vCPUs and 250 above,
 as EKS AL2023 nodes do. Allocatable subtracts nothing: a simulator has no
@@ -16,6 +17,7 @@ from typing import Any, Final
 
 GPU: Final = "nvidia.com/gpu"
 NEURON: Final = "aws.amazon.com/neuron"
+EFA: Final = "vpc.amazonaws.com/efa"
 GPU_FAMILIES: Final = ("p", "g")
 ARCH: Final = {"x86_64": "amd64", "arm64": "arm64", "i386": "386"}
 DEFAULT_DISK_GIB: Final = 80  # the root volume when the type has no instance store
@@ -46,8 +48,8 @@ def _neuron(info: Mapping[str, Any]) -> int:
     return sum(int(d.get("Count", 0)) for d in devices)
 
 
-def capacity(info: Mapping[str, Any]) -> dict[str, str]:
-    """The Node's ``status.capacity`` for one instance type."""
+def capacity(info: Mapping[str, Any], *, efa_interfaces: int = 0) -> dict[str, str]:
+    """The Node's ``status.capacity`` for one instance type with that many EFAs attached."""
     name = str(info.get("InstanceType", ""))
     vcpus = int((info.get("VCpuInfo") or {}).get("DefaultVCpus", 2))
     net = info.get("NetworkInfo") or {}
@@ -68,7 +70,14 @@ def capacity(info: Mapping[str, Any]) -> dict[str, str]:
         out[GPU] = str(gpus)
     if neuron := _neuron(info):
         out[NEURON] = str(neuron)
+    if efa_interfaces:
+        out[EFA] = str(efa_interfaces)
     return out
+
+
+def devices(resources: Mapping[str, str]) -> dict[str, str]:
+    """The resources a device plugin advertises (domain-prefixed), not kubelet itself."""
+    return {name: qty for name, qty in resources.items() if "/" in name}
 
 
 def architecture(info: Mapping[str, Any]) -> str:

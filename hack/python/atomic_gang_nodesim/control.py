@@ -4,6 +4,8 @@
 - ``GET /state``: the knobs, every live instance seen (phase, pool, Node, reason), and
   the last 1,000 that are gone (with the phase they ended in).
 - ``PUT /boot-delay`` ``{"seconds", "jitter"}``: boot time of instances seen from now on.
+- ``PUT /device-delay`` ``{"seconds"}``: from a Node's registration to its device plugins'
+  resources in allocatable, for Nodes registered from now on (0: at registration).
 - ``POST /drops`` ``{"instanceId" | "pool" | "nth", "count"}``: those joins never happen;
   ``DELETE /drops`` forgets every rule.
 - ``POST /not-ready`` / ``POST /ready`` ``{"instanceId"}``: hold its Node NotReady / release it.
@@ -23,7 +25,7 @@ import httpx
 from pydantic import ValidationError
 
 from atomic_gang_nodesim.health import release_not_ready
-from atomic_gang_nodesim.knobs import BootDelay, DropRule
+from atomic_gang_nodesim.knobs import BootDelay, DevicePlugins, DropRule
 from atomic_gang_nodesim.sim import Simulator, log
 
 
@@ -40,6 +42,10 @@ class Controls:
         with self.sim.lock:
             self.sim.knobs.boot = boot
         self._changed()
+
+    def set_devices(self, devices: DevicePlugins) -> None:
+        with self.sim.lock:
+            self.sim.knobs.devices = devices
 
     def add_drop(self, rule: DropRule) -> None:
         with self.sim.lock:
@@ -92,6 +98,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("GET", "/healthz"): lambda c, b: c.health(),
     ("GET", "/state"): lambda c, b: c.snapshot(),
     ("PUT", "/boot-delay"): lambda c, b: c.set_boot(BootDelay.model_validate(b)),
+    ("PUT", "/device-delay"): lambda c, b: c.set_devices(DevicePlugins.model_validate(b)),
     ("POST", "/drops"): lambda c, b: c.add_drop(DropRule.model_validate(b)),
     ("DELETE", "/drops"): lambda c, b: c.clear_drops(),
     ("POST", "/not-ready"): lambda c, b: c.not_ready(str(b["instanceId"])),
@@ -169,6 +176,9 @@ class NodeSimClient:
 
     def set_boot_delay(self, seconds: float, jitter: float = 0.0) -> None:
         self._send("PUT", "/boot-delay", {"seconds": seconds, "jitter": jitter})
+
+    def set_device_delay(self, seconds: float) -> None:
+        self._send("PUT", "/device-delay", {"seconds": seconds})
 
     def drop(self, *, count: int = 1, **selector: Any) -> None:
         """``drop(pool="p")``, ``drop(instanceId="i-…")`` or ``drop(nth=3)``."""

@@ -1,4 +1,4 @@
-"""The simulator's knobs: boot delay, dropped joins, NotReady nodes.
+"""The simulator's knobs: boot delay, device plugin delay, dropped joins, NotReady nodes.
 
 Pure and serialisable (the control API takes and shows these models). A drop
 rule matches an instance by id, by pool, or as the n-th managed instance the
@@ -26,6 +26,13 @@ class BootDelay(_Model):
         """Deterministic per instance, so a rerun of a scenario joins in the same order."""
         frac = int(hashlib.sha256(instance_id.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
         return self.seconds + self.jitter * frac
+
+
+class DevicePlugins(_Model):
+    """The device plugins' pods (NVIDIA, Neuron, EFA) start on a registered Node and
+    advertise their resources ``seconds`` after it registered; 0: at registration."""
+
+    seconds: float = Field(default=0.0, ge=0, description="Registration to allocatable.")
 
 
 class DropRule(_Model):
@@ -59,6 +66,7 @@ class DropRule(_Model):
 
 class Knobs(_Model):
     boot: BootDelay = Field(default_factory=BootDelay)
+    devices: DevicePlugins = Field(default_factory=DevicePlugins)
     drops: list[DropRule] = Field(default_factory=list)
     notReady: list[str] = Field(default_factory=list, description="Instance ids held NotReady.")
 

@@ -36,6 +36,7 @@ class Instance:
     private_ip: str = ""
     private_dns: str = ""
     profile_arn: str = ""
+    efa_interfaces: int = 0
     tags: Mapping[str, str]
 
     @property
@@ -52,6 +53,10 @@ class Instance:
             private_ip=str(raw.get("PrivateIpAddress") or ""),
             private_dns=str(raw.get("PrivateDnsName") or ""),
             profile_arn=str((raw.get("IamInstanceProfile") or {}).get("Arn") or ""),
+            efa_interfaces=sum(
+                n.get("InterfaceType") in ("efa", "efa-only")
+                for n in raw.get("NetworkInterfaces") or []
+            ),
             tags={t["Key"]: t["Value"] for t in raw.get("Tags") or []},
         )
 

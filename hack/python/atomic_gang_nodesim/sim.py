@@ -3,7 +3,8 @@
 Each tick: one DescribeInstances; for an instance not seen before, read its
 user data and parse the NodeConfig (a bad one, or one naming another cluster,
 endpoint or CA than EKS reports, never joins); once its boot delay has passed,
-create the Node kubelet would register and let kwok make it Ready, unless EKS
+create the Node kubelet would register and let kwok make it Ready (its device
+plugins' resources, with the devices knob, that much later), unless EKS
 would refuse the instance role (no EC2_LINUX access entry, no aws-auth mapping):
 then the join is retried, as kubelet retries. An instance
 that is no longer pending/running loses its Node, as the cloud node-lifecycle
@@ -19,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -52,6 +53,8 @@ class Tracked:
     reason: str = ""
     instance: Instance | None = None
     join: JoinSpec | None = None
+    devices: dict[str, str] = field(default_factory=dict)  # not advertised yet
+    devices_at: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {"phase": self.phase, "pool": self.pool, "node": self.node, "reason": self.reason}
@@ -123,6 +126,8 @@ class Simulator:
         now = self.clock()
         due = [t for t in list(self.tracked.values()) if t.phase == "booting" and t.join_at <= now]
         self._each(self._join, due)
+        plugged = [t for t in list(self.tracked.values()) if t.devices and t.devices_at <= now]
+        self._each(self._advertise, plugged)
         self._hold_not_ready()
         self.ticks += 1
         return self._next_wait()
@@ -139,9 +144,11 @@ class Simulator:
     def _next_wait(self) -> float:
         # Never spend more than a third of the time describing: moto slows as instances pile up.
         wait = max(self.interval, 2 * self.describe_seconds)
-        booting = [t.join_at for t in list(self.tracked.values()) if t.phase == "booting"]
-        if booting:
-            wait = min(wait, max(0.05, min(booting) - self.clock()))
+        tracked = list(self.tracked.values())
+        due = [t.join_at for t in tracked if t.phase == "booting"]
+        due += [t.devices_at for t in tracked if t.devices]
+        if due:
+            wait = min(wait, max(0.05, min(due) - self.clock()))
         return wait
 
     # -- one instance ----------------------------------------------------------
@@ -201,10 +208,12 @@ class Simulator:
                 log.warning("%s cannot register: %s", t.instance_id, refusal)
             return
         info = self.view.instance_type(t.instance.instance_type)
+        resources = capacity.capacity(info, efa_interfaces=t.instance.efa_interfaces)
+        later = capacity.devices(resources) if self.knobs.devices.seconds else {}
         node = build_node(
             t.instance,
             t.join,
-            resources=capacity.capacity(info),
+            resources={k: v for k, v in resources.items() if k not in later},
             arch=capacity.architecture(info),
             region=self.region,
         )
@@ -217,7 +226,16 @@ class Simulator:
             self.kube.create(NODES, node)
         with self.lock:
             t.phase, t.node, t.reason = "joined", name, ""
+            t.devices, t.devices_at = later, self.clock() + self.knobs.devices.seconds
         log.info("%s joined as %s (pool %s)", t.instance_id, name, t.pool)
+
+    def _advertise(self, t: Tracked) -> None:
+        """The device plugins registered: their resources join capacity and allocatable."""
+        status = {"status": {"capacity": t.devices, "allocatable": t.devices}}
+        with contextlib.suppress(NotFoundError):
+            self.kube.patch(NODES, t.node, status, subresource="status")
+        with self.lock:
+            t.devices = {}
 
     def _stale_node_removed(self, name: str, instance_id: str) -> bool:
         """A Node of that name for another (earlier) instance: delete it. False if it is ours."""

@@ -57,10 +57,18 @@ class FakeKube:
         if self.nodes.pop(name, None) is None:
             raise NotFoundError(name)
 
-    def patch(self, res: Any, name: str, patch: Mapping[str, Any], **_: Any) -> dict[str, Any]:
-        ann = patch["metadata"]["annotations"]
-        self.nodes[name]["metadata"]["annotations"].update(ann)
-        return copy.deepcopy(self.nodes[name])
+    def patch(
+        self, res: Any, name: str, patch: Mapping[str, Any], *, subresource: str = ""
+    ) -> dict[str, Any]:
+        """A merge patch of the maps the simulator patches: annotations, or on
+        ``status``, capacity and allocatable."""
+        node = self.nodes[name]
+        if subresource == "status":
+            for key, values in patch["status"].items():
+                node["status"].setdefault(key, {}).update(values)
+        else:
+            node["metadata"]["annotations"].update(patch["metadata"]["annotations"])
+        return copy.deepcopy(node)
 
     def replace_status(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
         self.nodes[obj["metadata"]["name"]]["status"] = copy.deepcopy(obj["status"])

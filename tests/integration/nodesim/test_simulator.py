@@ -5,6 +5,7 @@ knobs work; its calls carry their own access key and skip the account's throttli
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import boto3
 import pytest
@@ -14,7 +15,7 @@ from atomic_gang import GangSpec, GoDuration, keys
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.world import World
 from atomic_gang_nodesim.control import Controls
-from atomic_gang_nodesim.knobs import BootDelay, DropRule
+from atomic_gang_nodesim.knobs import BootDelay, DevicePlugins, DropRule
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Launched
 from atomic_gang_provisioner.cloud.userdata import ClusterJoin, user_data
@@ -29,7 +30,9 @@ from tests.integration.nodesim.conftest import (
 )
 
 
-def _launch(world: World, pool: str, *, mode: str = "runinstances", count: int = 3) -> list[str]:
+def _launch(
+    world: World, pool: str, *, mode: str = "runinstances", count: int = 3, **more: Any
+) -> list[str]:
     spec = GangSpec(
         pool=pool,
         count=count,
@@ -40,6 +43,7 @@ def _launch(world: World, pool: str, *, mode: str = "runinstances", count: int =
         keep_warm_ttl=GoDuration.of(minutes=1),
         max_lifetime=GoDuration.of(hours=1),
         ami_variant="nvidia",
+        **more,
     )
     session = boto3.session.Session(
         aws_access_key_id="testing",
@@ -73,6 +77,37 @@ def test_our_gangs_join_after_the_boot_delay(world: World, mode: str) -> None:
         assert node["spec"]["taints"] == [
             {"key": keys.GANG_TAINT, "value": "train", "effect": "NoSchedule"}
         ]
+
+
+def test_device_plugins_advertise_their_resources_after_the_delay(world: World) -> None:
+    _launch(world, "train")
+    kube, clock = FakeKube(), Clock()
+    sim = simulator(kube, clock, boot=BootDelay(seconds=0), devices=DevicePlugins(seconds=4))
+    sim.tick()
+    registered = list(kube.nodes.values())
+    assert len(registered) == 3
+    for node in registered:
+        assert "nvidia.com/gpu" not in node["status"]["allocatable"]
+        assert node["status"]["allocatable"]["cpu"] == "96"
+    clock.t += 3.9
+    sim.tick()
+    assert "nvidia.com/gpu" not in next(iter(kube.nodes.values()))["status"]["allocatable"]
+    clock.t += 0.1
+    sim.tick()
+    for node in kube.nodes.values():
+        assert node["status"]["capacity"]["nvidia.com/gpu"] == "8"
+        assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+
+
+def test_a_node_advertises_the_efa_interfaces_its_instance_has(world: World) -> None:
+    _launch(world, "fabric", count=2, efa="max")
+    kube, clock = FakeKube(), Clock()
+    sim = simulator(kube, clock, boot=BootDelay(seconds=0))
+    sim.tick()
+    assert [n["status"]["allocatable"]["vpc.amazonaws.com/efa"] for n in kube.nodes.values()] == [
+        "4",
+        "4",
+    ]  # p4d.24xlarge: one EFA on each of its 4 network cards
 
 
 def test_terminated_instances_lose_their_nodes(world: World) -> None:
