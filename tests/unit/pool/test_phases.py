@@ -21,7 +21,7 @@ from atomic_gang_provisioner.cloud.types import (
     WaitReason,
     ZoneAttempt,
 )
-from atomic_gang_provisioner.pool import machine
+from atomic_gang_provisioner.pool import machine, report
 from tests.support.pools import (
     CLAIM,
     IDS,
@@ -266,14 +266,24 @@ def test_a_ready_node_counts_only_once_it_holds_what_one_pod_asks_for() -> None:
     later = T0 + timedelta(seconds=30)
     bare = machine.decide(p, observed(nodes(4)), later)
     assert (bare.status.readyCount, bare.describe) == (0, False)
+    assert bare.status.readyWithoutDevices == 4
+    said = report.progress(p, bare.status, KNOBS)
+    assert "0/4 nodes Ready; 4 more Ready without nvidia.com/gpu: 8 in allocatable" in said
     short = machine.decide(p, observed(nodes(4, devices=(("nvidia.com/gpu", 7),))), later)
     assert short.status.readyCount == 0  # one GPU fell off: the pod would not fit
     full = (*nodes(3, devices=(("nvidia.com/gpu", 8),)), *nodes(4)[3:])
-    assert machine.decide(p, observed(full), later).status.readyCount == 3
+    partly = machine.decide(p, observed(full), later).status
+    assert (partly.readyCount, partly.readyWithoutDevices) == (3, 1)
     done = machine.decide(p, observed(nodes(4, devices=(("nvidia.com/gpu", 8),))), later)
     assert done.describe  # all N hold it: on to the join check
     plain = machine.decide(launched(), observed(nodes(4)), later)
     assert plain.describe  # a claimant asking no device waits for none
+    timeout = machine.decide(p, observed(nodes(4)), T0 + timedelta(seconds=600))
+    assert timeout.status.phase == "Releasing"
+    assert timeout.status.lastError.startswith(
+        "Only 0/4 nodes became Ready before the join deadline; 4 more Ready without "
+        "nvidia.com/gpu: 8 in allocatable (their device plugin has not registered)"
+    )
 
 
 def test_n_ready_nodes_need_one_describe_then_satisfied() -> None:

@@ -22,6 +22,7 @@ class StatusChange(TypedDict, total=False):
     fleetIds: list[str]
     pendingEnis: list[str]
     readyCount: int
+    readyWithoutDevices: int
     acquiringSince: datetime | None
     launchedAt: datetime | None
     joinDeadline: datetime | None

@@ -215,6 +215,13 @@ class GangNodePoolStatus(_Model):
     fleetIds: list[str] = Field(default_factory=list)
     pendingEnis: list[str] = Field(default_factory=list)
     readyCount: int = 0
+    readyWithoutDevices: int = Field(
+        default=0,
+        description=(
+            "Joining: Nodes Ready whose allocatable still lacks the devices one pod of the "
+            "claimant asks for (spec.claim.resources)."
+        ),
+    )
     acquiringSince: Time | None = None
     launchedAt: Time | None = None
     joinDeadline: Time | None = None

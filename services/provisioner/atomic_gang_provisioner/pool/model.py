@@ -188,6 +188,7 @@ class Health:
     missing: tuple[str, ...] = field(default=())
     not_ready: tuple[str, ...] = field(default=())
     wrong_group: tuple[str, ...] = field(default=())
+    without_devices: tuple[str, ...] = field(default=())  # Ready, devices not advertised
 
 
 def health(
@@ -199,17 +200,33 @@ def health(
     missing: list[str] = []
     not_ready: list[str] = []
     wrong: list[str] = []
+    bare: list[str] = []
     for iid in pool.status.instanceIds:
         node = observed.node_for(iid)
         if node is None:
             missing.append(iid)
         elif node.group != pool.status.activeGroup or node.pool != pool.name:
             wrong.append(iid)
-        elif not node.ready or not node.holds(devices or {}):
+        elif not node.ready:
             not_ready.append(iid)
+        elif not node.holds(devices or {}):
+            bare.append(iid)
         else:
             ready += 1
-    return Health(ready, tuple(missing), tuple(not_ready), tuple(wrong))
+    return Health(ready, tuple(missing), tuple(not_ready), tuple(wrong), tuple(bare))
+
+
+def devices_note(pool: GangNodePool, count: int) -> str:
+    """What a joining gang's messages add for ``count`` Nodes Ready without the devices
+    its claimant's pods ask for; "" when there are none."""
+    claim = pool.spec.claim
+    if not count or claim is None or not claim.resources:
+        return ""
+    wanted = ", ".join(f"{name}: {amount}" for name, amount in claim.resources.items())
+    return (
+        f"; {count} more Ready without {wanted} in allocatable "
+        "(their device plugin has not registered)"
+    )
 
 
 def dead_instances(pool: GangNodePool, observed: Observed) -> tuple[str, ...]:

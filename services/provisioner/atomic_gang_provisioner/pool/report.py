@@ -17,7 +17,7 @@ from atomic_gang_provisioner.api import conditions as c
 from atomic_gang_provisioner.cloud.errors import PERMANENT_REASONS, REJECTING_REASONS
 from atomic_gang_provisioner.cloud.reservations import CODES
 from atomic_gang_provisioner.cloud.types import WaitReason
-from atomic_gang_provisioner.pool.model import Knobs, has_resources, update
+from atomic_gang_provisioner.pool.model import Knobs, devices_note, has_resources, update
 from atomic_gang_provisioner.pool.phases import block
 
 SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout", "TopologySpread"})
@@ -79,7 +79,8 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
         deadline = s.joinDeadline.strftime("%H:%M:%SZ") if s.joinDeadline else "?"
         return (
             f"Launched {n}×{shape.instanceType} (group {s.activeGroup}){block.where(s, knobs)}; "
-            f"{s.readyCount}/{n} nodes Ready; join deadline {deadline}"
+            f"{s.readyCount}/{n} nodes Ready{devices_note(pool, s.readyWithoutDevices)}; "
+            f"join deadline {deadline}"
         )
     if s.phase == "Releasing":
         why = f" ({s.lastErrorReason}: {s.lastError})" if s.lastErrorReason else ""

@@ -212,7 +212,9 @@ class PoolReconciler:
     def _note_progress(self, pool: GangNodePool, plan: Plan) -> None:
         """A pool's reconciles run one at a time: its entry needs no lock."""
         new, old = plan.status, pool.status
-        if new.phase == "Joining" and old.phase == "Joining" and new.readyCount != old.readyCount:
+        counts = (new.readyCount, new.readyWithoutDevices)
+        moved = counts != (old.readyCount, old.readyWithoutDevices)
+        if new.phase == "Joining" and old.phase == "Joining" and moved:
             self._progress_at[pool.name] = self.ctx.now()
         elif new.phase != "Joining":
             self._progress_at.pop(pool.name, None)

@@ -189,6 +189,7 @@ def _launched(
         launchedAt=now,
         joinDeadline=now + knobs.join_deadline,
         readyCount=0,
+        readyWithoutDevices=0,
         nextAttemptAt=None,
         lastError="",
         lastErrorReason="",

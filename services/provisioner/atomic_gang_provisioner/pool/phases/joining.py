@@ -10,7 +10,8 @@ within ``ec2Api.describeReuseSeconds`` (its kubelet ran then) and EC2's last ans
 does not say otherwise; else one describe, taken only once all N Nodes are Ready,
 decides.
 
-``readyCount`` is written as Nodes turn Ready only once the gang has joined for
+``readyCount`` (and ``readyWithoutDevices``, the Nodes Ready whose device plugin has not
+registered yet) is written as Nodes turn Ready only once the gang has joined for
 ``QUIET_SECONDS``, and then at most every ``PROGRESS_SECONDS``: a quick join costs no
 status write per Node (nor the Workload's check-message write each would cause), a slow
 or stuck one shows its n/N, and 100 slow joins at once (800 not-ready taints lifted a
@@ -29,6 +30,7 @@ from atomic_gang_provisioner.pool.model import (
     Plan,
     claim_key,
     dead_instances,
+    devices_note,
     health,
     seconds_until,
     update,
@@ -48,7 +50,8 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     h = health(pool, observed, devices=claim.resources if claim is not None else None)
     quiet_until = _quiet_until(status.launchedAt, observed.progress_written_at)
     if h.ready >= want or quiet_until is None or now >= quiet_until:
-        status = update(status, readyCount=h.ready)
+        bare = len(h.without_devices)
+        status = update(status, readyCount=h.ready, readyWithoutDevices=bare)
     if (ended := _ended(pool, status, observed, now, ready=h.ready)) is not None:
         return ended
     if h.ready < want:
@@ -98,7 +101,8 @@ def _ended(
     if status.joinDeadline is not None and now >= status.joinDeadline:
         message = (
             f"Only {ready}/{len(status.instanceIds)} nodes became Ready before the join "
-            "deadline; releasing the whole set and retrying"
+            f"deadline{devices_note(pool, status.readyWithoutDevices)}; releasing the whole "
+            "set and retrying"
         )
         return releasing.begin(pool, status, reason="JoinTimeout", message=message)
     return None
@@ -121,6 +125,7 @@ def _satisfied(pool: GangNodePool, placed: topology.Placed, now: datetime) -> Pl
         status,
         phase="Satisfied",
         readyCount=n,
+        readyWithoutDevices=0,
         satisfiedAt=now,
         claimKey=claim_key(pool),
         unhealthySince=None,

@@ -97,6 +97,7 @@ def _cleared(status: GangNodePoolStatus) -> GangNodePoolStatus:
             fleetIds=[],
             pendingEnis=[],
             readyCount=0,
+            readyWithoutDevices=0,
             activeGroup="",
             keepWarmUntil=None,
             joinDeadline=None,
