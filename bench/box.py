@@ -10,6 +10,7 @@ reads every process's CPU seconds from /proc every few seconds, ``WriteProbe`` r
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import subprocess
 import sys
@@ -38,6 +39,7 @@ NAMES = (
     "bench.",
 )
 Snapshot = tuple[float, dict[int, tuple[str, float]]]  # (when, pid -> (name, CPU s))
+STALL = 3.0  # a sampler this late woke from a stall of the whole box, not a busy CPU
 T = TypeVar("T")
 
 
@@ -137,6 +139,14 @@ class CpuSampler(_Background):
             return 0.0, {}
         seconds, first, last = found
         return seconds, cpu_between(first, last)
+
+    def stalls(self, start: float, end: float) -> list[float]:
+        """Seconds lost between samples taken within the window, where the sampler woke
+        at least ``STALL`` seconds late: every process stood still (a VM paused, e.g. for
+        a snapshot), so the run's latencies there are not the stack's."""
+        times = [snap[0] for snap in self.snaps if start - self._every <= snap[0] <= end]
+        gaps = (b - a - self._every for a, b in itertools.pairwise(times))
+        return [round(g, 1) for g in gaps if g >= STALL]
 
     def steal(self, start: float, end: float) -> float:
         """CPU seconds stolen by the hypervisor between the samples nearest to the edges."""

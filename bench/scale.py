@@ -268,6 +268,7 @@ def _box(
         "cores": os.cpu_count() or 1,
         "cpu": used,
         "steal": cpu.steal(start, end),
+        "stalls": cpu.stalls(start, end),
         "cpu_model": box.cpu_model(),
         "writes": probe.latencies(start, end),
         "apiserver_writes": {"seconds": write_seconds, "by_kind": writes_by_kind},

@@ -110,6 +110,11 @@ def _box_report(box: dict[str, Any], net: list[float]) -> None:
         f"{100 * box.get('steal', 0.0) / (span * cores):.0f} % stolen by the hypervisor; CPU s: "
         + ", ".join(f"{k} {v:.1f}" for k, v in used.items() if v >= 0.5)
     )
+    if stalls := box.get("stalls"):
+        print(
+            f"the box STALLED {len(stalls)} time(s), {sum(stalls):.0f} s in all (every process "
+            "stood still: a VM pause, e.g. a snapshot): this run's latencies are not the stack's"
+        )
     m = _box_measures(box)
     if m and net:
         p50 = m["apiserver_write_p50_ms"]
@@ -231,6 +236,7 @@ def _box_measures(box: dict[str, Any]) -> dict[str, float]:
         "apiserver_write_p90_ms": round(sys_stack.pct(writes, 0.9) * 1000, 1),
         "box_busy": round(sum(box["cpu"].values()) / (span * box["cores"]), 3),
         "box_steal": round(box.get("steal", 0.0) / (span * box["cores"]), 3),
+        "box_stalled_s": round(sum(box.get("stalls") or []), 1),
     }
 
 

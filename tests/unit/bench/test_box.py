@@ -59,6 +59,13 @@ def test_the_sampler_reads_the_steal_nearest_its_samples() -> None:
     assert box.CpuSampler().steal(0.0, 1.0) == 0.0
 
 
+def test_a_sampler_that_woke_late_in_the_window_reports_the_stall() -> None:
+    sampler = box.CpuSampler(every=2.0)
+    sampler.snaps = [(t, {}) for t in (100.0, 102.0, 104.1, 130.0, 132.0, 150.0)]
+    assert sampler.stalls(101.0, 131.0) == [23.9]  # 104.1 -> 130.0; 132 -> 150 is outside
+    assert sampler.stalls(131.0, 133.0) == []
+
+
 def test_the_cpu_model_is_the_first_model_name(tmp_path: Path) -> None:
     info = tmp_path / "cpuinfo"
     info.write_text(
