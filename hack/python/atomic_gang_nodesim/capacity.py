@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from atomic_gang.devices import is_extended
+
 GPU: Final = "nvidia.com/gpu"
 NEURON: Final = "aws.amazon.com/neuron"
 EFA: Final = "vpc.amazonaws.com/efa"
@@ -76,8 +78,8 @@ def capacity(info: Mapping[str, Any], *, efa_interfaces: int = 0) -> dict[str, s
 
 
 def devices(resources: Mapping[str, str]) -> dict[str, str]:
-    """The resources a device plugin advertises (domain-prefixed), not kubelet itself."""
-    return {name: qty for name, qty in resources.items() if "/" in name}
+    """The resources a device plugin advertises (extended ones), not kubelet itself."""
+    return {name: qty for name, qty in resources.items() if is_extended(name)}
 
 
 def architecture(info: Mapping[str, Any]) -> str:
