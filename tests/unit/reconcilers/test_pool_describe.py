@@ -148,13 +148,16 @@ def other_pool(name: str, phase: str, ids: list[str]) -> dict[str, Any]:
 
 def test_the_join_check_asks_along_for_the_other_joining_pools_and_may_reuse() -> None:
     """Their own checks then find a recent answer (ec2Api.describeReuseSeconds) and cost
-    no call; pools in other phases are not asked about, the readiest gangs go first."""
+    no call; pools in other phases are not asked about, the gangs with the fewest Nodes
+    left to turn Ready go first, and
+    a gang with no Node Ready yet is not asked about (it would be read at every window)."""
     cloud = LaterCloud()
     pools = [
         launched().to_dict(),
         other_pool("joining", "Joining", ["i-00000000000000aa", "i-00000000000000ab"]),
         other_pool("satisfied", "Satisfied", ["i-00000000000000ba"]),
         other_pool("nearly", "Joining", ["i-00000000000000ca"]),
+        other_pool("half", "Joining", ["i-00000000000000da", "i-00000000000000db"]),
     ]
     ctx = context(
         settings=settings(),
@@ -168,13 +171,19 @@ def test_the_join_check_asks_along_for_the_other_joining_pools_and_may_reuse() -
         "metadata": {"name": "ip-10-0-1-0", "labels": {keys.POOL: "nearly"}},
         "spec": {"providerID": "aws:///us-east-1a/i-00000000000000ca"},
     }
-    nodes = FakeCache([*ready, nearly], {INSTANCE_INDEX: instance_index})
+    half = {
+        **ready[0],
+        "metadata": {"name": "ip-10-0-2-0", "labels": {keys.POOL: "half"}},
+        "spec": {"providerID": "aws:///us-east-1a/i-00000000000000da"},
+    }
+    nodes = FakeCache([*ready, nearly, half], {INSTANCE_INDEX: instance_index})
     PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud), requeue=lambda _: None).reconcile(
         "pretrain"
     )
-    # the gang with a Ready Node first: it is the next to need a check
+    # the gangs with a Ready Node, fewest left first: the next to need a check;
+    # "joining" has none Ready
     assert cloud.along == [
-        (("i-00000000000000ca", "i-00000000000000aa", "i-00000000000000ab"), True)
+        (("i-00000000000000ca", "i-00000000000000da", "i-00000000000000db"), True)
     ]
 
 
