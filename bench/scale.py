@@ -15,7 +15,9 @@ per gang, by message, and every Event by kind and reason.
 
 Ends with the targets table (one run) and, with ``--json``, writes its measures
 (``reaction_p50_ms``, ``reaction_p99_ms`` net of moto, ``ec2_calls_per_gang`` for
-acquisition, new pools included, ``throttled``, ``rss_mb``, ``cpu_s_per_gang``).
+acquisition, new pools included, ``throttled``, ``rss_mb``, ``cpu_s_per_gang``; and, for
+reading a noisy run, the box's ``box_steal``, ``box_stalled_s`` and ``nodes_lapsed``: Nodes
+that went not Ready before their release, each a health describe and more reconciles).
 ``--curve 25,50,100,200`` runs a fresh stack at each size instead and prints the
 controller's CPU seconds per gang and peak RSS at each.
 
@@ -62,7 +64,7 @@ from atomic_gang_provisioner.kube.resource import EVENTS
 from atomic_gang_provisioner.resources import JOBS, POOLS
 from bench import box
 from bench import system_stack as sys_stack
-from bench.scale_report import last_release, measures, report, targets
+from bench.scale_report import lapsed_before_release, last_release, measures, report, targets
 from bench.scale_stamps import latencies, pod_starts, split
 from tests.e2e.system.harness import sample_job
 
@@ -237,6 +239,7 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
                 net for _, net in latencies(stamps, res["calls"], for_pods=False)
             ]
             res["check_writes"] = dict(stamps.check_writes)
+            res["nodes_lapsed"] = lapsed_before_release(stamps.node_lapsed, res["calls"])
             res["queues"] = sys_stack.queue_times(ctx)
             if args.timeline:
                 _write_timeline(args.timeline, res, stamps)
@@ -304,13 +307,17 @@ def _curve(args: argparse.Namespace) -> None:
         rows.append((gangs, measures(res, lat)))
     base = rows[0][1]["cpu_s_per_gang"] or float("nan")
     print(f"\n## cost curve: gangs of {args.count}\n")
-    print("| gangs | CPU s per gang | × smallest | peak RSS MB | EC2 calls per gang | throttled |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| gangs | CPU s per gang | × smallest | peak RSS MB | EC2 calls per gang | throttled "
+        "| Nodes lapsed | box stalled s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for gangs, m in rows:
         ratio = m["cpu_s_per_gang"] / base
         print(
             f"| {gangs} | {m['cpu_s_per_gang']:.3f} | {ratio:.2f} | {m['rss_mb']:.0f} | "
-            f"{m['ec2_calls_per_gang']} | {m['throttled']} |"
+            f"{m['ec2_calls_per_gang']} | {m['throttled']} | {m['nodes_lapsed']} | "
+            f"{m.get('box_stalled_s', 0)} |"
         )
     if args.json:
         args.json.write_text(json.dumps({str(g): m for g, m in rows}, indent=1))

@@ -64,6 +64,12 @@ def report(res: dict[str, Any], lat: list[tuple[float, float]]) -> None:
             f"p99 {sys_stack.pct(cond, 0.99) * 1000:.0f} ms"
         )
     _box_report(res.get("box") or {}, net)
+    if lapsed := res.get("nodes_lapsed"):
+        print(
+            f"Nodes whose Ready lapsed before their instance was terminated: {lapsed} (the "
+            "simulated kubelets' leases lagged on a busy box; each costs its pool a health "
+            "describe and reconciles: more CPU a gang)"
+        )
     check_writes_report(res.get("check_writes") or {})
     events = res.get("events") or {}
     pools = {k.split(" ", 1)[1]: n for k, n in events.items() if k.startswith("GangNodePool ")}
@@ -186,6 +192,18 @@ def acquisition_calls(res: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def lapsed_before_release(lapsed: dict[str, float], calls: list[dict[str, Any]]) -> int:
+    """Instances whose Node went not Ready before the controller terminated them."""
+    ended = {
+        v: c["at"]
+        for c in calls
+        if c["caller"] == CONTROLLER and c["action"] == "TerminateInstances"
+        for v in c["params"].values()
+        if isinstance(v, str) and v.startswith("i-")
+    }
+    return sum(at < ended.get(iid, float("inf")) for iid, at in lapsed.items())
+
+
 def last_release(calls: list[dict[str, Any]], fallback: float) -> float:
     """When the controller's last TerminateInstances was answered (EC2 stops billing an
     instance once it is shutting down): the end of the wall, sharper than the 10 s poll."""
@@ -214,6 +232,7 @@ def measures(res: dict[str, Any], lat: list[tuple[float, float]]) -> dict[str, f
         "rss_mb": round(res["peak_rss_mb"], 1),
         "cpu_s_per_gang": round(res["cpu_seconds"] / g, 3),
         "wall_s": round(res["wall_seconds"], 1),
+        "nodes_lapsed": res.get("nodes_lapsed", 0),
         **_box_measures(res.get("box") or {}),
     }
 

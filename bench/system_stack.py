@@ -176,6 +176,8 @@ class Stamps:
         self.node_labelled: dict[str, float] = {}  # -> first seen with a network-layer label
         self.node_untainted: dict[str, float] = {}  # -> first seen Ready with no taint
         # that keeps pods off (the node lifecycle controller lifts not-ready after Ready)
+        self.node_lapsed: dict[str, float] = {}  # -> first seen not Ready again, alive
+        # (a simulated kubelet's lease lagged: the pool's health check describes it)
         self.check_ready: dict[str, tuple[float, str]] = {}
         self.admitted: dict[str, float] = {}
         self.finished: dict[str, float] = {}  # Workload namespace/name -> first seen Finished
@@ -213,6 +215,8 @@ class Stamps:
                 self.node_ready.setdefault(iid, (now, labels.get(keys.GROUP, ""), iid))
                 if not not_ready_taint(obj):
                     self.node_untainted.setdefault(iid, now)
+            elif iid in self.node_ready and not obj["metadata"].get("deletionTimestamp"):
+                self.node_lapsed.setdefault(iid, now)
             if any(k.startswith(LAYER_LABEL_PREFIX) for k in labels):
                 self.node_labelled.setdefault(iid, now)
 

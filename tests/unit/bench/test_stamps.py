@@ -11,7 +11,7 @@ import pytest
 from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
 from atomic_gang_provisioner.kube import KubeClient
-from bench.scale_report import check_writes_report
+from bench.scale_report import CONTROLLER, check_writes_report, lapsed_before_release
 from bench.scale_stamps import latencies, split
 from bench.system_stack import Stamps
 
@@ -128,3 +128,36 @@ def test_the_reaction_counts_from_the_not_ready_taint_lifted_not_the_ready_condi
     ((from_condition, _),) = latencies(stamps, [], for_pods=False)
     assert from_lift == pytest.approx(0.25)
     assert from_condition == pytest.approx(lifted + 0.25 - ready)
+
+
+def _node_now(iid: str, ready: str, *, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": f"ip-{iid}", "labels": {keys.GROUP: "g1"}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-05T00:00:00Z"
+    return {
+        "metadata": meta,
+        "spec": {"providerID": f"aws:///us-east-1a/{iid}"},
+        "status": {"conditions": [{"type": "Ready", "status": ready}]},
+    }
+
+
+def test_a_node_whose_ready_lapses_before_its_release_is_counted(stamps: Stamps) -> None:
+    """Not Ready before it was ever Ready, or while it is being deleted: not a lapse.
+    Not Ready again after Ready: one, counted only before its instance's termination."""
+    stamps.on_node(_node_now("i-1", "False"))
+    assert stamps.node_lapsed == {}
+    for iid in ("i-1", "i-2", "i-3"):
+        stamps.on_node(_node_now(iid, "True"))
+    stamps.on_node(_node_now("i-1", "Unknown"))
+    stamps.on_node(_node_now("i-2", "Unknown", deleting=True))
+    stamps.on_node(_node_now("i-3", "Unknown"))
+    assert set(stamps.node_lapsed) == {"i-1", "i-3"}
+    lapsed = {"i-1": 10.0, "i-3": 30.0}
+    terminate = {
+        "caller": CONTROLLER,
+        "action": "TerminateInstances",
+        "at": 20.0,
+        "params": {"InstanceId.1": "i-1", "InstanceId.2": "i-3"},
+    }
+    assert lapsed_before_release(lapsed, [terminate]) == 1
+    assert lapsed_before_release(lapsed, []) == 2
