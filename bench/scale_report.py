@@ -186,20 +186,24 @@ def acquisition_calls(res: dict[str, Any]) -> list[dict[str, Any]]:
     for c in res["calls"]:
         if c["caller"] != CONTROLLER or c["service"] != "ec2" or c["action"] in RELEASE:
             continue
-        ids = [v for v in c["params"].values() if isinstance(v, str) and v.startswith("i-")]
+        ids = instance_ids(c)
         if not ids or any(c["at"] < acquired.get(i, float("inf")) for i in ids):
             out.append(c)
     return out
 
 
+def instance_ids(call: dict[str, Any]) -> list[str]:
+    """The instance ids a recorded EC2 call names (its query parameters)."""
+    return [v for v in call["params"].values() if isinstance(v, str) and v.startswith("i-")]
+
+
 def lapsed_before_release(lapsed: dict[str, float], calls: list[dict[str, Any]]) -> int:
     """Instances whose Node went not Ready before the controller terminated them."""
     ended = {
-        v: c["at"]
+        iid: c["at"]
         for c in calls
         if c["caller"] == CONTROLLER and c["action"] == "TerminateInstances"
-        for v in c["params"].values()
-        if isinstance(v, str) and v.startswith("i-")
+        for iid in instance_ids(c)
     }
     return sum(at < ended.get(iid, float("inf")) for iid, at in lapsed.items())
 

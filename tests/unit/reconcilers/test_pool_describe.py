@@ -149,8 +149,8 @@ def other_pool(name: str, phase: str, ids: list[str]) -> dict[str, Any]:
 def test_the_join_check_asks_along_for_the_other_joining_pools_and_may_reuse() -> None:
     """Their own checks then find a recent answer (ec2Api.describeReuseSeconds) and cost
     no call; pools in other phases are not asked about, the gangs with the fewest Nodes
-    left to turn Ready go first, and
-    a gang with no Node Ready yet is not asked about (it would be read at every window)."""
+    left to turn Ready go first, and a gang with no Node Ready yet is not asked about (it
+    would be read again at every window)."""
     cloud = LaterCloud()
     pools = [
         launched().to_dict(),

@@ -71,9 +71,13 @@ class PoolReads:
         Node Ready yet is left out: while a slow control plane held 800 not-ready taints
         for 40 s, such gangs were read again at every window (3.6 reads an instance), and
         a gang whose Nodes turn Ready together needs no describe (its Nodes vouch)."""
-        counted = ((sum(self._ready(i) for i in ids), ids) for _, ids in self._others_joining(name))
-        ranked = sorted((c for c in counted if c[0] > 0), key=lambda c: len(c[1]) - c[0])
-        return tuple(i for _, ids in ranked for i in ids)[:ALONG_MAX]
+        gangs: list[tuple[int, list[str]]] = []  # (Nodes left to turn Ready, ids)
+        for _, ids in self._others_joining(name):
+            ready = sum(self._ready(i) for i in ids)
+            if ready:
+                gangs.append((len(ids) - ready, ids))
+        gangs.sort(key=lambda gang: gang[0])
+        return tuple(i for _, ids in gangs for i in ids)[:ALONG_MAX]
 
     def _topology_along(self, name: str) -> tuple[str, ...]:
         """Ids of the other joining gangs of a type EC2 places that have not read theirs."""
