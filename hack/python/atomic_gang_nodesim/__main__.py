@@ -11,12 +11,12 @@ import argparse
 import json
 import logging
 import os
-import signal
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from atomic_gang.stopping import hold_stop_signals, wait_for_stop
 from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_nodesim.control import Controls, NodeSimClient, serve
 from atomic_gang_nodesim.ec2 import States, make_view
@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    hold_stop_signals()  # before any thread starts, so every thread inherits the mask
     knobs = Knobs(
         boot=BootDelay(seconds=args.boot_delay, jitter=args.boot_jitter),
         devices=DevicePlugins(seconds=args.device_delay),
@@ -101,12 +102,12 @@ def _run(args: argparse.Namespace) -> int:
     print(json.dumps({"control": f"http://{host!s}:{port}"}), flush=True)
     stop = threading.Event()
 
-    def _stop(*_: object) -> None:
+    def _stop_on_signal() -> None:
+        wait_for_stop()
         stop.set()
         sim.wake.set()
 
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
+    threading.Thread(target=_stop_on_signal, name="stop-signals", daemon=True).start()
     sim.run(stop)
     server.shutdown()
     return 0

@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import threading
 from collections.abc import Callable
 
 from atomic_gang import logs, startup
 from atomic_gang.settings import Ec2Api, GangSettings, SettingsError
+from atomic_gang.stopping import hold_stop_signals, wait_for_stop
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.cloud.batcher import Windows
 from atomic_gang_provisioner.cloud.budget import BucketSpec, BudgetLimits
@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     with startup.exit_on_settings_error(PROG):
         args, server, settings = load(argv)
         client = _kube_client(server)
+    hold_stop_signals()  # before any thread starts, so every thread inherits the mask
     logs.configure(server.log_level)
     metrics = ProvisionerMetrics.create()
     manager = Manager(
@@ -117,8 +118,6 @@ def main(argv: list[str] | None = None) -> None:
         ready=lambda: manager.synced() and not health.failing("cluster"),
     )
     done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
     # Resolve the cluster now; a cloud error shows on the AdmissionCheck (CloudUnavailable)
     # and keeps this replica not Ready; the reaper (leader) and this replica re-probe.
     check = manager.reaper.check_cluster
@@ -128,12 +127,9 @@ def main(argv: list[str] | None = None) -> None:
         ).start()
     manager.start(identity=args.identity)
     log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})
-    # Python runs a signal handler on the main thread only, between bytecodes: a SIGTERM
-    # the kernel hands to another thread leaves a main thread blocked in an untimed wait
-    # asleep for good (seen once in make test: the controller outlived its SIGTERM).
-    while not done.wait(timeout=1.0):
-        pass
-    log.info("shutting down")
+    stopped_by = wait_for_stop()
+    done.set()
+    log.info("shutting down", extra={"signal": stopped_by.name})
     manager.stop()
     http.shutdown()
 
