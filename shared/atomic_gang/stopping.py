@@ -5,8 +5,7 @@ CPython runs handlers on the main thread between bytecodes, so a second signal c
 its handler inside the first one's ``Event.set``, just after that took the Event's
 (non-reentrant) lock; the second ``Event.set`` then waits for that lock forever. A
 process-group kill of ``make run`` sends exactly that pair (the kill, then make
-forwarding it): the controller outlived its SIGTERM in 4 of 9 e2e runs of
-``test_make_run`` and went on reconciling the next tests' pools.
+forwarding it); tests/unit/core/test_stopping.py tells the story.
 
 So: :func:`hold_stop_signals` blocks both signals in the calling thread, in
 ``main`` before any thread starts (threads inherit the mask), and
