@@ -8,10 +8,12 @@ exit (0) ends it too.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import signal
 import subprocess
 import sys
-import threading
 from typing import Any
 
 BACKOFF = (1.0, 2.0, 5.0, 10.0)
@@ -20,11 +22,19 @@ BACKOFF = (1.0, 2.0, 5.0, 10.0)
 class _Supervisor:
     def __init__(self, cmd: list[str]) -> None:
         self.cmd = cmd
-        self.stopping = threading.Event()
+        self.stopping = False
+        self.wake_r, self.wake_w = os.pipe()  # the handler's byte ends the backoff's select
+        os.set_blocking(self.wake_w, False)
         self.child: subprocess.Popen[bytes] | None = None
 
     def on_signal(self, signum: int, _frame: Any) -> None:
-        self.stopping.set()
+        # Runs between two bytecodes of the main thread, even inside itself: make forwards
+        # the SIGTERM a process-group kill already delivered. So nothing here may block on
+        # a lock: an Event.set here deadlocked on the Event's lock (see atomic_gang.stopping).
+        # A flag, a non-blocking write and Popen.poll (which never waits for its lock) cannot.
+        self.stopping = True
+        with contextlib.suppress(BlockingIOError):
+            os.write(self.wake_w, b"\0")
         if self.child is not None and self.child.poll() is None:
             self.child.send_signal(signum)
 
@@ -32,14 +42,21 @@ class _Supervisor:
         restarts = 0
         while True:
             self.child = subprocess.Popen(self.cmd)
+            if self.stopping:  # the signal came before self.child was set: pass it on here
+                self.child.terminate()
             code = self.child.wait()
-            if self.stopping.is_set() or code == 0:
+            if self.stopping or code == 0:
                 return code
             delay = BACKOFF[min(restarts, len(BACKOFF) - 1)]
             restarts += 1
             print(f"--- restart: exited {code}; again in {delay:.0f}s ({restarts})", flush=True)
-            if self.stopping.wait(delay):  # the kubelet's crash-loop backoff
+            woken, _, _ = select.select([self.wake_r], [], [], delay)  # crash-loop backoff
+            if woken or self.stopping:
                 return code
+
+    def close(self) -> None:
+        os.close(self.wake_r)
+        os.close(self.wake_w)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        sup.close()
 
 
 if __name__ == "__main__":

@@ -8,16 +8,14 @@ SIGTERM). That handler fails this test in 6 runs of 6; ``wait_for_stop`` passes.
 from __future__ import annotations
 
 import random
-import selectors
 import signal
 import subprocess
 import sys
-import time
 
 from atomic_gang import stopping
+from tests.support.signals import burst, read_line
 
 ROUNDS = 25
-SIGNALS = 5
 
 # The module is loaded by its path: importing the package costs ~0.3 s a child.
 CHILD = """
@@ -35,24 +33,6 @@ print(stopping.wait_for_stop().name, flush=True)
 """
 
 
-def _line(proc: subprocess.Popen[str], within: float) -> str:
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout=within):
-            raise AssertionError(f"no line from the child within {within}s")
-    return proc.stdout.readline().strip()
-
-
-def _burst(proc: subprocess.Popen[str], sig: signal.Signals, rng: random.Random) -> None:
-    """SIGNALS signals, each a few microseconds after the last."""
-    for _ in range(SIGNALS):
-        proc.send_signal(sig)
-        until = time.perf_counter() + rng.uniform(0, 0.0001)
-        while time.perf_counter() < until:  # a busy wait: sleep() cannot wait microseconds
-            pass
-
-
 def test_a_burst_of_stop_signals_ends_the_wait_every_time() -> None:
     rng = random.Random(16)
     for round_ in range(ROUNDS):
@@ -61,9 +41,9 @@ def test_a_burst_of_stop_signals_ends_the_wait_every_time() -> None:
             [sys.executable, "-c", CHILD, stopping.__file__], stdout=subprocess.PIPE, text=True
         )
         try:
-            assert _line(proc, within=30) == "ready"
-            _burst(proc, sig, rng)
-            assert _line(proc, within=10) == sig.name, f"round {round_}"
+            assert read_line(proc, within=30) == "ready"
+            burst(proc, sig, rng)
+            assert read_line(proc, within=10) == sig.name, f"round {round_}"
             assert proc.wait(timeout=10) == 0
         finally:
             proc.kill()
