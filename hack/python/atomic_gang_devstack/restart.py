@@ -51,7 +51,7 @@ class _Supervisor:
             restarts += 1
             print(f"--- restart: exited {code}; again in {delay:.0f}s ({restarts})", flush=True)
             woken, _, _ = select.select([self.wake_r], [], [], delay)  # crash-loop backoff
-            if woken or self.stopping:
+            if woken:  # only on_signal writes to the pipe
                 return code
 
     def close(self) -> None:
