@@ -2,7 +2,7 @@
 # Build the pinned upstream control-plane binaries from the Go module proxy and
 # cache each one by version under $ATOMIC_GANG_CACHE/bin (default ~/.cache/atomic-gang).
 # Only what is missing is rebuilt. Usage: hack/build-bins.sh [component...]
-# Components: etcd kube kueue kwok helm cert-manager kubelet containerd kube-score promtool
+# Components: etcd kube kueue kueue-floor kwok helm cert-manager kubelet containerd kube-score promtool
 # (default: all). kubelet and containerd are the real node's (with runc, the CNI
 # plugins and buildah from Debian's packages: hack/install-node-deps.sh).
 # Also links the Kueue and kwok module sources (chart, CRDs, kwok stages) to
@@ -12,7 +12,10 @@ set -euo pipefail
 
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
-KUEUE_VERSION=${KUEUE_VERSION:-v0.17.0}
+KUEUE_VERSION=${KUEUE_VERSION:-v0.19.1}
+# The oldest Kueue we support (the spec's floor): make test runs the Kueue-facing e2e
+# scenarios against it too (tests/e2e/floor), on a control plane of their own.
+KUEUE_FLOOR_VERSION=${KUEUE_FLOOR_VERSION:-v0.18.3}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 # The last release whose controller and cainjector are in the root module (chart e2e only).
@@ -151,6 +154,8 @@ build_kueue() {
   # The chart and CRDs come from the module zip; linked even when the binary was cached.
   link_src kueue sigs.k8s.io/kueue "$KUEUE_VERSION"
 }
+# The floor Kueue: the same build at KUEUE_FLOOR_VERSION (its own cache names by version).
+build_kueue_floor() { KUEUE_VERSION=$KUEUE_FLOOR_VERSION build_kueue; }
 build_kwok() {
   build_simple kwok sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ""
   link_src kwok sigs.k8s.io/kwok "$KWOK_VERSION"  # for kustomize/stage/*
@@ -242,7 +247,7 @@ build_cert_manager() {
 }
 
 components=("$@")
-ALL=(etcd kube kueue kwok helm cert-manager kubelet containerd kube-score promtool)
+ALL=(etcd kube kueue kueue-floor kwok helm cert-manager kubelet containerd kube-score promtool)
 [[ ${#components[@]} == 0 ]] && components=("${ALL[@]}")
 for c in "${components[@]}"; do
   declare -F "build_${c//-/_}" >/dev/null || { log "unknown component '$c' (${ALL[*]})"; exit 2; }

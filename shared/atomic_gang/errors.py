@@ -58,6 +58,7 @@ Reason = Literal[
     "PlacementNeedsOneZone",
     "InvalidEfa",
     "InvalidMaxSpread",
+    "ElasticGang",
 ]
 
 REASONS: tuple[Reason, ...] = Reason.__args__  # type: ignore[attr-defined]

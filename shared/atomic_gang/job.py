@@ -33,6 +33,7 @@ class _Maps(NamedTuple):
     annotations: dict[str, str]  # ours only
     labels: dict[str, str]  # ours only
     queue: str  # the Kueue queue-name label, "" when absent
+    elastic: str | None  # Kueue's elastic-job annotation, None when absent
 
 
 def gang_map(meta: Mapping[str, Any], key: str, *, trim: bool) -> dict[str, str]:
@@ -60,8 +61,12 @@ def _maps(job: Mapping[str, Any], *, trim: bool) -> _Maps:
         raise MalformedJobError("the object must be a JSON object")
     meta = field_map(job, "metadata", "object")
     queue = str(field_map(meta, "labels", "metadata").get(keys.QUEUE_NAME_LABEL) or "").strip()
+    elastic = field_map(meta, "annotations", "metadata").get(keys.ELASTIC_JOB)
     return _Maps(
-        gang_map(meta, "annotations", trim=trim), gang_map(meta, "labels", trim=trim), queue
+        gang_map(meta, "annotations", trim=trim),
+        gang_map(meta, "labels", trim=trim),
+        queue,
+        None if elastic is None else str(elastic),
     )
 
 
@@ -117,6 +122,23 @@ def _queued(found: _Maps, settings: GangSettings, out: Collector) -> None:
         f"add the label {keys.QUEUE_NAME_LABEL}: <local-queue>, or set "
         "manageJobsWithoutQueueName where Kueue manages every Job",
         label_field(keys.QUEUE_NAME_LABEL),
+    )
+
+
+def _fixed_size(found: _Maps, out: Collector) -> None:
+    """A gang's N is fixed: Kueue's elastic Jobs (Workload slices) resize a running Job,
+    and a new slice would ask for nodes the gang never launched. Only "false" says no."""
+    if found.elastic is None or found.elastic.strip() == "false":
+        return
+    out.add(
+        keys.ELASTIC_JOB,
+        "ElasticGang",
+        "a gang's N nodes are launched once, all or nothing, and cannot grow or shrink "
+        "with an elastic Job",
+        found.elastic,
+        f"remove the {keys.ELASTIC_JOB} annotation (a gang Job keeps its size), or run "
+        "the elastic Job on a queue without the atomic-gang check",
+        annotation_field(keys.ELASTIC_JOB),
     )
 
 
@@ -192,6 +214,7 @@ def _collect(
         return (out, None, "") if out.violations else None
     resolved = gang_rules(found.annotations, found.labels, settings, out)
     _queued(found, settings, out)
+    _fixed_size(found, out)
     # Parity even when other rules failed: every violation at once.
     _parity(spec, found.annotations.get(keys.COUNT, ""), out)
     template.check_create(pod, out)
@@ -215,6 +238,7 @@ def review_job_update(
     _immutable(was, now, out)
     if now.annotations or now.labels:
         _queued(now, settings, out)
+        _fixed_size(now, out)
         _parity(new_spec, now.annotations.get(keys.COUNT, "").strip(), out)
     return Findings(tuple(out.violations), out.omitted)
 

@@ -9,6 +9,9 @@ from typing import Final
 
 PREFIX: Final = "atomic-gang.k8s.aws/"
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+# Kueue's elastic Job (Workload slices, on by default from v0.18): its N may change while
+# it runs, which a gang's fixed set of N nodes cannot follow.
+ELASTIC_JOB: Final = "kueue.x-k8s.io/elastic-job"
 
 # The pool key is a *label* on the Job; everything else is an annotation.
 POOL: Final = PREFIX + "pool"

@@ -88,6 +88,15 @@ class GangSettings(BaseSettings):
     acquireAttemptsBeforeRetry: int = Field(default=20, ge=1)
     maxConcurrentPoolReconciles: int = Field(default=5, ge=1, le=256)
     healthGraceSeconds: int = Field(default=60, ge=0, description="NotReady grace after Satisfied.")
+    ownerWaitSeconds: int = Field(
+        default=60,
+        ge=1,
+        le=86_400,
+        description=(
+            "How long a Workload on our check waits for an owner Job that cannot be read "
+            "before it is Rejected (its quota freed)."
+        ),
+    )
     acquireRetry: AcquireRetry = Field(default_factory=AcquireRetry)
     leaderElection: LeaderElection = Field(default_factory=LeaderElection)
     iam: Iam = Field(default_factory=Iam)

@@ -117,6 +117,7 @@ app.kubernetes.io/component: {{ .component }}
   "acquireAttemptsBeforeRetry" $v.acquireAttemptsBeforeRetry
   "maxConcurrentPoolReconciles" $v.maxConcurrentPoolReconciles
   "healthGraceSeconds" $v.healthGraceSeconds
+  "ownerWaitSeconds" $v.ownerWaitSeconds
   "acquireRetry" $v.acquireRetry
   "ec2Api" $v.ec2Api
   "leaderElection" $le

@@ -19,7 +19,7 @@ BUILD_SCRIPT = REPO_ROOT / "hack" / "build-bins.sh"
 
 NODE_DEPS_SCRIPT = REPO_ROOT / "hack" / "install-node-deps.sh"
 
-_PIN = re.compile(r"^([A-Z0-9]+)_VERSION=\$\{\1_VERSION:-(v[0-9][^}]*)\}", re.MULTILINE)
+_PIN = re.compile(r"^([A-Z0-9_]+)_VERSION=\$\{\1_VERSION:-(v[0-9][^}]*)\}", re.MULTILINE)
 _BUILD_KEY = re.compile(r"^([A-Z0-9]+)_BUILD=\$\{\1_BUILD:-([a-z0-9]+)\}", re.MULTILINE)
 
 # Binary name -> (pin name, build-bins.sh component).
@@ -89,6 +89,16 @@ class Bins:
             keys[env_key] = os.environ.get(f"{env_key}_BUILD", keys[env_key])
         return cls(root=cache_dir(), pins=pins, build_keys=keys)
 
+    def with_kueue(self, version: str) -> Bins:
+        """The same pins with another Kueue (``KUEUE_FLOOR`` is the oldest we support)."""
+        return Bins(
+            root=self.root, pins={**self.pins, "KUEUE": version}, build_keys=self.build_keys
+        )
+
+    def floor(self) -> Bins:
+        """The pins with the floor Kueue (``KUEUE_FLOOR_VERSION``) in place of the default."""
+        return self.with_kueue(self.pins["KUEUE_FLOOR"])
+
     def version(self, name: str) -> str:
         return self.pins[BINARIES[name][0]]
 
@@ -115,7 +125,11 @@ class Bins:
         if not components:
             return
         print(f"devstack: building {', '.join(components)} via {BUILD_SCRIPT}", file=sys.stderr)
-        done = subprocess.run([str(BUILD_SCRIPT), *components], check=False)
+        # The script builds what these pins name (a Bins may carry another Kueue).
+        pins = {f"{pin}_VERSION": version for pin, version in self.pins.items()}
+        done = subprocess.run(
+            [str(BUILD_SCRIPT), *components], check=False, env={**os.environ, **pins}
+        )
         still = self.missing(names)
         if done.returncode != 0 or still:
             raise BinaryMissingError(

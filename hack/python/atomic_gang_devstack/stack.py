@@ -67,7 +67,10 @@ class Stack:
         self.ctx: Context | None = None
 
     def _context(self, st: StackState) -> Context:
-        return Context(options=self.options, state=st, bins=Bins.load())
+        bins = Bins.load()
+        if self.options.kueue_version:
+            bins = bins.with_kueue(self.options.kueue_version)
+        return Context(options=self.options, state=st, bins=bins)
 
     def running(self) -> Context | None:
         """The context of a recorded, fully healthy stack, or None."""

@@ -62,6 +62,11 @@ class StackOptions(BaseModel):
         default=True,
         description="Processes outlive the launcher (dev-up); False ties them to it (tests).",
     )
+    kueue_version: str | None = Field(
+        default=None,
+        pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$",
+        description="Run this Kueue (built and cached by version); unset: the pinned default.",
+    )
     control_plane_qps: int | None = Field(
         default=None,
         ge=1,

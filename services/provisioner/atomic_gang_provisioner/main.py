@@ -15,16 +15,17 @@ from collections.abc import Callable
 from atomic_gang import logs, startup
 from atomic_gang.settings import Ec2Api, GangSettings, SettingsError
 from atomic_gang.stopping import hold_stop_signals, wait_for_stop
+from atomic_gang_provisioner import kueue_api
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.cloud.batcher import Windows
 from atomic_gang_provisioner.cloud.budget import BucketSpec, BudgetLimits
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.httpserver import serve
-from atomic_gang_provisioner.kube import KubeClient, KubeConfigError, NotFoundError
+from atomic_gang_provisioner.kube import KubeClient, KubeConfigError, KubeError, NotFoundError
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.reconcilers.context import CloudHealth, Faults
-from atomic_gang_provisioner.resources import CONFIG_MAPS
+from atomic_gang_provisioner.resources import CONFIG_MAPS, KUEUE
 
 log = logging.getLogger("atomic_gang_provisioner")
 PROG = "atomic-gang-provisioner"
@@ -57,6 +58,19 @@ def _kube_client(server: ServerSettings) -> KubeClient:
     except KubeConfigError as exc:
         hint = "set ATOMIC_GANG_PROVISIONER_KUBECONFIG, or run in a pod with a ServiceAccount"
         raise SettingsError(f"{exc} ({hint})") from exc
+
+
+def _check_kueue(client: KubeClient) -> None:
+    """Stop at once (exit 2) on a cluster whose Kueue does not serve the API we use. An
+    apiserver that does not answer is not a verdict: the informers retry and show it."""
+    try:
+        served = client.served_versions(KUEUE)
+    except KubeError as exc:
+        log.warning("could not read Kueue's API discovery", extra={"error": str(exc)})
+        return
+    why = kueue_api.problem(served)
+    if why:
+        raise SettingsError(why)
 
 
 def aws_auth_reader(client: KubeClient) -> Callable[[], str | None]:
@@ -99,6 +113,8 @@ def main(argv: list[str] | None = None) -> None:
         client = _kube_client(server)
     hold_stop_signals()  # before any thread starts, so every thread inherits the mask
     logs.configure(server.log_level)
+    with startup.exit_on_settings_error(PROG):
+        _check_kueue(client)
     metrics = ProvisionerMetrics.create()
     manager = Manager(
         settings=settings,

@@ -122,7 +122,7 @@ def install_crd(client: KubeClient, crd: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="session")
 def workload_crd(client: KubeClient) -> None:
-    """Kueue v0.17.0's Workload CRD, served as v1beta2 with its status schema verbatim.
+    """The pinned Kueue's Workload CRD, served as v1beta2 with its status schema verbatim.
 
     The spec schema (600 kB of PodTemplate, ~18 s of CEL/OpenAPI compilation on
     two cores) is swapped for preserve-unknown-fields: these tests write status.

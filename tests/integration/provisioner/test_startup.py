@@ -3,12 +3,16 @@ the field, before any client to the apiserver or EC2 is built."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 
 from atomic_gang_provisioner.main import main
 from tests.support.jobs import OTHER_ROLE, ROLE
@@ -176,3 +180,75 @@ def test_a_misspelt_env_variable_is_not_ignored(tmp_path: Path) -> None:
     )
     assert result.returncode == 2, result.stderr
     assert "did you mean ATOMIC_GANG_PROVISIONER_KUBECONFIG" in result.stderr
+
+
+class _Discovery(BaseHTTPRequestHandler):
+    """An apiserver's discovery of Kueue's API group, nothing else (the answer is set
+    on the server as ``kueue_versions``; None: the group is not served)."""
+
+    def do_GET(self) -> None:
+        versions = getattr(self.server, "kueue_versions", None)
+        if self.path.split("?")[0] != "/apis/kueue.x-k8s.io" or versions is None:
+            self._answer(404, {"kind": "Status", "status": "Failure", "code": 404})
+            return
+        listed = [{"groupVersion": f"kueue.x-k8s.io/{v}", "version": v} for v in versions]
+        self._answer(200, {"kind": "APIGroup", "name": "kueue.x-k8s.io", "versions": listed})
+
+    def _answer(self, code: int, body: dict[str, object]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_: object) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("versions", "needles"),
+    [
+        pytest.param(None, ("serves no kueue.x-k8s.io API (Kueue is not installed)",), id="none"),
+        pytest.param(
+            ["v1beta1"],
+            ("serves kueue.x-k8s.io v1beta1 but not v1beta2", "kueue.x-k8s.io/v1beta2"),
+            id="v1beta1-only",
+        ),
+    ],
+)
+def test_a_kueue_without_the_v1beta2_api_stops_the_start_naming_api_and_versions(
+    tmp_path: Path, versions: list[str] | None, needles: tuple[str, ...]
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Discovery)
+    server.kueue_versions = versions  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}
+                ],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    try:
+        result = _start(
+            {
+                "ATOMIC_GANG_CONFIG": _config(tmp_path, VALID),
+                "ATOMIC_GANG_PROVISIONER_KUBECONFIG": str(kubeconfig),
+            }
+        )
+    finally:
+        server.shutdown()
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("atomic-gang-provisioner: "), result.stderr
+    for needle in (*needles, "Kueue v0.18.3 or newer (tested: v0.18.3, v0.19.1)"):
+        assert needle in result.stderr
+    assert "Traceback" not in result.stderr

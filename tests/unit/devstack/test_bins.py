@@ -37,7 +37,16 @@ def test_pins_are_in_the_ranges_issue_3_asks_for() -> None:
     assert pins["K8S"].startswith("v1.36.")
     assert pins["KWOK"].startswith("v0.8.")
     assert pins["HELM"].startswith("v3.")
-    assert pins["KUEUE"] == "v0.17.0"
+    assert pins["KUEUE"] == "v0.19.1"
+    assert pins["KUEUE_FLOOR"] == "v0.18.3"  # the spec's floor, tested beside the default
+
+
+def test_the_floor_bins_name_the_floor_kueue_and_keep_every_other_pin() -> None:
+    b = bins.Bins.load()
+    floor = b.floor()
+    assert floor.path("kueue").name == "kueue-v0.18.3"
+    assert floor.source("kueue").name == "kueue-v0.18.3-src"
+    assert floor.path("kube-apiserver") == b.path("kube-apiserver")
 
 
 def _stub_script(tmp_path: Path, b: bins.Bins, *, builds: bool = True) -> Path:
@@ -162,3 +171,25 @@ def test_the_real_node_binaries_are_pinned_and_asked_for_by_name() -> None:
     assert set(bins.NODE) <= set(bins.BINARIES)
     assert not set(bins.NODE) & set(bins.CONTROL_PLANE)
     assert bins.BINARIES["kubelet"] == ("K8S", "kubelet")  # the same wrapper module as the rest
+
+
+def test_ensure_on_the_floor_bins_builds_the_floor_kueue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The script is told which Kueue to build: the floor's, not its default."""
+    b = _cache(tmp_path)
+    floor = b.floor()
+    script = _stub_script(tmp_path, floor)
+    script.write_text(
+        script.read_text().replace('echo "$@"', 'echo "$@ $KUEUE_VERSION"'), encoding="utf-8"
+    )
+    monkeypatch.setattr(bins, "BUILD_SCRIPT", script)
+    todo = floor.path("kueue").with_name(floor.path("kueue").name + ".todo")
+    todo.write_text("#!/bin/sh\n", encoding="utf-8")
+    todo.chmod(0o755)
+
+    floor.ensure(("kueue",))
+
+    assert _calls(tmp_path) == ["kueue v0.18.3"]
+    assert floor.missing(("kueue",)) == []
+    assert b.missing(("kueue",)) == []  # the default Kueue was there all along

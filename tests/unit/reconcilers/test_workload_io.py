@@ -118,10 +118,8 @@ def test_a_job_uid_label_naming_another_job_finds_nothing() -> None:
     reconciler(t, workloads=[workload()], jobs=[job(uid="someone-else")]).reconcile(KEY)
     assert [s.method for s in t.writes()] == ["PATCH"]  # no pool is created
     entry = the_apply(t).body["status"]["admissionChecks"][0]
-    assert (entry["state"], entry["message"]) == (
-        "Pending",
-        "Waiting for the owner Job to be visible",
-    )
+    assert entry["state"] == "Rejected"  # no owner reference, and the label finds no Job
+    assert "has no owner" in entry["message"]
 
 
 def test_owner_reference_wins_over_the_label() -> None:

@@ -165,12 +165,6 @@ def test_job_without_gang_annotations_is_rejected() -> None:
     assert "no atomic-gang annotations" in plan.checks[0].message
 
 
-def test_missing_job_waits() -> None:
-    plan = run(job=None)
-    assert plan.checks[0].state == "Pending"
-    assert plan.requeue_after == 5.0
-
-
 def test_satisfied_pool_makes_the_check_ready_with_pod_set_updates() -> None:
     p = _claimed_pool(phase="Satisfied", readyCount=4)
     plan = run(pool=p)

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from atomic_gang import keys
-from atomic_gang_provisioner.kube.errors import NotFoundError
+from atomic_gang_provisioner.kube.errors import NotFoundError, TransportError
 from atomic_gang_provisioner.reconcilers.workload import (
     CLAIM_INDEX,
     JOB_UID_INDEX,
@@ -117,14 +117,25 @@ def test_a_job_without_the_pool_label_is_fetched_and_rejected() -> None:
 def test_a_new_job_under_the_owner_name_is_not_the_owner() -> None:
     t = Answering({JOB_PATH: unlabelled_job(uid="another-uid")})
     run(t, workload())
-    assert applied(t)["message"] == "Waiting for the owner Job to be visible"
+    entry = applied(t)
+    assert entry["state"] == "Rejected"
+    assert "Job.batch 'plain', no longer exists" in entry["message"]
 
 
-def test_a_job_gone_from_the_apiserver_is_awaited() -> None:
+def test_a_job_gone_from_the_apiserver_is_rejected_in_one_reconcile() -> None:
     t = Answering({})
     run(t, workload())
     assert [s.method for s in t.sent] == ["GET", "PATCH"]
-    assert applied(t)["state"] == "Pending"
+    assert applied(t)["state"] == "Rejected"
+
+
+def test_an_owner_job_that_cannot_be_read_is_waited_for_naming_the_error() -> None:
+    t = Answering({JOB_PATH: unlabelled_job()})
+    t.errors[("GET", JOB_PATH)] = TransportError("connection reset by peer")
+    run(t, workload())
+    entry = applied(t)
+    assert entry["state"] == "Pending"
+    assert "Waiting for Job.batch 'plain' to be readable" in entry["message"]
 
 
 def test_no_get_once_our_check_is_decided_or_the_workload_is_out_of_play() -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, Unpack
 
-from atomic_gang_provisioner.kube.errors import error_from_status
+from atomic_gang_provisioner.kube.errors import NotFoundError, error_from_status
 from atomic_gang_provisioner.kube.resource import Resource
 from atomic_gang_provisioner.kube.transport import (
     DEFAULT_TIMEOUT,
@@ -67,6 +67,15 @@ class KubeClient:
             "GET", res.path(namespace=namespace, name=name), timeout=timeout
         )
         return obj
+
+    def served_versions(self, group: str) -> tuple[str, ...]:
+        """The versions the apiserver serves of an API group (its discovery document);
+        () when the group is not served at all."""
+        try:
+            found = self._call("GET", f"/apis/{group}")
+        except NotFoundError:
+            return ()
+        return tuple(str(v.get("version", "")) for v in (found or {}).get("versions") or [])
 
     def list(
         self,

@@ -9,9 +9,15 @@ from dataclasses import replace
 from typing import Any
 
 from atomic_gang import keys
+from atomic_gang.errors import clip
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.events import Event
-from atomic_gang_provisioner.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
+from atomic_gang_provisioner.kube.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    KubeError,
+    NotFoundError,
+)
 from atomic_gang_provisioner.kube.types import meta
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
@@ -31,6 +37,7 @@ log = logging.getLogger("atomic_gang_provisioner.workload")
 JOB_UID_INDEX = "uid"
 CLAIM_INDEX = "claim"
 CHECK_INDEX = "check"
+MAX_ERROR = 200  # an apiserver error quoted in a check message
 
 
 class WorkloadReconciler:
@@ -60,13 +67,14 @@ class WorkloadReconciler:
             self._release_orphaned_claims(key)
             return Result()
         wl = view(obj)
-        job = self._job(wl)
+        job, owner_error = self._job(wl)
         pool = self._pool(job)
         plan = decision.decide(
             Inputs(
                 wl=wl,
                 our_checks=self.ctx.our_checks(),
                 job=job,
+                owner_error=owner_error,
                 pool=pool,
                 claimant=self._claimant(pool, wl),
                 flavor_labels=self._flavor_labels(wl),
@@ -78,16 +86,17 @@ class WorkloadReconciler:
         self._perform(wl, obj, job, plan)
         return Result(requeue_after=plan.requeue_after)
 
-    def _job(self, wl: WorkloadView) -> Mapping[str, Any] | None:
+    def _job(self, wl: WorkloadView) -> tuple[Mapping[str, Any] | None, str]:
+        """(the owner Job or None, why it could not be read: "" when it was read)."""
         uid = wl.owner_job[1] if wl.owner_job else wl.job_uid_label
         for job in self.ctx.jobs.by_index(JOB_UID_INDEX, uid):
-            return job
+            return job, ""
         if not wl.owner_job:
-            return None
+            return None, ""
         name, owner_uid = wl.owner_job
         cached = self.ctx.jobs.get(f"{wl.namespace}/{name}")
         if cached is not None or not self._awaits_us(wl):
-            return cached
+            return cached, ""
         return self._live_job(wl.namespace, name, owner_uid)
 
     def _awaits_us(self, wl: WorkloadView) -> bool:
@@ -95,18 +104,23 @@ class WorkloadReconciler:
         ours = self.ctx.our_checks()
         return wl.in_play and any(c.name in ours and c.state == "Pending" for c in wl.checks)
 
-    def _live_job(self, namespace: str, name: str, uid: str) -> Mapping[str, Any] | None:
+    def _live_job(
+        self, namespace: str, name: str, uid: str
+    ) -> tuple[Mapping[str, Any] | None, str]:
         """The jobs cache holds only Jobs with the pool label. A Job without it that is
         queued to our check must still be found, so that it is Rejected with a message
         rather than awaited forever; the GET also covers a labelled Job the cache has
-        not seen yet."""
+        not seen yet. A 404 is an answer (the owner is gone); any other failure is not,
+        and the decision waits for it within ownerWaitSeconds."""
         try:
             obj = self.ctx.client.get(JOBS, name, namespace=namespace)
         except NotFoundError:
-            return None
+            return None, ""
+        except KubeError as err:
+            return None, clip(f"{type(err).__name__}: {err.message}", MAX_ERROR)
         if not obj or (uid and (obj.get("metadata") or {}).get("uid") != uid):
-            return None  # e.g. a new Job under the old name: not this Workload's owner
-        return obj
+            return None, ""  # e.g. a new Job under the old name: not this Workload's owner
+        return obj, ""
 
     def _pool(self, job: Mapping[str, Any] | None) -> GangNodePool | None:
         name = ((job or {}).get("metadata") or {}).get("labels", {}).get(keys.POOL)

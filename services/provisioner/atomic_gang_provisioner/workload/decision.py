@@ -17,8 +17,9 @@ from atomic_gang.objects import MalformedJobError, pod_spec
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
 from atomic_gang_provisioner.api import conditions as reported
 from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.workload import owners
 from atomic_gang_provisioner.workload.plan import Inputs, SpecChange, WorkloadPlan, set_check
-from atomic_gang_provisioner.workload.view import CheckState
+from atomic_gang_provisioner.workload.view import CheckState, WorkloadView
 
 PODSET = "main"
 
@@ -40,9 +41,13 @@ def decide(inp: Inputs) -> WorkloadPlan:
             if pool is not None and _mine(inp, pool)
             else WorkloadPlan()
         )
+    unserved = owners.unserved(inp.wl, check=current.name, found_by_label=inp.job is not None)
+    if unserved:
+        return set_check(inp, current, "Rejected", unserved)
+    if inp.wl.elastic:
+        return set_check(inp, current, "Rejected", _elastic(inp.wl, current))
     if inp.job is None:
-        waiting = set_check(inp, current, "Pending", "Waiting for the owner Job to be visible")
-        return replace(waiting, requeue_after=5.0)
+        return _owner_missing(inp, current)
     try:
         spec = validate_job(inp.job, inp.settings)
     except (GangValidationError, MalformedJobError) as err:
@@ -52,6 +57,28 @@ def decide(inp: Inputs) -> WorkloadPlan:
     if PODSET not in inp.wl.pod_sets:
         return set_check(inp, current, "Rejected", f"expected a PodSet named {PODSET!r}")
     return _with_pool(inp, current, spec)
+
+
+def _owner_missing(inp: Inputs, current: CheckState) -> WorkloadPlan:
+    """Gone is final; unreadable is waited for, up to ``ownerWaitSeconds``."""
+    if not inp.owner_error:
+        return set_check(inp, current, "Rejected", owners.gone(inp.wl))
+    limit = inp.settings.ownerWaitSeconds
+    why, left = owners.waited_out(
+        inp.wl, current, error=inp.owner_error, now=inp.now, limit_seconds=limit
+    )
+    if why:
+        return set_check(inp, current, "Rejected", why)
+    waiting = set_check(inp, current, "Pending", owners.waiting(inp.wl, limit_seconds=limit))
+    return replace(waiting, requeue_after=min(5.0, left))
+
+
+def _elastic(wl: WorkloadView, current: CheckState) -> str:
+    return (
+        f'Workload {wl.key} is elastic ({keys.ELASTIC_JOB}: "true"): a gang\'s N nodes '
+        "are launched once, all or nothing, and cannot follow a Job that grows or shrinks. "
+        f"Remove the annotation from the Job, or use a queue without the {current.name} check"
+    )
 
 
 def _mine(inp: Inputs, pool: GangNodePool) -> bool:

@@ -48,6 +48,9 @@ class Inputs:
     wl: WorkloadView
     our_checks: frozenset[str]
     job: Mapping[str, Any] | None
+    # Why the owner Job could not be read when ``job`` is None ("": it was read and is
+    # not there, or the Workload names no Job).
+    owner_error: str = ""
     pool: GangNodePool | None
     claimant: Claimant = "absent"
     flavor_labels: Mapping[str, str] = field(default_factory=dict)
@@ -80,13 +83,19 @@ def set_check(
     pod_set_updates: tuple[dict[str, Any], ...] = (),
     requeue_after_seconds: int | None = None,
 ) -> WorkloadPlan:
-    """Write our entry only if something changed; emit an event on a state change."""
-    message = message[:MAX_MESSAGE]
+    """Write our entry only if something changed; emit an event on a state change.
+
+    ``requeueAfterSeconds`` is compared only where we set it: after a Retry, Kueue's
+    reset to Pending keeps the value under its own field manager, so an entry without it
+    still shows it, and comparing there would re-send every later apply."""
+    message = (message + attempt_note(current, state))[:MAX_MESSAGE]
     same = (
         current.state == state
         and current.message == message
         and tuple(current.pod_set_updates) == pod_set_updates
-        and current.requeue_after_seconds == requeue_after_seconds
+        and (
+            requeue_after_seconds is None or current.requeue_after_seconds == requeue_after_seconds
+        )
     )
     if same:
         return WorkloadPlan()
@@ -103,3 +112,12 @@ def set_check(
         else None,
     )
     return WorkloadPlan(checks=(update,))
+
+
+def attempt_note(current: CheckState, state: State) -> str:
+    """ " (attempt 3 after 2 evictions)" on the Pending and Ready messages of a Workload
+    that Kueue requeued after our Retry (its ``retryCount``); "" on a first attempt."""
+    n = current.retry_count
+    if n <= 0 or state not in ("Pending", "Ready"):
+        return ""
+    return f" (attempt {n + 1} after {n} eviction{'s' if n > 1 else ''})"

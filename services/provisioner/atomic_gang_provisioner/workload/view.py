@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+ELASTIC_ANNOTATION = "kueue.x-k8s.io/elastic-job"  # Kueue copies it from the Job
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -17,6 +18,26 @@ class CheckState:
     last_transition_time: str = ""
     pod_set_updates: tuple[Mapping[str, Any], ...] = ()
     requeue_after_seconds: int | None = None
+    retry_count: int = 0  # Kueue's count of the evictions this check's Retry caused
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OwnerRef:
+    """The Workload's controller owner: the object Kueue made it for."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+    @property
+    def group(self) -> str:
+        """The API group ("" for the core group), without the version."""
+        return self.api_version.rpartition("/")[0]
+
+    def describe(self) -> str:
+        """``Job.batch default/name``-style, as ``kubectl`` names a kind in a group."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,9 +51,10 @@ class WorkloadView:
     conditions: Mapping[str, str]  # type -> status
     checks: tuple[CheckState, ...]
     pod_sets: tuple[str, ...]
-    owner_job: tuple[str, str] | None  # (name, uid)
+    owner: OwnerRef | None
     job_uid_label: str
     flavors: tuple[str, ...]
+    elastic: bool = False  # a Workload slice of an elastic Job (Kueue's test: "true")
 
     @property
     def key(self) -> str:
@@ -56,6 +78,14 @@ class WorkloadView:
             and not self.cond("Evicted")
         )
 
+    @property
+    def owner_job(self) -> tuple[str, str] | None:
+        """(name, uid) of the owner when it is a batch Job."""
+        owner = self.owner
+        if owner is None or (owner.group, owner.kind) != ("batch", "Job"):
+            return None
+        return owner.name, owner.uid
+
     def check(self, name: str) -> CheckState | None:
         return next((c for c in self.checks if c.name == name), None)
 
@@ -71,16 +101,30 @@ def _checks(status: Mapping[str, Any]) -> tuple[CheckState, ...]:
                 last_transition_time=str(c.get("lastTransitionTime", "")),
                 pod_set_updates=tuple(c.get("podSetUpdates") or ()),
                 requeue_after_seconds=c.get("requeueAfterSeconds"),
+                retry_count=_count(c.get("retryCount")),
             )
         )
     return tuple(out)
 
 
-def _owner_job(meta: Mapping[str, Any]) -> tuple[str, str] | None:
-    for ref in meta.get("ownerReferences") or []:
-        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
-            return str(ref.get("name", "")), str(ref.get("uid", ""))
-    return None
+def _count(raw: Any) -> int:
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else 0
+
+
+def _owner(meta: Mapping[str, Any]) -> OwnerRef | None:
+    """The controller reference (Kueue sets one); a lone reference without the flag too."""
+    refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, Mapping)]
+    chosen = next((r for r in refs if r.get("controller") is True), None)
+    if chosen is None and len(refs) == 1:
+        chosen = refs[0]
+    if chosen is None:
+        return None
+    return OwnerRef(
+        api_version=str(chosen.get("apiVersion", "")),
+        kind=str(chosen.get("kind", "")),
+        name=str(chosen.get("name", "")),
+        uid=str(chosen.get("uid", "")),
+    )
 
 
 def _flavors(status: Mapping[str, Any]) -> tuple[str, ...]:
@@ -107,7 +151,8 @@ def view(wl: Mapping[str, Any]) -> WorkloadView:
         },
         checks=_checks(status),
         pod_sets=tuple(str(p.get("name", "")) for p in spec.get("podSets") or []),
-        owner_job=_owner_job(meta),
+        owner=_owner(meta),
         job_uid_label=str((meta.get("labels") or {}).get(JOB_UID_LABEL, "")),
         flavors=_flavors(status),
+        elastic=(meta.get("annotations") or {}).get(ELASTIC_ANNOTATION) == "true",
     )
