@@ -2,7 +2,7 @@
 # Build the pinned upstream control-plane binaries from the Go module proxy and
 # cache each one by version under $ATOMIC_GANG_CACHE/bin (default ~/.cache/atomic-gang).
 # Only what is missing is rebuilt. Usage: hack/build-bins.sh [component...]
-# Components: etcd kube kueue kueue-floor kwok helm cert-manager kubelet containerd kube-score promtool
+# Components: etcd kube kueue kueue-floor kwok lws helm cert-manager kubelet containerd kube-score promtool
 # (default: all). kubelet and containerd are the real node's (with runc, the CNI
 # plugins and buildah from Debian's packages: hack/install-node-deps.sh).
 # Also links the Kueue and kwok module sources (chart, CRDs, kwok stages) to
@@ -17,6 +17,9 @@ KUEUE_VERSION=${KUEUE_VERSION:-v0.19.1}
 # scenarios against it too (tests/e2e/floor), on a control plane of their own.
 KUEUE_FLOOR_VERSION=${KUEUE_FLOOR_VERSION:-v0.18.3}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+# LeaderWorkerSet's CRD (source only, no binary): the e2e tests' kind that Kueue admits and
+# we do not serve (tests/e2e/kueue_contract). The version Kueue v0.19.1's go.mod names.
+LWS_VERSION=${LWS_VERSION:-v0.9.0}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 # The last release whose controller and cainjector are in the root module (chart e2e only).
 CERTMANAGER_VERSION=${CERTMANAGER_VERSION:-v1.11.5}
@@ -160,6 +163,7 @@ build_kwok() {
   build_simple kwok sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" ""
   link_src kwok sigs.k8s.io/kwok "$KWOK_VERSION"  # for kustomize/stage/*
 }
+build_lws() { link_src lws sigs.k8s.io/lws "$LWS_VERSION"; }  # config/crd/bases
 # helm with its release Makefile's ldflags: the version, and the Kubernetes version
 # of its client-go (major+1, minor) that `helm template` assumes without --kube-version
 # (unset, helm believes the cluster is v1.20 and kubeVersion: >=1.30 refuses to render).
@@ -247,7 +251,7 @@ build_cert_manager() {
 }
 
 components=("$@")
-ALL=(etcd kube kueue kueue-floor kwok helm cert-manager kubelet containerd kube-score promtool)
+ALL=(etcd kube kueue kueue-floor kwok lws helm cert-manager kubelet containerd kube-score promtool)
 [[ ${#components[@]} == 0 ]] && components=("${ALL[@]}")
 for c in "${components[@]}"; do
   declare -F "build_${c//-/_}" >/dev/null || { log "unknown component '$c' (${ALL[*]})"; exit 2; }

@@ -42,9 +42,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     t0 = time.monotonic()
     capture = session.config.pluginmanager.getplugin("capturemanager")
     in_cluster = any("tests/e2e/cluster/" in item.nodeid for item in session.items)
+    contract = any("tests/e2e/kueue_contract/" in item.nodeid for item in session.items)
     with capture.global_and_fixture_disabled():  # show the build's progress live
         # Raises BinaryMissingError or ImageBuildError: the session fails, nothing is skipped.
         Bins.load().ensure(CONTROL_PLANE + (NODE if in_cluster else ()))
+        if contract:  # the same scenarios on the floor Kueue, and a kind we do not serve
+            Bins.load().floor().ensure(("kueue",))
+            Bins.load().ensure_sources(("lws",))
         _TIMINGS["binaries checked/built (s)"] = time.monotonic() - t0
         if in_cluster:  # the real node's images (a cold build takes minutes: not in a test)
             t1 = time.monotonic()

@@ -44,6 +44,8 @@ BINARIES: dict[str, tuple[str, str]] = {
     # Checks and unit-tests the chart's alert rules; lints both services' /metrics.
     "promtool": ("PROMTOOL", "promtool"),
 }
+# Module source trees the build script links (name -> pin): charts, CRDs, kwok's stages.
+SOURCES: dict[str, str] = {"kueue": "KUEUE", "kwok": "KWOK", "lws": "LWS"}
 # What most of the stack needs; the real node's binaries are asked for by name.
 CONTROL_PLANE: tuple[str, ...] = tuple(
     n
@@ -108,8 +110,14 @@ class Bins:
         return self.root / "bin" / f"{name}-{self.version(name)}{suffix}"
 
     def source(self, module: str) -> Path:
-        """Module source tree (``kueue`` or ``kwok``) linked by the build script."""
-        return self.root / f"{module}-{self.version(module)}-src"
+        """Module source tree (``kueue``, ``kwok`` or ``lws``) linked by the build script."""
+        return self.root / f"{module}-{self.pins[SOURCES[module]]}-src"
+
+    def ensure_sources(self, modules: tuple[str, ...]) -> None:
+        """Link the module source trees that are missing (a download, no build)."""
+        missing = tuple(m for m in modules if not self.source(m).is_dir())
+        if missing:
+            self._build(missing, names=())
 
     def missing(self, names: tuple[str, ...] = tuple(BINARIES)) -> list[str]:
         return [n for n in names if not os.access(self.path(n), os.X_OK)]
@@ -122,15 +130,19 @@ class Bins:
         for module in ("kueue", "kwok"):  # the source links are needed too
             if module in names and not self.source(module).is_dir():
                 components = sorted({*components, module})
-        if not components:
-            return
+        if components:
+            self._build(tuple(components), names=names)
+
+    def _build(self, components: tuple[str, ...], *, names: tuple[str, ...]) -> None:
         print(f"devstack: building {', '.join(components)} via {BUILD_SCRIPT}", file=sys.stderr)
         # The script builds what these pins name (a Bins may carry another Kueue).
         pins = {f"{pin}_VERSION": version for pin, version in self.pins.items()}
         done = subprocess.run(
             [str(BUILD_SCRIPT), *components], check=False, env={**os.environ, **pins}
         )
-        still = self.missing(names)
+        still = self.missing(names) + [
+            c for c in components if c in SOURCES and not self.source(c).is_dir()
+        ]
         if done.returncode != 0 or still:
             raise BinaryMissingError(
                 f"hack/build-bins.sh {' '.join(components)} exited {done.returncode};"

@@ -65,6 +65,7 @@ def manager_config(
     frameworks: Iterable[str] = ("batch/job",),
     qps: int | None = None,
     concurrency: Mapping[str, int] | None = None,
+    pods_ready_timeout: str = "5m",
 ) -> Obj:
     """Kueue's ``config.kueue.x-k8s.io/v1beta2`` Configuration for a local manager, its API
     client allowed ``qps`` requests a second (burst twice that; unset: Kueue's 50), its
@@ -84,7 +85,7 @@ def manager_config(
             "webhookSecretName": SECRET_NAME,
         },
         "waitForPodsReady": {
-            "timeout": "5m",
+            "timeout": pods_ready_timeout,
             "blockAdmission": False,
             "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60},
         },

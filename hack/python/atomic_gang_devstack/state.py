@@ -67,6 +67,11 @@ class StackOptions(BaseModel):
         pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$",
         description="Run this Kueue (built and cached by version); unset: the pinned default.",
     )
+    pods_ready_timeout: str = Field(
+        default="5m",
+        pattern=r"^[0-9]+(s|m|h)$",
+        description="Kueue's waitForPodsReady timeout: an admitted gang's pods must be Ready by then.",
+    )
     control_plane_qps: int | None = Field(
         default=None,
         ge=1,

@@ -38,6 +38,7 @@ class Kueue(ProcessComponent):
             cert_dir=d / "certs",
             qps=ctx.options.control_plane_qps,
             concurrency=km.chart_concurrency(chart),
+            pods_ready_timeout=ctx.options.pods_ready_timeout,
         )
         (d / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
         # Ports and paths only reach the chart's ConfigMap (dropped), so the
