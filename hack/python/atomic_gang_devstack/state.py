@@ -70,7 +70,7 @@ class StackOptions(BaseModel):
     pods_ready_timeout: str = Field(
         default="5m",
         pattern=r"^[0-9]+(s|m|h)$",
-        description="Kueue's waitForPodsReady timeout: an admitted gang's pods must be Ready by then.",
+        description="Kueue's waitForPodsReady timeout: an admitted gang's pods are Ready by then.",
     )
     control_plane_qps: int | None = Field(
         default=None,
