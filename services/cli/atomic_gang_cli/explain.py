@@ -144,12 +144,24 @@ def timeline(seen: Seen) -> list[Entry]:
     return sorted(out)
 
 
+def _attempt(seen: Seen) -> str:
+    """Which attempt this is, from Kueue's retryCount on our check ("" on the first)."""
+    state = check_state(seen) or {}
+    n = state.get("retryCount")
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        return ""
+    evictions = f"{n} eviction{'s' if n > 1 else ''}"
+    return f"attempt {n + 1}: Kueue requeued the Workload after {evictions} by our check's Retry"
+
+
 def render(seen: Seen, *, limit: int = 15) -> str:
     meta = seen.job.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     pool = (meta.get("labels") or {}).get(keys.POOL, "-")
     shape = f"{annotations.get(keys.COUNT, '?')}×{annotations.get(keys.INSTANCE_TYPE, '?')}"
-    lines = [f"Job {meta.get('namespace')}/{meta.get('name')}: gang {shape}, pool {pool}", ""]
+    lines = [f"Job {meta.get('namespace')}/{meta.get('name')}: gang {shape}, pool {pool}"]
+    lines += [attempt] if (attempt := _attempt(seen)) else []
+    lines.append("")
     entries = timeline(seen)
     if len(entries) > limit:
         lines.append(f"  … {len(entries) - limit} earlier entries")

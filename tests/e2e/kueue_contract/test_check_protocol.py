@@ -23,6 +23,7 @@ from tests.e2e.kueue_contract.harness import (
     workload_of,
 )
 from tests.e2e.system.harness import System, condition, sample_job
+from tests.e2e.system.test_operator_view import explain
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -141,6 +142,9 @@ def test_a_shortfall_turns_into_retry_kueue_requeues_and_our_check_is_pending_ag
     ready = kueue.world.wait_check(job, "Ready", timeout=90)
     assert ready["message"].endswith("(attempt 2 after 1 eviction)"), ready["message"]
     assert ready.get("retryCount") == 1
+    code, out, err = explain(kueue.ctx.admin_kubeconfig(), namespace, "retry")
+    assert code == 0, err
+    assert "attempt 2: Kueue requeued the Workload after 1 eviction by our check's Retry" in out
     ours = _ours(log.of(name))
     requeued = [v for v in ours if v.retry_count == 1 and v.state == "Pending"]
     assert requeued, [(v.state, v.message) for v in ours]

@@ -296,3 +296,14 @@ def test_timeline_is_in_order_and_folds_mirrored_and_repeated_events() -> None:
 def test_what_rbac_hid_is_said() -> None:
     text = render(seen(denied=("events in default (403 Forbidden)",)))
     assert "(could not read events in default (403 Forbidden))" in text
+
+
+def test_a_requeued_workload_says_which_attempt_it_is() -> None:
+    wl = workload(RESERVED)
+    wl["status"]["admissionChecks"][0]["retryCount"] = 2
+    lines = render(seen(wl)).splitlines()
+    assert (
+        lines[1] == "attempt 3: Kueue requeued the Workload after 2 evictions by our check's Retry"
+    )
+    first = workload(RESERVED)
+    assert "attempt" not in render(seen(first)).splitlines()[1]
