@@ -44,7 +44,7 @@ KEEP_KINDS = frozenset(
 WEBHOOK_KINDS = frozenset({"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"})
 
 Obj = dict[str, Any]
-DEFAULT_QPS = 50  # Kueue's own clientConnection default
+DEFAULT_QPS = 50  # between Kueue v0.18's own default (20) and v0.19's (300): both versions alike
 
 
 def chart_concurrency(chart: Path) -> dict[str, int]:
@@ -68,8 +68,9 @@ def manager_config(
     pods_ready_timeout: str = "5m",
 ) -> Obj:
     """Kueue's ``config.kueue.x-k8s.io/v1beta2`` Configuration for a local manager, its API
-    client allowed ``qps`` requests a second (burst twice that; unset: Kueue's 50), its
-    controllers ``concurrency`` reconciles per kind (``chart_concurrency``)."""
+    client allowed ``qps`` requests a second (burst twice that; unset: 50, so that every
+    Kueue version runs alike), its controllers ``concurrency`` reconciles per kind
+    (``chart_concurrency``)."""
     qps = qps or DEFAULT_QPS
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",

@@ -78,7 +78,8 @@ class StackOptions(BaseModel):
         le=10_000,
         description=(
             "API client rate (requests a second, burst twice that) of the kube-controller-"
-            "manager, the scheduler and Kueue; unset keeps upstream's 20/30, 50/100 and 50/100."
+            "manager, the scheduler and Kueue; unset: upstream's 20/30 and 50/100, and "
+            "50/100 for every Kueue version."
         ),
     )
 
