@@ -122,6 +122,19 @@ def test_a_job_uid_label_naming_another_job_finds_nothing() -> None:
     assert "has no owner" in entry["message"]
 
 
+def test_a_job_uid_label_naming_another_namespaces_job_finds_nothing() -> None:
+    """A Workload crafted in one namespace with another team's Job UID in Kueue's label
+    must not pair with that Job (nor launch its gang)."""
+    t = RecordingTransport()
+    theirs = job()
+    theirs["metadata"]["namespace"] = "team-a"
+    reconciler(t, workloads=[workload()], jobs=[theirs]).reconcile(KEY)
+    assert [s.method for s in t.writes()] == ["PATCH"]  # no pool created, only the check
+    entry = the_apply(t).body["status"]["admissionChecks"][0]
+    assert entry["state"] == "Rejected"
+    assert "team-a" not in entry["message"]
+
+
 def test_owner_reference_wins_over_the_label() -> None:
     t = RecordingTransport()
     wl = workload(labels={JOB_UID_LABEL: "stale-uid"}, owned=True)

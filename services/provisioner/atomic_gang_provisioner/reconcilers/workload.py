@@ -88,8 +88,10 @@ class WorkloadReconciler:
 
     def _job(self, wl: WorkloadView) -> tuple[Mapping[str, Any] | None, str]:
         """(the owner Job or None, why it could not be read: "" when it was read)."""
+        # Kueue's job-uid label counts only without an owner reference, and only for a Job
+        # in the Workload's own namespace: a Workload never pairs with another team's Job.
         uid = wl.owner_job[1] if wl.owner_job else wl.job_uid_label
-        for job in self.ctx.jobs.by_index(JOB_UID_INDEX, uid):
+        for job in self.ctx.jobs.by_index(JOB_UID_INDEX, f"{wl.namespace}/{uid}"):
             return job, ""
         if not wl.owner_job:
             return None, ""
@@ -281,8 +283,10 @@ def workload_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> boo
 
 
 def job_uid_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
-    uid = (obj.get("metadata") or {}).get("uid")
-    return (str(uid),) if uid else ()
+    """Index Jobs by ``namespace/uid``: a lookup names the namespace it may search."""
+    meta = obj.get("metadata") or {}
+    uid = meta.get("uid")
+    return (f"{meta.get('namespace', '')}/{uid}",) if uid else ()
 
 
 __all__ = [
