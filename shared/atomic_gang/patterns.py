@@ -23,6 +23,8 @@ ROLE_ARN: Final = re.compile(
 )
 COUNT: Final = re.compile(r"^[1-9][0-9]{0,8}$", _A)
 MAX_POOL_NAME: Final = 63
+# A pool name, or a pattern of pool names with "*" (the admin's poolNamespaces entries).
+POOL_NAME_GLOB: Final = re.compile(r"^[a-z0-9*][-a-z0-9*]*$", _A)
 # Allowlist entries of AWS ids: an exact id, or a prefix of one followed by "*".
 ID_GLOBS: Final = {
     "ami": (AMI_ID, re.compile(r"^(a(m(i(-[0-9a-f]{0,16})?)?)?)?\*$", _A)),

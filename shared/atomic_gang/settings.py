@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from atomic_gang import patterns
+from atomic_gang.pool_access import PoolNamespaces
 from atomic_gang.settings_sections import (
     AcquireRetry,
     CapacityBlock,
@@ -71,6 +72,14 @@ class GangSettings(BaseSettings):
     allowedSubnets: tuple[str, ...] = Field(default=(), description="subnets allowlist; [] = any.")
     allowedCapacityReservationIds: tuple[str, ...] = Field(
         default=(), description="capacity-reservation-id allowlist; [] = any."
+    )
+    poolNamespaces: tuple[PoolNamespaces, ...] = Field(
+        default=(),
+        max_length=1024,
+        description=(
+            "Pool names reserved for (and shared by) listed namespaces; any other pool "
+            "belongs to the namespace that created it."
+        ),
     )
     manageJobsWithoutQueueName: bool = Field(
         default=False, description="Kueue's setting: gang Jobs need no queue-name label."

@@ -109,6 +109,7 @@ app.kubernetes.io/component: {{ .component }}
   "allowedAmiIds" $v.allowedAmiIds
   "allowedSubnets" $v.allowedSubnets
   "allowedCapacityReservationIds" $v.allowedCapacityReservationIds
+  "poolNamespaces" $v.poolNamespaces
   "manageJobsWithoutQueueName" $v.manageJobsWithoutQueueName
   "requireOnePodPerNode" $v.requireOnePodPerNode
   "kueueUsername" $v.kueueUsername

@@ -174,6 +174,14 @@ class Claim(_Model):
 
 class GangNodePoolSpec(_Model):
     shape: PoolShape
+    ownerNamespace: str | None = Field(
+        default=None,
+        description=(
+            "The namespace the pool belongs to: its claimants come from there (or from the "
+            "namespaces the admin's poolNamespaces lists for its name). Unset on pools "
+            "created before ownership: the next claimant's namespace is recorded."
+        ),
+    )
     keepWarmTTL: str = Field(default="10m", description="From the latest claimant.")
     minRuntime: str | None = Field(
         default=None, description="From the latest claimant: Go duration it needs in a block."

@@ -187,6 +187,8 @@ class WorkloadReconciler:
             spec["minRuntime"] = change.min_runtime  # None clears the previous claimant's
         if change.shape is not None:
             spec["shape"] = change.shape.model_dump(mode="json")
+        if change.owner_namespace is not None:
+            spec["ownerNamespace"] = change.owner_namespace
         self.ctx.client.patch(
             POOLS, change.pool, {"spec": spec}, resource_version=change.resource_version
         )

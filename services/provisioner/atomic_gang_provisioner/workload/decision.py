@@ -17,7 +17,7 @@ from atomic_gang.objects import MalformedJobError, pod_spec
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
 from atomic_gang_provisioner.api import conditions as reported
 from atomic_gang_provisioner.events import event
-from atomic_gang_provisioner.workload import owners
+from atomic_gang_provisioner.workload import owners, tenancy
 from atomic_gang_provisioner.workload.plan import Inputs, SpecChange, WorkloadPlan, set_check
 from atomic_gang_provisioner.workload.view import CheckState, WorkloadView
 
@@ -119,6 +119,18 @@ def _claim(inp: Inputs) -> Claim:
 
 def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
     pool = inp.pool
+    standing = tenancy.access(
+        pool,
+        name=spec.pool,
+        namespace=inp.wl.namespace,
+        claimant=inp.claimant,
+        settings=inp.settings,
+    )
+    if standing == "reserved":  # the name is never this namespace's: a permanent answer
+        return set_check(inp, current, "Rejected", tenancy.reserved(spec.pool))
+    if standing == "taken":  # the owner's instances or claim are in it: wait, holding nothing
+        taken = tenancy.taken(spec.pool, inp.retry_seconds)
+        return set_check(inp, current, "Retry", taken, requeue_after_seconds=inp.retry_seconds)
     if pool is None:
         return _create(inp, current, spec)
     if pool.deleting:
@@ -133,21 +145,27 @@ def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan
     claim = pool.spec.claim
     if claim is not None and claim.uid == inp.wl.uid:
         return _claimed(inp, current, pool)
-    conflict, new_shape = _shape_check(pool, spec)
+    conflict, new_shape = _shape_check(
+        pool, spec, own=pool.spec.ownerNamespace in (None, inp.wl.namespace)
+    )
     if conflict:  # permanent, so it wins over "busy, retry later"
         return set_check(inp, current, "Rejected", conflict)
     if claim is not None and inp.claimant == "active":
+        who = (
+            f"Workload {claim.namespace}/{claim.name}"
+            if claim.namespace == inp.wl.namespace
+            else "a Workload of another namespace"  # never a foreign object's name
+        )
         return set_check(
             inp,
             current,
             "Retry",
-            (
-                f"Pool {pool.name} is in use by Workload {claim.namespace}/{claim.name}; "
-                f"releasing quota and retrying in {inp.retry_seconds}s"
-            ),
+            f"Pool {pool.name} is in use by {who}; releasing quota and retrying in "
+            f"{inp.retry_seconds}s",
             requeue_after_seconds=inp.retry_seconds,
         )
-    return _take(inp, current, pool, new_shape, spec)
+    owner = None if standing == "owner" and pool.spec.ownerNamespace else inp.wl.namespace
+    return _take(inp, current, pool, new_shape, spec, owner=owner)
 
 
 def _create(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
@@ -155,6 +173,7 @@ def _create(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
         metadata={"name": spec.pool, "finalizers": [FINALIZER], "labels": {keys.MANAGED: "true"}},
         spec=GangNodePoolSpec(
             shape=PoolShape.of(spec),
+            ownerNamespace=inp.wl.namespace,
             keepWarmTTL=str(spec.keep_warm_ttl),
             minRuntime=_min_runtime(spec),
             claim=_claim(inp),
@@ -174,8 +193,10 @@ def _create(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
     )
 
 
-def _shape_check(pool: GangNodePool, spec: GangSpec) -> tuple[str, PoolShape | None]:
-    """(why this Job can never use the pool, or ""; the shape to adopt, if any)."""
+def _shape_check(pool: GangNodePool, spec: GangSpec, *, own: bool) -> tuple[str, PoolShape | None]:
+    """(why this Job can never use the pool, or ""; the shape to adopt, if any). The
+    differences are spelt out only to the pool's own namespace (``own``): another
+    namespace sharing the name learns which fields differ, not their values."""
     pool_spec = pool.spec.shape.gang_spec(pool=pool.name, keep_warm_ttl=pool.spec.keepWarmTTL)
     nothing_live = reported.holds_nothing(pool)
     if pool_spec.shape_equals(spec):
@@ -185,7 +206,7 @@ def _shape_check(pool: GangNodePool, spec: GangSpec) -> tuple[str, PoolShape | N
     if nothing_live:
         return "", PoolShape.of(spec)  # nothing live: the next claimant redefines the pool
     diffs = ", ".join(
-        f"{k} (pool {pool_spec.shape()[k]!r}, this Job {spec.shape()[k]!r})"
+        f"{k} (pool {pool_spec.shape()[k]!r}, this Job {spec.shape()[k]!r})" if own else k
         for k in pool_spec.shape_diff(spec)
     )
     return (
@@ -199,9 +220,16 @@ def _min_runtime(spec: GangSpec) -> str | None:
 
 
 def _take(
-    inp: Inputs, current: CheckState, pool: GangNodePool, shape: PoolShape | None, spec: GangSpec
+    inp: Inputs,
+    current: CheckState,
+    pool: GangNodePool,
+    shape: PoolShape | None,
+    spec: GangSpec,
+    *,
+    owner: str | None,
 ) -> WorkloadPlan:
-    """Claim a free pool (or one whose claimant is gone)."""
+    """Claim a free pool (or one whose claimant is gone); ``owner``: the namespace to
+    record as the pool's (its ownership lapsed, or was never recorded), else None."""
     change = SpecChange(
         pool=pool.name,
         resource_version=pool.resource_version,
@@ -209,6 +237,7 @@ def _take(
         keep_warm_ttl=str(spec.keep_warm_ttl),
         min_runtime=_min_runtime(spec),
         shape=shape,
+        owner_namespace=owner,
     )
     message = f"Claimed pool {pool.name}; {reported.progress(pool)}"
     return replace(

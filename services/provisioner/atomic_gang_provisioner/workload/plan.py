@@ -41,6 +41,7 @@ class SpecChange:
     keep_warm_ttl: str | None = None
     min_runtime: str | None = None  # written with keep_warm_ttl: both are the claimant's
     shape: PoolShape | None = None
+    owner_namespace: str | None = None  # the namespace to record as the pool's owner
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
