@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from atomic_gang import keys, patterns
 from atomic_gang.durations import GoDuration
-from atomic_gang.errors import Collector, Reason, clip
+from atomic_gang.errors import Collector, Reason
 from atomic_gang.settings import GangSettings
 
 
-def _listing(allowlist: tuple[str, ...]) -> str:
-    return clip("allowed: " + ", ".join(allowlist), 512)
+def _listing(setting: str) -> str:
+    """Where the allowed values are, never what they are: an allowlist of images, subnets,
+    reservations or roles names other teams' resources and the account's."""
+    return f"the allowed values are the cluster admin's ({setting}): ask them which to use"
 
 
 def _one(
@@ -25,14 +27,15 @@ def _one(
     out: Collector,
     *,
     key: str,
+    setting: str,
     reason: Reason,
     why: str,
     hint: str,
 ) -> str | None:
-    """``raw`` if it is unset or allowed; else a violation, listing the allowlist."""
+    """``raw`` if it is unset or allowed; else a violation naming the setting."""
     if raw is None or patterns.allowed(raw, allowlist):
         return raw
-    out.add(key, reason, why, raw, _listing(allowlist) + hint)
+    out.add(key, reason, why, raw, _listing(setting) + hint)
     return None
 
 
@@ -42,6 +45,7 @@ def ami(raw: str | None, s: GangSettings, out: Collector) -> str | None:
         s.allowedAmiIds,
         out,
         key=keys.AMI_ID,
+        setting="allowedAmiIds",
         reason="AmiNotAllowed",
         why="is not in allowedAmiIds (an image boots with the node role and joins as a node)",
         hint=f"; or leave {keys.AMI_ID} unset for the EKS-optimized AMI",
@@ -57,7 +61,7 @@ def subnets(raw: str, chosen: tuple[str, ...], s: GangSettings, out: Collector) 
         "SubnetNotAllowed",
         f"{', '.join(outside)} not in allowedSubnets",
         raw,
-        _listing(s.allowedSubnets) + f"; or use {keys.AVAILABILITY_ZONES}",
+        _listing("allowedSubnets") + f"; or use {keys.AVAILABILITY_ZONES}",
     )
     return ()
 
@@ -68,6 +72,7 @@ def reservation(raw: str | None, s: GangSettings, out: Collector) -> str | None:
         s.allowedCapacityReservationIds,
         out,
         key=keys.CAPACITY_RESERVATION_ID,
+        setting="allowedCapacityReservationIds",
         reason="CapacityReservationNotAllowed",
         why="is not in allowedCapacityReservationIds",
         hint="; or leave it unset for on-demand capacity",

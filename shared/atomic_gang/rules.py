@@ -187,13 +187,15 @@ def _role(ann: Mapping[str, str], s: GangSettings, out: Collector) -> str | None
         )
         return None
     if raw not in s.allowed_roles:
-        allowed = ", ".join(s.allowed_roles) or "(none configured)"
+        # Never the list: role ARNs name the account and other teams' roles.
+        where = "allowedNodeRoleArns" if s.allowedNodeRoleArns else "defaults.nodeRoleArn"
         out.add(
             keys.NODE_ROLE_ARN,
             "NodeRoleNotAllowed",
             "is not in allowedNodeRoleArns (the controller may only pass those roles)",
             raw,
-            f"allowed: {allowed}",
+            f"the allowed roles are the cluster admin's ({where}): ask them which to use, "
+            f"or leave {keys.NODE_ROLE_ARN} unset for the default role",
         )
         return None
     return raw

@@ -87,3 +87,51 @@ def test_subnet_allowlist_names_each_subnet_outside_it() -> None:
     (v,) = info.value.violations
     assert v.reason == "SubnetNotAllowed"
     assert v.message.startswith("subnet-0fffffffffffffff0 not in allowedSubnets")
+
+
+@pytest.mark.parametrize(
+    ("annotations", "setting"),
+    [
+        pytest.param({k.AMI_ID: "ami-0fffffffffffffff0"}, "allowedAmiIds", id="ami"),
+        pytest.param(
+            {k.SUBNETS: "subnet-0fffffffffffffff0", k.AVAILABILITY_ZONES: None},
+            "allowedSubnets",
+            id="subnet",
+        ),
+        pytest.param(
+            {k.CAPACITY_RESERVATION_ID: "cr-0fffffffffffffff0"},
+            "allowedCapacityReservationIds",
+            id="reservation",
+        ),
+        pytest.param(
+            {k.NODE_ROLE_ARN: "arn:aws:iam::999999999999:role/mine"},
+            "allowedNodeRoleArns",
+            id="node-role",
+        ),
+    ],
+)
+def test_an_allowlist_denial_names_the_setting_never_its_values(
+    annotations: dict[str, str | None], setting: str
+) -> None:
+    """Allowlists name other teams' images, subnets, reservations and the account's roles."""
+    secrets = {
+        "allowedAmiIds": ["ami-0123456789abcdef0"],
+        "allowedSubnets": ["subnet-0123456789abcdef0"],
+        "allowedCapacityReservationIds": ["cr-0123456789abcdef0"],
+        "allowedNodeRoleArns": ["arn:aws:iam::123456789012:role/team-a-secret-role"],
+    }
+    job = gang_job(annotations=annotations)
+    if k.NODE_ROLE_ARN not in annotations:
+        job["metadata"]["annotations"][k.NODE_ROLE_ARN] = secrets["allowedNodeRoleArns"][0]
+    with pytest.raises(GangValidationError) as info:
+        validate_job(
+            job,
+            settings(
+                **secrets,
+                defaults={"region": "us-east-1", "nodeRoleArn": secrets["allowedNodeRoleArns"][0]},
+            ),
+        )
+    text = str(info.value)
+    assert f"the cluster admin's ({setting})" in text, text
+    assert "0123456789abcdef0" not in text  # no allowlisted id
+    assert "team-a-secret-role" not in text  # no allowlisted role
