@@ -1,22 +1,127 @@
 """/metrics, /healthz and /readyz on one small threaded HTTP server (the probes answer
-as the webhook's do: ``atomic_gang.startup``)."""
+as the webhook's do: ``atomic_gang.startup``).
+
+Bounded, since any client that reaches the port may misbehave: at most
+``Limits.connections`` connections at once (one thread each; a connection past the cap
+is closed at accept), each read waits at most ``Limits.read_seconds``, and a request
+must be complete (its line and headers) within ``Limits.request_seconds`` of the
+accept, or its connection is shut: a client sending a byte now and then cannot hold a
+thread. Request lines and headers are capped (``Limits.header_bytes``).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from atomic_gang import startup
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    connections: int = 32  # probes and a scraper or two need a handful
+    read_seconds: float = 5.0
+    request_seconds: float = 10.0
+    header_bytes: int = 16 * 1024
+
+
+class HeadTooLargeError(Exception):
+    """The request line and headers passed ``Limits.header_bytes``."""
+
+
+class _HeadBudget:
+    """The connection's reader, raising once the request's head passes its budget (the
+    stock parser allows 100 header lines of 64 KiB each)."""
+
+    def __init__(self, raw: Any, budget: int) -> None:
+        self._raw, self._left = raw, budget
+
+    def readline(self, size: int = -1) -> bytes:
+        line: bytes = self._raw.readline(size)
+        self._left -= len(line)
+        if self._left < 0:
+            raise HeadTooLargeError
+        return line
+
+    def unlimit(self) -> None:
+        self._left = 1 << 62
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+class BoundedServer(ThreadingHTTPServer):
+    """A ThreadingHTTPServer that refuses connections past ``limits.connections``."""
+
+    daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 stalls a burst of connects for 1 s each
+
+    def __init__(self, address: tuple[str, int], handler: type[Any], limits: Limits) -> None:
+        self.limits = limits
+        self._slots = threading.BoundedSemaphore(limits.connections)
+        self.refused = 0  # connections closed at accept (the cap was reached)
+        super().__init__(address, handler)
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        if self._slots.acquire(blocking=False):
+            return True
+        self.refused += 1
+        return False  # socketserver closes it
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client cut off at a limit, or gone: nothing to report (no traceback)."""
+
+
 def serve(
-    *, host: str, port: int, registry: CollectorRegistry, ready: Callable[[], bool]
-) -> ThreadingHTTPServer:
+    *,
+    host: str,
+    port: int,
+    registry: CollectorRegistry,
+    ready: Callable[[], bool],
+    limits: Limits | None = None,
+) -> BoundedServer:
+    bounds = limits or Limits()
+
     class Handler(BaseHTTPRequestHandler):
+        timeout = bounds.read_seconds  # each read on the socket (StreamRequestHandler)
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile = _HeadBudget(self.rfile, bounds.header_bytes)  # type: ignore[assignment]
+            # The whole request within its deadline, however slowly it trickles in.
+            self._deadline = threading.Timer(bounds.request_seconds, self._cut)
+            self._deadline.daemon = True
+            self._deadline.start()
+
+        def _cut(self) -> None:
+            with contextlib.suppress(OSError):  # already closed
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+        def finish(self) -> None:
+            self._deadline.cancel()
+            super().finish()
+
+        def parse_request(self) -> bool:
+            ok = super().parse_request()
+            if ok:
+                self.rfile.unlimit()  # type: ignore[attr-defined]
+                self._deadline.cancel()  # the answer is ours to send, not the client's
+            return ok
+
         def do_GET(self) -> None:
             if self.path == "/metrics":
                 self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
@@ -40,6 +145,6 @@ def serve(
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    server = BoundedServer((host, port), Handler, bounds)
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
     return server

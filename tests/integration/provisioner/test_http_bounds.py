@@ -1,0 +1,111 @@
+"""The controller's HTTP server (/metrics, /healthz, /readyz) is bounded: parked,
+trickling and oversized requests cost a capped number of threads, for a bounded time,
+and the probes answer again once they are cut."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry
+
+from atomic_gang_provisioner.httpserver import BoundedServer, Limits, serve
+from tests.support.wait import wait_for
+
+LIMITS = Limits(connections=8, read_seconds=3.0, request_seconds=4.0, header_bytes=1024)
+HALF_SENT = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"  # no blank line: the request never ends
+
+
+@pytest.fixture
+def server() -> Iterator[BoundedServer]:
+    srv = serve(
+        host="127.0.0.1", port=0, registry=CollectorRegistry(), ready=lambda: True, limits=LIMITS
+    )
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def healthy(srv: BoundedServer) -> bool:
+    try:
+        return (
+            httpx.get(f"http://127.0.0.1:{srv.server_port}/healthz", timeout=2).status_code == 200
+        )
+    except httpx.HTTPError:
+        return False
+
+
+def connect(srv: BoundedServer, first: bytes) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", srv.server_port), timeout=5)
+    s.sendall(first)
+    return s
+
+
+def closed_by_server(s: socket.socket) -> bool:
+    s.settimeout(0.05)
+    try:
+        return s.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_200_parked_requests_hold_at_most_the_cap_of_threads_and_are_cut(
+    server: BoundedServer,
+) -> None:
+    before = threading.active_count()
+    parked = [connect(server, HALF_SENT) for _ in range(200)]
+    try:
+        wait_for(lambda: server.refused >= 200 - LIMITS.connections, timeout=10, what="refusals")
+        # One thread and one deadline timer per held connection, never more.
+        assert threading.active_count() - before <= 2 * LIMITS.connections
+        # Each held connection is shut at its request deadline, and the probe answers again.
+        wait_for(lambda: all(closed_by_server(s) for s in parked), timeout=10, what="all cut")
+        wait_for(lambda: healthy(server), timeout=5, what="/healthz answering again")
+    finally:
+        for s in parked:
+            s.close()
+    wait_for(
+        lambda: threading.active_count() - before <= 2,
+        timeout=10,
+        what="the held threads gone",
+    )
+
+
+def test_a_trickling_client_is_cut_at_the_request_deadline(server: BoundedServer) -> None:
+    s = connect(server, b"GET /metrics HTTP/1.1\r\n")
+    started = time.monotonic()
+    try:
+        while not closed_by_server(s):
+            assert time.monotonic() - started < LIMITS.request_seconds + 3, "never cut"
+            try:
+                s.sendall(b"X-A: b\r\n")  # a header line every 0.3 s: each read is quick
+            except OSError:
+                break
+            time.sleep(0.3)  # the client's own pace, not a synchronisation
+    finally:
+        s.close()
+    assert time.monotonic() - started >= LIMITS.request_seconds - 0.5
+
+
+def test_an_oversized_head_is_cut_without_an_answer(
+    server: BoundedServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = connect(server, b"GET /metrics HTTP/1.1\r\n" + b"X-Big: " + b"a" * 4000 + b"\r\n\r\n")
+    try:
+        wait_for(lambda: closed_by_server(s), timeout=5, what="the connection cut")
+    finally:
+        s.close()
+    assert "Traceback" not in capsys.readouterr().err
+    assert healthy(server)
+
+
+def test_an_ordinary_scrape_is_answered(server: BoundedServer) -> None:
+    resp = httpx.get(f"http://127.0.0.1:{server.server_port}/metrics", timeout=5)
+    assert resp.status_code == 200
+    assert healthy(server)
