@@ -69,7 +69,13 @@ MAX_LIFETIME_TAG: Final = PREFIX + "max-lifetime"
 # A Capacity Block instance's cap (RFC 3339): released by then, before EC2 terminates it.
 RELEASE_BY_TAG: Final = PREFIX + "release-by"
 GANG_TAINT: Final = PREFIX + "gang"
-GANG_TAINT_EFFECT: Final = "NoSchedule"
+# NoExecute, not NoSchedule: the kubelet itself refuses a pod that does not tolerate a
+# NoExecute taint, even one bound with spec.nodeName (which skips the scheduler and so
+# every NoSchedule taint). Nodes launched before carry NoSchedule: the toleration our
+# podSetUpdates add names no effect, so it matches both.
+GANG_TAINT_EFFECT: Final = "NoExecute"
+# Every effect under which a toleration of the gang key reaches gang nodes.
+GANG_TAINT_EFFECTS: Final = ("NoSchedule", "NoExecute")
 
 # Node-selector keys our podSetUpdates set; a Job template must not set them.
 SELECTOR_KEYS: Final = (POOL, GROUP)

@@ -1,11 +1,12 @@
 """Gang nodes belong to their gang: no Job template may reach for them.
 
 A pod reaches gang nodes by tolerating the gang taint (``atomic-gang.k8s.aws/gang``,
-or an empty key with operator ``Exists``, which tolerates every taint; effect empty
-or ``NoSchedule``) or by selecting the pool or group label (``nodeSelector``, or a
-required or preferred node-affinity expression). Only Kueue puts those into a Job's
-template, when it admits the Job with our podSetUpdates. So a CREATE that carries one
-is denied, and so is an UPDATE that adds one unless Kueue makes it. The chart's
+or an empty key with operator ``Exists``, which tolerates every taint; effect empty,
+``NoExecute`` or, for nodes from before, ``NoSchedule``) or by selecting the pool or
+group label (``nodeSelector``, or a required or preferred node-affinity expression).
+Only Kueue puts those into a Job's template, when it admits the Job with our
+podSetUpdates. So a CREATE that carries one is denied, and so is an UPDATE that adds or
+drops one unless Kueue makes it. The chart's
 ValidatingAdmissionPolicy holds Pods to the same rule (templates/gang-node-policy.yaml).
 """
 
@@ -26,7 +27,7 @@ PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 # cannot buy unbounded work (the API server sets no such limit itself).
 MAX_ENTRIES = 512
 _RESERVED = frozenset(keys.SELECTOR_KEYS)
-_TOLERATED_EFFECTS = ("", keys.GANG_TAINT_EFFECT)
+_TOLERATED_EFFECTS = ("", *keys.GANG_TAINT_EFFECTS)
 _WHY: dict[Reason, tuple[str, str]] = {
     "ReservedSelectorKey": (
         "selects gang nodes; only Kueue sets it, from the provisioner's podSetUpdates",
@@ -132,11 +133,24 @@ def check_create(pod: Mapping[str, Any], out: Collector) -> None:
 def check_update(
     old_pod: Mapping[str, Any], new_pod: Mapping[str, Any], *, by_kueue: bool, out: Collector
 ) -> None:
-    """Claims the UPDATE adds are denied unless Kueue makes it; removing one is fine."""
-    new = claims(new_pod)
-    if by_kueue or not new:
+    """Only Kueue changes a Job's claims: an UPDATE by anyone else that adds one, or
+    drops one (the pods would lose their pinning to the gang's pool and group), is
+    denied."""
+    if by_kueue:
         return
-    before = {c.identity for c in claims(old_pod)}
+    new, old = claims(new_pod), claims(old_pod)
+    before, after = {c.identity for c in old}, {c.identity for c in new}
     for claim in new:
         if claim.identity not in before:
             _report(claim, out)
+    for claim in old:
+        if claim.identity not in after:
+            out.add(
+                claim.key,
+                claim.reason,
+                "is one of the gang's node claims, which only Kueue changes (it removes "
+                "them when it suspends the Job)",
+                claim.value,
+                "leave the pod template's claims as Kueue set them",
+                claim.field,
+            )

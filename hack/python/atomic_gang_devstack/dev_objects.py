@@ -44,9 +44,7 @@ def resource_flavor() -> Obj:
         "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
         "metadata": {"name": RESOURCE_FLAVOR},
-        "spec": {
-            "tolerations": [{"key": keys.GANG_TAINT, "operator": "Exists", "effect": "NoSchedule"}]
-        },
+        "spec": {"tolerations": [{"key": keys.GANG_TAINT, "operator": "Exists"}]},
     }
 
 

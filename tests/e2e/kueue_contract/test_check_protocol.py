@@ -86,9 +86,7 @@ def test_pending_then_ready_with_pod_set_updates_that_pin_the_pods(
     group = kueue.world.pool(pool).status.activeGroup  # type: ignore[union-attr]
     assert update["name"] == "main"
     assert update["nodeSelector"] == {keys.POOL: pool, keys.GROUP: group}
-    assert update["tolerations"] == [
-        {"key": keys.GANG_TAINT, "operator": "Equal", "value": pool, "effect": "NoSchedule"}
-    ]
+    assert update["tolerations"] == [{"key": keys.GANG_TAINT, "operator": "Equal", "value": pool}]
     name = _workload_name(kueue, job)
     states = [v.state for v in _ours(log.of(name))]
     assert states[0] == "Pending", states

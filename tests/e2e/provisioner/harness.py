@@ -235,7 +235,7 @@ class World:
             node = fake_node(f"node-{iid}", labels=labels)
             node["spec"] = {
                 "providerID": f"aws:///us-east-1a/{iid}",
-                "taints": [{"key": keys.GANG_TAINT, "value": pool.name, "effect": "NoSchedule"}],
+                "taints": [{"key": keys.GANG_TAINT, "value": pool.name, "effect": "NoExecute"}],
             }
             self.kube.create(NODES, node)
             names.append(node["metadata"]["name"])

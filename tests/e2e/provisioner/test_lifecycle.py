@@ -74,9 +74,7 @@ def test_happy_path_then_keep_warm(world: World, replica: Replicas, namespace: s
         {
             "name": "main",
             "nodeSelector": {keys.POOL: pool, keys.GROUP: p.status.activeGroup},
-            "tolerations": [
-                {"key": keys.GANG_TAINT, "operator": "Equal", "value": pool, "effect": "NoSchedule"}
-            ],
+            "tolerations": [{"key": keys.GANG_TAINT, "operator": "Equal", "value": pool}],
         }
     ]
     assert len(world.launches(pool)) == 1  # one RunInstances call, MinCount == MaxCount == 4

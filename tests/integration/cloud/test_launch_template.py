@@ -133,7 +133,7 @@ def test_every_instance_gets_profile_tags_and_user_data(
         labels = dict(kv.split("=", 1) for kv in flag(flags, "--node-labels").split(","))
         assert labels == naming.node_labels(spec=spec, generation=7)
         assert labels["atomic-gang.k8s.aws/managed"] == "true"
-        assert flag(flags, "--register-with-taints") == "atomic-gang.k8s.aws/gang=train:NoSchedule"
+        assert flag(flags, "--register-with-taints") == "atomic-gang.k8s.aws/gang=train:NoExecute"
 
 
 def test_a_new_ami_makes_a_new_default_and_deletes_old_versions(

@@ -34,7 +34,10 @@ DS_CONTROLLER = "system:serviceaccount:kube-system:daemon-set-controller"
 RS_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
 KCM = "system:kube-controller-manager"
 DENIED = "gang nodes belong to their gang"
-TOLERATION = {"key": k.GANG_TAINT, "operator": "Equal", "value": "pool-a", "effect": "NoSchedule"}
+# What Kueue merges into a gang pod: our podSetUpdate's toleration (no effect) and selectors.
+TOLERATION = {"key": k.GANG_TAINT, "operator": "Equal", "value": "pool-a"}
+PINNED = {k.POOL: "pool-a", k.GROUP: "pool-a-g1"}
+AGENTS = "gnp-node-agents"  # the namespace gangNodePolicy.daemonSetNamespaces lists
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,9 @@ class Kubectl:
         assert done.returncode == 0, done.stderr
 
 
-def policy_docs(template: str = "templates/gang-node-policy.yaml") -> list[dict[str, Any]]:
+def policy_docs(
+    template: str = "templates/gang-node-policy.yaml", values: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """A chart template's objects, rendered with the pinned helm."""
     helm = Bins.load().path("helm")
     out = subprocess.run(
@@ -75,7 +80,7 @@ def policy_docs(template: str = "templates/gang-node-policy.yaml") -> list[dict[
             *("--kube-version", KUBE_VERSION, "--show-only", template),
             *("--values", "-"),
         ],
-        input=yaml.safe_dump(REQUIRED),
+        input=yaml.safe_dump({**REQUIRED, **(values or {})}),
         capture_output=True,
         text=True,
         check=True,
@@ -114,7 +119,7 @@ def kubectl(control_plane: ControlPlane) -> Iterator[Kubectl]:
     bins = Bins.load()
     bins.ensure(("kubectl", "helm"))
     ctl = Kubectl(bins.path("kubectl"), control_plane.kubeconfig)
-    docs = policy_docs()
+    docs = policy_docs(values={"gangNodePolicy": {"daemonSetNamespaces": [AGENTS]}})
     ctl.apply(*docs)
     yield ctl
     # The session's API server is shared with the other kube tests.
@@ -129,6 +134,14 @@ def api(control_plane: ControlPlane) -> Iterator[Api]:
     ctx.load_cert_chain(*cert)
     with httpx.Client(base_url=control_plane.ctx.apiserver_url, verify=ctx, timeout=30) as c:
         yield Api(c)
+
+
+@pytest.fixture(scope="module")
+def agents(kubectl: Kubectl) -> str:
+    """The namespace whose DaemonSets may run on gang nodes (a CNI's, a device plugin's)."""
+    kubectl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENTS}})
+    kubectl.apply(*_tenant_rbac(AGENTS))
+    return AGENTS
 
 
 @pytest.fixture(scope="module")
@@ -181,11 +194,37 @@ _AFFINITY = {
         ]
     }
 }
+# Each claim, as a pinned gang pod carries it (with the pool and group selected) and alone.
 CLAIMS: dict[str, dict[str, Any]] = {
-    "toleration": {"tolerations": [TOLERATION]},
-    "tolerate-all": {"tolerations": [{"operator": "Exists"}]},
-    "selector": {"nodeSelector": {k.POOL: "pool-a"}},
-    "affinity": {"affinity": _AFFINITY},
+    "toleration": {"tolerations": [TOLERATION], "nodeSelector": PINNED},
+    "toleration-noexecute": {
+        "tolerations": [{**TOLERATION, "effect": "NoExecute"}],
+        "nodeSelector": PINNED,
+    },
+    "toleration-before-noexecute": {
+        "tolerations": [{**TOLERATION, "effect": "NoSchedule"}],
+        "nodeSelector": PINNED,
+    },
+    "flavor-toleration": {
+        "tolerations": [{"key": k.GANG_TAINT, "operator": "Exists"}],
+        "nodeSelector": PINNED,
+    },
+    "tolerate-all": {"tolerations": [{"operator": "Exists"}], "nodeSelector": PINNED},
+    "tolerate-all-noexecute": {
+        "tolerations": [{"operator": "Exists", "effect": "NoExecute"}],
+        "nodeSelector": PINNED,
+    },
+    "selector": {"nodeSelector": PINNED},
+    "affinity": {"affinity": _AFFINITY, "nodeSelector": PINNED},
+}
+UNPINNED: dict[str, dict[str, Any]] = {
+    "toleration-alone": {"tolerations": [TOLERATION]},
+    "pool-without-group": {"tolerations": [TOLERATION], "nodeSelector": {k.POOL: "pool-a"}},
+    "toleration-of-another-pool": {
+        "tolerations": [{**TOLERATION, "value": "pool-b"}],
+        "nodeSelector": PINNED,
+    },
+    "affinity-alone": {"affinity": _AFFINITY},
 }
 
 
@@ -199,7 +238,7 @@ CLAIMS: dict[str, dict[str, Any]] = {
         pytest.param(KCM, "Job", True, id="kcm-without-sa-credentials"),
         pytest.param(JOB_CONTROLLER, "", False, id="job-controller-no-owner"),
         pytest.param(RS_CONTROLLER, "ReplicaSet", False, id="deployment-pod"),
-        pytest.param(DS_CONTROLLER, "DaemonSet", True, id="daemonset-pod"),
+        pytest.param(DS_CONTROLLER, "DaemonSet", False, id="tenant-daemonset-pod"),
     ],
 )
 def test_who_may_create_a_pod_that_claims_gang_nodes(
@@ -215,11 +254,32 @@ def test_who_may_create_a_pod_that_claims_gang_nodes(
         assert f"requested by {user}" in done.text
 
 
+@pytest.mark.parametrize("claim", list(UNPINNED))
+def test_a_job_pod_must_be_pinned_to_one_pool_and_its_group(api: Api, ns: str, claim: str) -> None:
+    done = _create(api, ns, JOB_CONTROLLER, _pod(owner="Job", **UNPINNED[claim]))
+    assert done.status_code == 403, done.text
+    assert DENIED in done.text
+
+
+@pytest.mark.parametrize("claim", ["toleration", "tolerate-all", "flavor-toleration"])
+def test_only_listed_namespaces_daemonsets_may_run_on_gang_nodes(
+    api: Api, ns: str, agents: str, claim: str
+) -> None:
+    pod = _pod(owner="DaemonSet", tolerations=CLAIMS[claim]["tolerations"])
+    assert _create(api, agents, DS_CONTROLLER, pod).status_code == 201
+    denied = _create(api, ns, DS_CONTROLLER, pod)
+    assert denied.status_code == 403, denied.text
+    assert "gangNodePolicy.daemonSetNamespaces" in denied.text
+
+
 @pytest.mark.parametrize(
     "spec",
     [
         pytest.param({}, id="plain"),
-        pytest.param({"tolerations": [{"operator": "Exists", "effect": "NoExecute"}]}, id="noexec"),
+        pytest.param(
+            {"tolerations": [{"operator": "Exists", "effect": "PreferNoSchedule"}]},
+            id="prefer-no-schedule",
+        ),
         pytest.param({"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}, id="gpu"),
         pytest.param({"nodeSelector": {k.MANAGED: "true"}}, id="managed-label"),
     ],

@@ -107,7 +107,7 @@ def test_the_baselines_nodes_join_and_its_pods_fit_them(world: World) -> None:
     assert len(nodes.nodes) == 2, reasons
     for node in nodes.nodes.values():
         assert node["spec"]["taints"] == [
-            {"key": BASELINE_TAINT, "value": JOB, "effect": "NoSchedule"}
+            {"key": BASELINE_TAINT, "value": JOB, "effect": "NoExecute"}
         ]
         assert unschedulable(pod, node) == []
     assert claims(pod) == []  # the webhook and the gang node policy let it through

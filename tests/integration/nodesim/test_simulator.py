@@ -75,7 +75,7 @@ def test_our_gangs_join_after_the_boot_delay(world: World, mode: str) -> None:
         assert node["metadata"]["labels"][keys.GROUP] == "train-g1"
         assert node["status"]["capacity"]["nvidia.com/gpu"] == "8"
         assert node["spec"]["taints"] == [
-            {"key": keys.GANG_TAINT, "value": "train", "effect": "NoSchedule"}
+            {"key": keys.GANG_TAINT, "value": "train", "effect": "NoExecute"}
         ]
 
 

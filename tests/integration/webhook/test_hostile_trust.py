@@ -173,8 +173,11 @@ def test_update_adding_gang_selectors_is_denied_unless_kueue_makes_it(
     assert {"ReservedSelectorKey", "ReservedToleration"} <= _reasons(denied)
     kueue = _response(strict, new, operation="UPDATE", old=old, user=KUEUE)
     assert kueue["allowed"] is True, kueue
-    # Kueue's own later writes (e.g. the stop that restores the template) pass too.
-    assert _response(strict, old, operation="UPDATE", old=new)["allowed"] is True
+    # Kueue's own later writes (e.g. the stop that restores the template) pass too;
+    # anyone else's removal of the claims is denied (the pods would lose their pinning).
+    assert _response(strict, old, operation="UPDATE", old=new, user=KUEUE)["allowed"] is True
+    dropped = _response(strict, old, operation="UPDATE", old=new)
+    assert {"ReservedSelectorKey", "ReservedToleration"} <= _reasons(dropped)
 
 
 def test_update_may_not_move_parallelism_away_from_count(strict: httpx.Client) -> None:

@@ -52,8 +52,8 @@ def test_kubelet_labels_and_gang_taint() -> None:
     labels_flag = next(f for f in flags if f.startswith("--node-labels="))
     pairs = dict(p.split("=", 1) for p in labels_flag.removeprefix("--node-labels=").split(","))
     assert pairs == LABELS
-    assert "--register-with-taints=atomic-gang.k8s.aws/gang=train:NoSchedule" in flags
-    assert gang_taint("x") == "atomic-gang.k8s.aws/gang=x:NoSchedule"
+    assert "--register-with-taints=atomic-gang.k8s.aws/gang=train:NoExecute" in flags
+    assert gang_taint("x") == "atomic-gang.k8s.aws/gang=x:NoExecute"
 
 
 def test_output_is_deterministic_for_idempotency() -> None:

@@ -46,11 +46,23 @@ def _required(*exprs: dict[str, Any]) -> dict[str, Any]:
         ),
         pytest.param(
             {"tolerations": [{"operator": "Exists", "effect": "NoExecute"}]},
-            [],
-            id="all-noexecute-only",
+            ["ReservedToleration"],  # the gang taint is NoExecute
+            id="all-noexecute",
         ),
         pytest.param(
-            {"tolerations": [{"key": k.GANG_TAINT, "effect": "NoExecute"}]}, [], id="noexecute"
+            {"tolerations": [{"key": k.GANG_TAINT, "effect": "NoExecute"}]},
+            ["ReservedToleration"],
+            id="noexecute",
+        ),
+        pytest.param(
+            {"tolerations": [{"key": k.GANG_TAINT, "effect": "NoSchedule"}]},
+            ["ReservedToleration"],  # gang nodes launched before the NoExecute taint
+            id="noschedule",
+        ),
+        pytest.param(
+            {"tolerations": [{"operator": "Exists", "effect": "PreferNoSchedule"}]},
+            [],
+            id="prefer-no-schedule-only",
         ),
         pytest.param({"tolerations": [{"key": "gpu", "operator": "Exists"}]}, [], id="other"),
     ],
@@ -88,12 +100,14 @@ def _update(old: dict[str, Any], new: dict[str, Any], *, by_kueue: bool = False)
     return [v.reason for v in out.violations]
 
 
-def test_update_may_keep_or_drop_claims_but_only_kueue_adds_them() -> None:
+def test_only_kueue_adds_or_drops_claims_anyone_may_keep_them() -> None:
     bare = _pod()
     admitted = _pod(nodeSelector={k.POOL: "p"}, tolerations=[{"key": k.GANG_TAINT}])
     assert _update(bare, admitted) == ["ReservedSelectorKey", "ReservedToleration"]
     assert _update(bare, admitted, by_kueue=True) == []
     assert _update(admitted, admitted) == []  # e.g. a label change on an admitted Job
-    assert _update(admitted, bare) == []
+    assert _update(admitted, bare) == ["ReservedSelectorKey", "ReservedToleration"]
+    assert _update(admitted, bare, by_kueue=True) == []  # Kueue's stop restores the template
     moved = _pod(nodeSelector={k.POOL: "other"}, tolerations=[{"key": k.GANG_TAINT}])
-    assert _update(admitted, moved) == ["ReservedSelectorKey"]
+    # Moving to another pool adds one claim and drops one: both are Kueue's to make.
+    assert _update(admitted, moved) == ["ReservedSelectorKey", "ReservedSelectorKey"]

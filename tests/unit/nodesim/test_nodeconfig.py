@@ -51,7 +51,7 @@ def test_our_user_data_joins_with_its_labels_and_taint() -> None:
     assert join.certificate_authority == CA
     assert join.labels == LABELS
     assert [t.to_dict() for t in join.taints] == [
-        {"key": "atomic-gang.k8s.aws/gang", "value": "train", "effect": "NoSchedule"}
+        {"key": "atomic-gang.k8s.aws/gang", "value": "train", "effect": "NoExecute"}
     ]
 
 

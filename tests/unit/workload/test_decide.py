@@ -175,12 +175,8 @@ def test_satisfied_pool_makes_the_check_ready_with_pod_set_updates() -> None:
             "name": "main",
             "nodeSelector": {keys.POOL: "pretrain", keys.GROUP: "pretrain-g1"},
             "tolerations": [
-                {
-                    "key": keys.GANG_TAINT,
-                    "operator": "Equal",
-                    "value": "pretrain",
-                    "effect": "NoSchedule",
-                }
+                # No effect: it matches NoExecute gang nodes and NoSchedule ones from before.
+                {"key": keys.GANG_TAINT, "operator": "Equal", "value": "pretrain"}
             ],
         },
     )

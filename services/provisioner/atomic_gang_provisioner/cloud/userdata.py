@@ -1,7 +1,8 @@
 """nodeadm ``NodeConfig`` user data (MIME multipart) for gang nodes.
 
 The kubelet registers with our labels (pool, group, generation, managed) and
-with one taint: ``atomic-gang.k8s.aws/gang=<pool>:NoSchedule``. The value is the
+with one taint: ``atomic-gang.k8s.aws/gang=<pool>:NoExecute`` (the kubelet enforces
+NoExecute even for a pod bound with ``spec.nodeName``). The value is the
 pool, so the ResourceFlavor can tolerate every gang with ``operator: Exists``
 while a podSetUpdate can narrow a Job to its own pool with ``operator: Equal``.
 Other workloads never land on a gang node by accident. Output is byte-for-byte

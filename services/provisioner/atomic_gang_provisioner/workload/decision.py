@@ -292,12 +292,9 @@ def _ready(inp: Inputs, current: CheckState, pool: GangNodePool, ready: str) -> 
         "name": PODSET,
         "nodeSelector": selector,
         "tolerations": [
-            {
-                "key": keys.GANG_TAINT,
-                "operator": "Equal",
-                "value": pool.name,
-                "effect": "NoSchedule",
-            }
+            # No effect: it matches the gang taint whatever its effect (NoExecute, and
+            # NoSchedule on nodes launched before that change).
+            {"key": keys.GANG_TAINT, "operator": "Equal", "value": pool.name}
         ],
     }
     message = f"{ready}; pods are pinned to them"
