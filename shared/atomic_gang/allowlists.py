@@ -79,6 +79,19 @@ def reservation(raw: str | None, s: GangSettings, out: Collector) -> str | None:
     )
 
 
+def placement_group(raw: str | None, s: GangSettings, out: Collector) -> str | None:
+    return _one(
+        raw,
+        s.allowedPlacementGroups,
+        out,
+        key=keys.PLACEMENT_GROUP_NAME,
+        setting="allowedPlacementGroups",
+        reason="PlacementGroupNotAllowed",
+        why="is not in allowedPlacementGroups (a group may hold another team's instances)",
+        hint=f"; or use {keys.PLACEMENT}: cluster for a group of the pool's own",
+    )
+
+
 def lifetime(raw: str, life: GoDuration, s: GangSettings, out: Collector) -> GoDuration | None:
     cap = s.limits.maxLifetime
     if life.nanoseconds <= cap.nanoseconds:

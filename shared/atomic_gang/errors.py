@@ -59,6 +59,7 @@ Reason = Literal[
     "InvalidEfa",
     "InvalidMaxSpread",
     "ElasticGang",
+    "PlacementGroupNotAllowed",
 ]
 
 REASONS: tuple[Reason, ...] = Reason.__args__  # type: ignore[attr-defined]

@@ -23,6 +23,10 @@ ROLE_ARN: Final = re.compile(
 )
 COUNT: Final = re.compile(r"^[1-9][0-9]{0,8}$", _A)
 MAX_POOL_NAME: Final = 63
+# A namespace name, or a trailing-* glob of them (namespaceAllowlists).
+NAMESPACE_GLOB: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$|^[a-z0-9][-a-z0-9]*\*$", _A)
+# An EC2 placement group name (printable ASCII, 1-255), or a trailing-* glob of them.
+PLACEMENT_GROUP_GLOB: Final = re.compile(r"^[\x21-\x7e]{1,255}$", _A)
 # A pool name, or a pattern of pool names with "*" (the admin's poolNamespaces entries).
 POOL_NAME_GLOB: Final = re.compile(r"^[a-z0-9*][-a-z0-9*]*$", _A)
 # Allowlist entries of AWS ids: an exact id, or a prefix of one followed by "*".

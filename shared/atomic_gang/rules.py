@@ -233,6 +233,9 @@ def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> di
     ami, cr = _ids(ann, s, out)
     need = duration_rules.min_runtime(ann, out)
     network = check_network(ann, mode=mode, zones=zones, subnets=subnets, out=out)
+    network["placement_group_name"] = allowlists.placement_group(
+        network["placement_group_name"], s, out
+    )
     if out.total != before or None in (count, itype, region, role, ttl, life):
         return None
     assert itype is not None

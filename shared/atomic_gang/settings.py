@@ -28,6 +28,7 @@ from atomic_gang.settings_sections import (
     Iam,
     LeaderElection,
     Limits,
+    NamespaceAllowlist,
 )
 
 __all__ = [
@@ -72,6 +73,15 @@ class GangSettings(BaseSettings):
     allowedSubnets: tuple[str, ...] = Field(default=(), description="subnets allowlist; [] = any.")
     allowedCapacityReservationIds: tuple[str, ...] = Field(
         default=(), description="capacity-reservation-id allowlist; [] = any."
+    )
+    allowedPlacementGroups: tuple[str, ...] = Field(
+        default=(),
+        description="placement-group-name allowlist (names or trailing-* globs); [] = any.",
+    )
+    namespaceAllowlists: tuple[NamespaceAllowlist, ...] = Field(
+        default=(),
+        max_length=1024,
+        description="Allowlists scoped to namespaces; they replace the global ones there.",
     )
     poolNamespaces: tuple[PoolNamespaces, ...] = Field(
         default=(),
@@ -131,6 +141,21 @@ class GangSettings(BaseSettings):
             raise ValueError("; ".join(problems))
         return self
 
+    def for_namespace(self, namespace: str) -> GangSettings:
+        """These settings as a Job in ``namespace`` meets them: the allowlists of every
+        ``namespaceAllowlists`` entry that names it replace the global ones."""
+        found: dict[str, set[str]] = {}
+        for entry in self.namespaceAllowlists:
+            if not patterns.allowed(namespace, entry.namespaces):
+                continue
+            for name in SCOPED_ALLOWLISTS:
+                values = getattr(entry, name)
+                if values is not None:
+                    found.setdefault(name, set()).update(values)
+        if not found:
+            return self
+        return self.model_copy(update={k: tuple(sorted(v)) for k, v in found.items()})
+
     @property
     def allowed_roles(self) -> tuple[str, ...]:
         """``allowedNodeRoleArns``, or just the default role when that list is empty."""
@@ -151,6 +176,14 @@ def _lookup(obj: Any, dotted: str) -> Any:
     return obj
 
 
+# The allowlists a namespaceAllowlists entry may scope.
+SCOPED_ALLOWLISTS = (
+    "allowedAmiIds",
+    "allowedSubnets",
+    "allowedCapacityReservationIds",
+    "allowedNodeRoleArns",
+    "allowedPlacementGroups",
+)
 _ID_ALLOWLISTS = (
     ("allowedAmiIds", "ami"),
     ("allowedSubnets", "subnet"),
@@ -163,10 +196,30 @@ def _allowlist_problems(s: GangSettings) -> list[str]:
     for i, pat in enumerate(s.allowedInstanceTypes):
         if not patterns.INSTANCE_TYPE_GLOB.match(pat) or "*" in pat[:-1]:
             out.append(f"allowedInstanceTypes[{i}] {pat!r}: exact type or trailing-* glob")
+    out += _id_problems(s, "")
+    for n, entry in enumerate(s.namespaceAllowlists):
+        where = f"namespaceAllowlists[{n}]."
+        out += _id_problems(entry, where)
+        for i, ns in enumerate(entry.namespaces):
+            if not patterns.NAMESPACE_GLOB.match(ns):
+                out.append(f"{where}namespaces[{i}] {ns!r}: a namespace name or trailing-* glob")
+        for i, arn in enumerate(entry.allowedNodeRoleArns or ()):
+            if not patterns.ROLE_ARN.match(arn):
+                out.append(f"{where}allowedNodeRoleArns[{i}] {arn!r} is not an IAM role ARN")
+    return out
+
+
+def _id_problems(lists: Any, where: str) -> list[str]:
+    out: list[str] = []
     for name, kind in _ID_ALLOWLISTS:
-        for i, pat in enumerate(getattr(s, name)):
+        for i, pat in enumerate(getattr(lists, name) or ()):
             if not patterns.id_glob_ok(kind, pat):
-                out.append(f"{name}[{i}] {pat!r}: exact {kind}-… id or trailing-* glob")
+                out.append(f"{where}{name}[{i}] {pat!r}: exact {kind}-… id or trailing-* glob")
+    for i, pat in enumerate(lists.allowedPlacementGroups or ()):
+        if not patterns.PLACEMENT_GROUP_GLOB.match(pat):
+            out.append(
+                f"{where}allowedPlacementGroups[{i}] {pat!r}: a group name or trailing-* glob"
+            )
     return out
 
 

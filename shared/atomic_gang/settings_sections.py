@@ -123,3 +123,18 @@ class CapacityBlock(_Section):
 
 class Iam(_Section):
     selfManageInstanceProfile: bool = False
+
+
+class NamespaceAllowlist(_Section):
+    """Allowlists for the Jobs of some namespaces: each list set here replaces the global
+    list of the same name for them (several matching entries: the union of theirs); a
+    list left unset keeps the global one."""
+
+    namespaces: tuple[str, ...] = Field(
+        min_length=1, max_length=256, description="Namespace names, or trailing-* globs."
+    )
+    allowedAmiIds: tuple[str, ...] | None = None
+    allowedSubnets: tuple[str, ...] | None = None
+    allowedCapacityReservationIds: tuple[str, ...] | None = None
+    allowedNodeRoleArns: tuple[str, ...] | None = None
+    allowedPlacementGroups: tuple[str, ...] | None = None

@@ -109,6 +109,8 @@ app.kubernetes.io/component: {{ .component }}
   "allowedAmiIds" $v.allowedAmiIds
   "allowedSubnets" $v.allowedSubnets
   "allowedCapacityReservationIds" $v.allowedCapacityReservationIds
+  "allowedPlacementGroups" $v.allowedPlacementGroups
+  "namespaceAllowlists" $v.namespaceAllowlists
   "poolNamespaces" $v.poolNamespaces
   "manageJobsWithoutQueueName" $v.manageJobsWithoutQueueName
   "requireOnePodPerNode" $v.requireOnePodPerNode

@@ -69,8 +69,12 @@ def check_file(path: str, settings: GangSettings) -> tuple[list[Finding], list[F
     for doc in _documents(path):
         for ref, job in _jobs(doc):
             where = f"{path}:{ref}"
+            # The allowlists of the Job's namespace, as the webhook applies them (a Job
+            # without one is judged as kubectl would create it: in "default").
+            meta = job.get("metadata")
+            namespace = str((meta if isinstance(meta, dict) else {}).get("namespace") or "default")
             try:
-                found = review_job(job, settings)
+                found = review_job(job, settings.for_namespace(namespace))
             except MalformedJobError as err:
                 findings.append(Finding(where, "(object)", f"{err} [MalformedJob]"))
                 continue

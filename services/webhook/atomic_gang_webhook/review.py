@@ -129,11 +129,13 @@ def _text(value: Any) -> str:
 
 def decide(req: ReviewRequest, settings: GangSettings) -> Decision:
     """CREATE: validate any Job that carries our keys or reaches for gang nodes.
-    UPDATE: gang keys are immutable, and only Kueue may add gang node claims."""
+    UPDATE: gang keys are immutable, and only Kueue may add gang node claims. The
+    allowlists are those of the request's namespace (``namespaceAllowlists``)."""
+    scoped = settings.for_namespace(req.namespace)
     try:
         if req.old is None:
-            return _verdict(review_job(req.obj or {}, settings), "Valid")
-        found = review_job_update(req.old, req.obj or {}, settings, user=req.user)
+            return _verdict(review_job(req.obj or {}, scoped), "Valid")
+        found = review_job_update(req.old, req.obj or {}, scoped, user=req.user)
         return _verdict(found, "Unchanged")
     except MalformedJobError as err:
         raise _bad(str(err), "MalformedJob") from err

@@ -121,3 +121,24 @@ def test_a_shape_conflict_names_values_only_to_the_owner() -> None:
     assert "different shape: count." in theirs.message
     (own,) = run(in_namespace(OWNER), pool=p, job=gang_job(count=8)).checks
     assert "count (pool 4, this Job 8)" in own.message
+
+
+def test_a_warm_set_in_a_reservation_is_reused_only_where_that_reservation_is_allowed() -> None:
+    held = owned(
+        pool(
+            claim=None, phase="KeepWarm", instanceIds=["i-1"], reservationId="cr-0aaaaaaaaaaaaaaa1"
+        )
+    )
+    shared = {"names": f"{POOL_LABEL[:4]}*", "namespaces": [OWNER, "team-a2"]}
+    limited = settings(
+        poolNamespaces=[shared],
+        namespaceAllowlists=[
+            {"namespaces": ["team-a2"], "allowedCapacityReservationIds": ["cr-0bbbbbbbbbbbbbbb1"]}
+        ],
+    )
+    (update,) = run(in_namespace("team-a2"), pool=held, claimant="absent", settings=limited).checks
+    assert update.state == "Retry"
+    assert "capacity reservation this namespace may not use" in update.message
+    assert "cr-0aaaaaaaaaaaaaaa1" not in update.message
+    plan = run(in_namespace(OWNER), pool=held, claimant="absent", settings=limited)
+    assert plan.spec_change is not None  # the owner may: no entry limits it

@@ -32,6 +32,11 @@ KCM_CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
     "disruption-controller",
+    # What a tenant meets on a real cluster: its DaemonSets make Pods, and the built-in
+    # edit/admin/view roles carry the rules aggregated into them (tenants are tested
+    # holding only `edit` in their namespace).
+    "daemonset-controller",
+    "clusterrole-aggregation-controller",
 )
 
 

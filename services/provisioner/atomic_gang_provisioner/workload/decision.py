@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from atomic_gang import GangSpec, GangValidationError, keys, validate_job
+from atomic_gang import GangSpec, GangValidationError, keys, patterns, validate_job
 from atomic_gang.devices import extended_requests
 from atomic_gang.objects import MalformedJobError, pod_spec
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
@@ -49,7 +49,7 @@ def decide(inp: Inputs) -> WorkloadPlan:
     if inp.job is None:
         return _owner_missing(inp, current)
     try:
-        spec = validate_job(inp.job, inp.settings)
+        spec = validate_job(inp.job, inp.settings.for_namespace(inp.wl.namespace))
     except (GangValidationError, MalformedJobError) as err:
         return set_check(inp, current, "Rejected", f"Invalid gang Job: {err}")
     if spec is None:
@@ -164,8 +164,27 @@ def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan
             f"{inp.retry_seconds}s",
             requeue_after_seconds=inp.retry_seconds,
         )
+    if not _may_use_reservation(inp, pool):  # the shape leaves the reservation out
+        return set_check(
+            inp,
+            current,
+            "Retry",
+            f"Pool {pool.name}'s warm set runs in a capacity reservation this namespace may "
+            f"not use (allowedCapacityReservationIds); releasing quota and retrying in "
+            f"{inp.retry_seconds}s",
+            requeue_after_seconds=inp.retry_seconds,
+        )
     owner = None if standing == "owner" and pool.spec.ownerNamespace else inp.wl.namespace
     return _take(inp, current, pool, new_shape, spec, owner=owner)
+
+
+def _may_use_reservation(inp: Inputs, pool: GangNodePool) -> bool:
+    """Whether this namespace may run in the reservation the pool's live set runs in."""
+    held = pool.status.reservationId
+    if not held or reported.holds_nothing(pool):
+        return True
+    scoped = inp.settings.for_namespace(inp.wl.namespace)
+    return patterns.allowed(held, scoped.allowedCapacityReservationIds)
 
 
 def _create(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:

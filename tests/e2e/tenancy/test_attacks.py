@@ -1,0 +1,313 @@
+"""Each way one tenant could take, squat on, sit on or see another's gang, tried by a
+tenant holding only `edit` in its own namespace, and what stops it."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from atomic_gang import keys
+from atomic_gang_provisioner.kube.resource import EVENTS, Resource
+from atomic_gang_provisioner.resources import WORKLOADS
+from tests.e2e.kube import Kube
+from tests.e2e.system.harness import System, sample_job
+from tests.e2e.tenancy.conftest import TEAM_A, TEAM_B, Tenants, unique
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.e2e
+PROVISIONER = "atomic-gang-provisioner-0"
+PODS = Resource("", "v1", "pods", namespaced=True, kind="Pod")
+POLICY_DENIAL = "gang nodes belong to their gang"
+
+
+def submit(kube: Kube, job: dict[str, Any]) -> dict[str, Any]:
+    kube.apply(job)
+    found: dict[str, Any] = kube.get(
+        "job", job["metadata"]["name"], "-n", job["metadata"]["namespace"]
+    )
+    return found
+
+
+def check_of(system: System, job: dict[str, Any]) -> dict[str, Any]:
+    return system.world.check(job)
+
+
+def wait_check(
+    system: System, job: dict[str, Any], state: str, timeout: float = 90
+) -> dict[str, Any]:
+    return system.world.wait_check(job, state, timeout=timeout)
+
+
+def messages_in(system: System, namespace: str) -> list[str]:
+    """Every Event message and check message a tenant can read in its namespace."""
+    events = [
+        str(e.get("message", "")) for e in system.kube.list(EVENTS, namespace=namespace).items
+    ]
+    checks = [
+        str(c.get("message", ""))
+        for w in system.kube.list(WORKLOADS, namespace=namespace).items
+        for c in (w.get("status") or {}).get("admissionChecks") or []
+    ]
+    return events + checks
+
+
+def assert_nothing_of_a(system: System) -> None:
+    """Nothing tenant B can read names tenant A's namespace or Workloads."""
+    leaked = [m for m in messages_in(system, TEAM_B) if TEAM_A in m]
+    assert leaked == [], leaked
+
+
+def a_warm_set(t: Tenants, pool: str) -> dict[str, Any]:
+    job = submit(
+        t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="1s", keep_warm_ttl="3m")
+    )
+    wait_for(lambda: t.system.complete(job), timeout=120, what="A's Job complete")
+    t.system.world.wait_pool(pool, lambda p: p.status.phase == "KeepWarm", what="A's set warm")
+    return job
+
+
+def test_a_warm_set_is_not_reused_by_another_namespace(tenants: Tenants) -> None:
+    t, pool = tenants, unique("warm")
+    a_warm_set(t, pool)
+    launches = len(t.system.controller_calls("RunInstances", pool))
+
+    b_job = submit(t.b, sample_job(unique("b"), TEAM_B, pool=pool, count=2, keep_warm_ttl="3m"))
+    retry = wait_check(t.system, b_job, "Retry")
+    assert "belongs to another namespace" in retry["message"]
+    p = t.system.world.pool(pool)
+    assert p is not None
+    assert p.spec.claim is None
+    assert p.spec.ownerNamespace == TEAM_A
+    assert p.status.phase == "KeepWarm"  # still A's warm set
+
+    # A's next Job reuses it: no launch.
+    again = submit(t.a, sample_job(unique("a2"), TEAM_A, pool=pool, count=2, runs_for="1s"))
+    wait_check(t.system, again, "Ready")
+    assert len(t.system.controller_calls("RunInstances", pool)) == launches
+    assert_nothing_of_a(t.system)
+
+
+def test_a_running_gang_is_not_adopted_by_another_namespace(tenants: Tenants) -> None:
+    t, pool = tenants, unique("live")
+    a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="60s"))
+    wait_check(t.system, a_job, "Ready")
+    b_job = submit(t.b, sample_job(unique("b"), TEAM_B, pool=pool, count=2))
+    retry = wait_check(t.system, b_job, "Retry")
+    assert "belongs to another namespace" in retry["message"]
+    p = t.system.world.pool(pool)
+    assert p is not None
+    assert p.spec.claim is not None
+    assert p.spec.claim.namespace == TEAM_A
+    assert_nothing_of_a(t.system)
+
+
+def test_squatting_costs_the_squatter_never_the_owner(tenants: Tenants) -> None:
+    t = tenants
+    # A name the admin reserved for A: B's Job is Rejected at once.
+    reserved = submit(
+        t.b, sample_job(unique("b"), TEAM_B, pool=unique(f"{TEAM_A}-nightly"), count=2)
+    )
+    rejected = wait_check(t.system, reserved, "Rejected")
+    assert "reserved for other namespaces" in rejected["message"]
+
+    # An unreserved name B took first, in a shape that cannot launch: A waits, never
+    # Rejected (deactivated for good), and learns nothing of B's shape.
+    name, zone = unique("nightly"), "us-east-1c"
+    t.system.fake.set_capacity(zone, "p5.48xlarge", 0)
+    try:
+        squat = sample_job(
+            unique("b"),
+            TEAM_B,
+            pool=name,
+            count=2,
+            instance_type="p5.48xlarge",
+            availability_zones=zone,
+        )
+        submit(t.b, squat)
+        t.system.world.wait_pool(name, lambda p: p.spec.ownerNamespace == TEAM_B, what="B's squat")
+        a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=name, count=2))
+        retry = wait_check(t.system, a_job, "Retry")
+        assert "belongs to another namespace" in retry["message"]
+        assert "p5" not in retry["message"]
+        assert TEAM_B not in retry["message"]
+    finally:
+        t.system.fake.set_capacity(zone, "p5.48xlarge", None)
+
+
+def test_a_tenants_daemonset_gets_no_pod_on_gang_nodes(tenants: Tenants) -> None:
+    t, pool = tenants, unique("ds")
+    a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="60s"))
+    wait_check(t.system, a_job, "Ready")
+    name = unique("miner")
+    t.b.apply(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": name, "namespace": TEAM_B},
+            "spec": {
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {
+                        "nodeSelector": {keys.POOL: pool},
+                        "tolerations": [{"key": keys.GANG_TAINT, "operator": "Exists"}],
+                        "containers": [
+                            {
+                                "name": "m",
+                                "image": "miner",
+                                "resources": {"limits": {"nvidia.com/gpu": "8"}},
+                            }
+                        ],
+                    },
+                },
+            },
+        }
+    )
+
+    def refused() -> str | None:
+        for e in t.system.kube.list(EVENTS, namespace=TEAM_B).items:
+            if e.get("reason") == "FailedCreate" and POLICY_DENIAL in str(e.get("message")):
+                return str(e["message"])
+        return None
+
+    wait_for(refused, timeout=60, what="the DaemonSet controller refused by the gang-node policy")
+    pods = t.system.kube.list(PODS, namespace=TEAM_B).items
+    assert [p for p in pods if p["metadata"]["name"].startswith(name)] == []
+
+
+def test_a_node_name_pod_cannot_tolerate_its_way_onto_a_gang_node(tenants: Tenants) -> None:
+    """nodeName skips the scheduler; the NoExecute gang taint makes the kubelet refuse
+    a Pod without its toleration (tests/e2e/cluster/test_node_name.py, on a real
+    kubelet), and the policy refuses the toleration to a tenant's Pod and Deployment."""
+    t, pool = tenants, unique("nodename")
+    a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="60s"))
+    wait_check(t.system, a_job, "Ready")
+    node = next(iter(t.system.gang_nodes(pool)))
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": unique("squat"), "namespace": TEAM_B},
+        "spec": {
+            "nodeName": node,
+            "tolerations": [{"key": keys.GANG_TAINT, "operator": "Exists"}],
+            "containers": [{"name": "s", "image": "squat"}],
+        },
+    }
+    done = t.b.apply(pod, check=False)
+    assert done.returncode != 0
+    assert POLICY_DENIAL in done.stderr
+    deploy_name = unique("squat-deploy")
+    t.b.apply(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": deploy_name, "namespace": TEAM_B},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": deploy_name}},
+                "template": {"metadata": {"labels": {"app": deploy_name}}, "spec": pod["spec"]},
+            },
+        }
+    )
+
+    def refused() -> bool:
+        events = t.system.kube.list(EVENTS, namespace=TEAM_B).items
+        return any(
+            e.get("reason") == "FailedCreate"
+            and POLICY_DENIAL in str(e.get("message"))
+            and deploy_name in str(e.get("involvedObject", {}).get("name"))
+            for e in events
+        )
+
+    wait_for(refused, timeout=60, what="the Deployment's ReplicaSet refused by the policy")
+
+
+def test_a_crafted_workload_never_pairs_with_another_namespaces_job(tenants: Tenants) -> None:
+    t, pool = tenants, unique("crafted")
+    a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="60s"))
+    wait_check(t.system, a_job, "Ready")
+    crafted: dict[str, Any] = {
+        "apiVersion": WORKLOADS.api_version,
+        "kind": "Workload",
+        "metadata": {
+            "name": unique("crafted"),
+            "namespace": TEAM_B,
+            "labels": {"kueue.x-k8s.io/job-uid": a_job["metadata"]["uid"]},
+        },
+        "spec": {
+            "queueName": "atomic-gang-queue",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "i"}],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    if t.b.apply(crafted, check=False).returncode != 0:
+        t.system.kubectl.apply(crafted)  # edit may not: then an admin's mistake, same outcome
+    name = crafted["metadata"]["name"]
+
+    def ours() -> dict[str, Any] | None:
+        wl = t.system.kube.get(WORKLOADS, name, namespace=TEAM_B)
+        checks = (wl.get("status") or {}).get("admissionChecks") or []
+        done = [c for c in checks if c.get("state") in ("Rejected", "Ready")]
+        return done[0] if done else None
+
+    check = wait_for(ours, timeout=60, what="the crafted Workload's check decided")
+    assert check["state"] == "Rejected"
+    assert "has no owner" in check["message"]
+    p = t.system.world.pool(pool)
+    assert p is not None
+    assert p.spec.claim is not None
+    assert p.spec.claim.namespace == TEAM_A
+    assert_nothing_of_a(t.system)
+
+
+def test_200_parked_connections_to_the_controller_port_hold_a_bounded_number_of_threads(
+    tenants: Tenants,
+) -> None:
+    system = tenants.system
+    port = system.ctx.port(PROVISIONER)
+    pid = system.ctx.state.procs[PROVISIONER].pid
+
+    def threads() -> int:
+        # The restart supervisor's child is the provisioner: count every thread under it.
+        total = 0
+        for child in os.listdir("/proc"):
+            if child.isdigit():
+                try:
+                    status = Path(f"/proc/{child}/status").read_text()
+                except OSError:
+                    continue
+                if f"PPid:\t{pid}\n" in status or child == str(pid):
+                    total += int(status.split("Threads:\t")[1].split()[0])
+        return total
+
+    before = threads()
+    parked = []
+    try:
+        for _ in range(200):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            parked.append(s)
+        assert threads() - before <= 2 * 32 + 4  # one thread and one timer per held connection
+    finally:
+        for s in parked:
+            s.close()
+    wait_for(
+        lambda: httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200,
+        timeout=30,
+        what="/healthz answering",
+    )
