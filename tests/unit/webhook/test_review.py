@@ -193,3 +193,21 @@ def test_a_reservation_list_and_min_runtime_are_judged_together() -> None:
     )
     good = parse_review(body(ok, uid="ok"))
     assert build_response(good, decide(good, S))["response"]["allowed"] is True
+
+
+def test_the_requests_namespace_picks_its_allowlists() -> None:
+    ami = "ami-0bbbbbbbbbbbbbbb1"
+    scoped = settings(
+        namespaceAllowlists=[
+            {"namespaces": ["team-b"], "allowedAmiIds": [ami]},
+            {"namespaces": ["default"], "allowedAmiIds": ["ami-0aaaaaaaaaaaaaaa1"]},
+        ]
+    )
+    job = gang_job(annotations={k.AMI_ID: ami})
+    raw = review(job)
+    raw["request"]["namespace"] = "team-b"
+    allowed = decide(parse_review(json.dumps(raw).encode()), scoped)
+    assert allowed.verdict == "allowed"
+    raw["request"]["namespace"] = "default"
+    denied = decide(parse_review(json.dumps(raw).encode()), scoped)
+    assert (denied.verdict, denied.reason) == ("denied", "AmiNotAllowed")
