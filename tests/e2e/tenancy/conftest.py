@@ -4,7 +4,7 @@ its teams), against the complete product: control plane with the DaemonSet and
 ClusterRole-aggregation controllers, Kueue, moto + layer, webhook, the gang-node
 policy, one provisioner, the node-join simulator.
 
-The provisioner reserves pool names ``tenant-a-*`` for tenant A (``poolNamespaces``).
+The provisioner reserves pool names ``a-only-*`` for tenant A (``poolNamespaces``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tests.e2e.system.harness import System
 from tests.support.wait import wait_for
 
 TEAM_A, TEAM_B = "tenant-a", "tenant-b"
-RESERVED = f"{TEAM_A}-*"
+RESERVED = "a-only-*"  # pool names reserved for tenant A (not its namespace name: B may say them)
 SETTINGS = {
     "joinDeadlineSeconds": 60,
     "healthGraceSeconds": 3,
