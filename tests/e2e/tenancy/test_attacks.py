@@ -62,6 +62,22 @@ def assert_nothing_of_a(system: System) -> None:
     assert leaked == [], leaked
 
 
+def wait_policy_refusal(system: System, owner: str, what: str) -> str:
+    """A controller's FailedCreate Event in tenant B's namespace, for an object whose name
+    starts with ``owner``, that quotes the gang-node policy's denial."""
+
+    def refused() -> str | None:
+        for e in system.kube.list(EVENTS, namespace=TEAM_B).items:
+            about = str((e.get("involvedObject") or {}).get("name", ""))
+            message = str(e.get("message", ""))
+            refusal = e.get("reason") == "FailedCreate" and POLICY_DENIAL in message
+            if refusal and about.startswith(owner):
+                return message
+        return None
+
+    return wait_for(refused, timeout=60, what=what)
+
+
 def a_warm_set(t: Tenants, pool: str) -> dict[str, Any]:
     job = submit(
         t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="1s", keep_warm_ttl="3m")
@@ -167,13 +183,7 @@ def test_a_tenants_daemonset_gets_no_pod_on_gang_nodes(tenants: Tenants) -> None
         }
     )
 
-    def refused() -> str | None:
-        for e in t.system.kube.list(EVENTS, namespace=TEAM_B).items:
-            if e.get("reason") == "FailedCreate" and POLICY_DENIAL in str(e.get("message")):
-                return str(e["message"])
-        return None
-
-    wait_for(refused, timeout=60, what="the DaemonSet controller refused by the gang-node policy")
+    wait_policy_refusal(t.system, name, "the DaemonSet controller refused by the policy")
     pods = t.system.kube.list(PODS, namespace=TEAM_B).items
     assert [p for p in pods if p["metadata"]["name"].startswith(name)] == []
 
@@ -213,16 +223,7 @@ def test_a_node_name_pod_cannot_tolerate_its_way_onto_a_gang_node(tenants: Tenan
         }
     )
 
-    def refused() -> bool:
-        events = t.system.kube.list(EVENTS, namespace=TEAM_B).items
-        return any(
-            e.get("reason") == "FailedCreate"
-            and POLICY_DENIAL in str(e.get("message"))
-            and deploy_name in str(e.get("involvedObject", {}).get("name"))
-            for e in events
-        )
-
-    wait_for(refused, timeout=60, what="the Deployment's ReplicaSet refused by the policy")
+    wait_policy_refusal(t.system, deploy_name, "the Deployment's ReplicaSet refused by the policy")
 
 
 def test_a_crafted_workload_never_pairs_with_another_namespaces_job(tenants: Tenants) -> None:
