@@ -26,6 +26,7 @@ CASES: dict[str, dict[str, Any]] = {
     "no-webhook": {"webhook": {"enabled": False}},
     "ami-allowlist": {"allowedAmiIds": ["ami-0123456789abcdef0"]},
     "no-policy": {"gangNodePolicy": {"enabled": False}},
+    "node-auth": {"auth": {"mode": "node"}},
     "irsa": {
         "auth": {"mode": "irsa"},
         "serviceAccount": {"roleArn": "arn:aws:iam::123456789012:role/ctl"},
@@ -119,6 +120,13 @@ def test_the_order_check_sees_a_missing_or_moved_line() -> None:
             id="no-webhook-warning",
         ),
         pytest.param("irsa", "auth.mode=irsa", "create-pod-identity-association", id="irsa"),
+        pytest.param(
+            "node-auth",
+            "WARNING: auth.mode=node: the controller uses its node's instance role",
+            "create-pod-identity-association",
+            id="node-auth-warning",
+        ),
+        pytest.param("default", "auth.mode=podIdentity", "WARNING: auth.mode=node", id="quiet"),
     ],
 )
 def test_notes_say_what_the_values_imply(
