@@ -17,14 +17,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.bins import CONTROL_PLANE, NODE, Bins
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components import default_components
 from atomic_gang_devstack.images import Images
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
-from tests.e2e.kube import Kube, wait_for
+from tests.e2e.kube import Kube, queued_namespace
 
 _TIMINGS: dict[str, float] = {}
 
@@ -94,15 +93,6 @@ def _namespace_name(test_name: str) -> str:
 def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace with a LocalQueue ``atomic-gang-queue`` on our ClusterQueue."""
     name = _namespace_name(request.node.name)
-    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    kube.apply(dev_objects.local_queue(name))
-    # Pods cannot be created before the serviceaccount controller made "default".
-    wait_for(
-        lambda: (
-            kube.run("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0
-        ),
-        timeout=30,
-        what=f"serviceaccount default in {name}",
-    )
+    queued_namespace(kube, name)
     yield name
     kube.run("delete", "namespace", name, "--wait=false", check=False)

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 import yaml
 
+from atomic_gang_devstack import dev_objects
+
 T = TypeVar("T")
 
 
@@ -68,6 +70,21 @@ def wait_for(
             return last
         time.sleep(interval)
     raise WaitTimeoutError(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}")
+
+
+def queued_namespace(kube: Kube, name: str) -> None:
+    """Namespace ``name`` with the LocalQueue ``atomic-gang-queue``, once its default
+    ServiceAccount exists (Pods cannot be created before the serviceaccount controller
+    made it)."""
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    kube.apply(dev_objects.local_queue(name))
+    wait_for(
+        lambda: (
+            kube.run("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0
+        ),
+        timeout=30,
+        what=f"serviceaccount default in {name}",
+    )
 
 
 def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:

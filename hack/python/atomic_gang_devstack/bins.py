@@ -127,7 +127,7 @@ class Bins:
         if set(names) & set(NODE):
             install_node_deps()
         components = sorted({BINARIES[n][1] for n in self.missing(names)})
-        for module in ("kueue", "kwok"):  # the source links are needed too
+        for module in SOURCES:  # the source links are needed too
             if module in names and not self.source(module).is_dir():
                 components = sorted({*components, module})
         if components:

@@ -16,13 +16,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.bins import Bins
-from atomic_gang_devstack.components import default_components
-from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
-from tests.e2e.system.harness import System
-from tests.support.wait import wait_for
+from atomic_gang_provisioner.resources import WORKLOADS
+from tests.e2e.kube import queued_namespace
+from tests.e2e.kueue_contract.harness import WorkloadLog
+from tests.e2e.system.harness import System, running
 
 _PINS = Bins.load().pins
 VERSIONS = (_PINS["KUEUE"], _PINS["KUEUE_FLOOR"])
@@ -56,14 +55,8 @@ def kueue(
         pods_ready_timeout=f"{PODS_READY_TIMEOUT_SECONDS}s",
         provisioner_settings=SETTINGS,
     )
-    stack = Stack(options, default_components(options))
-    ctx = stack.up()
-    system = System.connect(stack, ctx)
-    try:
+    with running(options) as system:
         yield system
-    finally:
-        system.kube.close()
-        stack.down()
 
 
 @pytest.fixture
@@ -71,20 +64,18 @@ def namespace(kueue: System, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace with the LocalQueue ``atomic-gang-queue``."""
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.originalname.lower()).strip("-")[:36]
     name = f"kc-{slug.rstrip('-')}-{uuid.uuid4().hex[:6]}"
-    kueue.kubectl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    kueue.kubectl.apply(dev_objects.local_queue(name))
-    wait_for(
-        lambda: (
-            kueue.kubectl.run(
-                "get", "serviceaccount", "default", "-n", name, check=False
-            ).returncode
-            == 0
-        ),
-        timeout=30,
-        what=f"serviceaccount default in {name}",
-    )
+    queued_namespace(kueue.kubectl, name)
     yield name
     kueue.kubectl.run("delete", "namespace", name, "--wait=false", check=False)
+
+
+@pytest.fixture
+def log(kueue: System, namespace: str) -> Iterator[WorkloadLog]:
+    """Every version of the namespace's Workloads from here on."""
+    rv = kueue.kube.list(WORKLOADS, namespace=namespace).resource_version
+    watched = WorkloadLog(kueue.kube, namespace, rv)
+    yield watched
+    watched.close()
 
 
 def unique(prefix: str) -> str:

@@ -6,14 +6,13 @@ waitForPodsReady; keep-warm reuse by a second Job."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
-from atomic_gang_provisioner.resources import ADMISSION_CHECKS, JOBS, WORKLOADS
+from atomic_gang_provisioner.resources import ADMISSION_CHECKS, JOBS
 from tests.e2e.kueue_contract.conftest import PODS_READY_TIMEOUT_SECONDS, unique
 from tests.e2e.kueue_contract.harness import (
     CHECK,
@@ -29,14 +28,6 @@ from tests.support.wait import wait_for
 pytestmark = pytest.mark.e2e
 
 KUEUE_MESSAGES = ("", "Reset to Pending after eviction")  # what Kueue writes into our entry
-
-
-@pytest.fixture
-def log(kueue: System, namespace: str) -> Iterator[WorkloadLog]:
-    rv = kueue.kube.list(WORKLOADS, namespace=namespace).resource_version
-    watched = WorkloadLog(kueue.kube, namespace, rv)
-    yield watched
-    watched.close()
 
 
 def _workload_name(kueue: System, job: dict[str, Any]) -> str:

@@ -48,14 +48,6 @@ CONTAINER = {
 }
 
 
-@pytest.fixture
-def log(kueue: System, namespace: str) -> Iterator[WorkloadLog]:
-    rv = kueue.kube.list(WORKLOADS, namespace=namespace).resource_version
-    watched = WorkloadLog(kueue.kube, namespace, rv)
-    yield watched
-    watched.close()
-
-
 @pytest.fixture(scope="package")
 def lws_crd(kueue: System) -> None:
     """LeaderWorkerSet's CRD from its module (no LWS controller: only its objects)."""

@@ -14,12 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from atomic_gang_devstack import dev_objects
-from atomic_gang_devstack.components import default_components
-from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
-from tests.e2e.system.harness import System
-from tests.support.wait import wait_for
+from tests.e2e.kube import queued_namespace
+from tests.e2e.system.harness import System, running
 
 HEALTH_GRACE_SECONDS = 3
 SETTINGS = {
@@ -46,14 +43,8 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
         boot_jitter=1.0,
         provisioner_settings=SETTINGS,
     )
-    stack = Stack(options, default_components(options))
-    ctx = stack.up()
-    sys_ = System.connect(stack, ctx)
-    try:
+    with running(options) as sys_:
         yield sys_
-    finally:
-        sys_.kube.close()
-        stack.down()
 
 
 @pytest.fixture
@@ -61,18 +52,7 @@ def namespace(system: System, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace with the LocalQueue ``atomic-gang-queue``."""
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].rstrip("-")
     name = f"sys-{slug}-{uuid.uuid4().hex[:6]}"
-    system.kubectl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    system.kubectl.apply(dev_objects.local_queue(name))
-    wait_for(
-        lambda: (
-            system.kubectl.run(
-                "get", "serviceaccount", "default", "-n", name, check=False
-            ).returncode
-            == 0
-        ),
-        timeout=30,
-        what=f"serviceaccount default in {name}",
-    )
+    queued_namespace(system.kubectl, name)
     yield name
     system.kubectl.run("delete", "namespace", name, "--wait=false", check=False)
 

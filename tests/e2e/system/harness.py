@@ -24,8 +24,10 @@ from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_devstack.component import Context
+from atomic_gang_devstack.components import default_components
 from atomic_gang_devstack.components.simulated import nodesim_url
 from atomic_gang_devstack.stack import Stack
+from atomic_gang_devstack.state import StackOptions
 from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_nodesim.control import NodeSimClient
 from atomic_gang_provisioner.kube import KubeClient, NotFoundError
@@ -182,6 +184,19 @@ class System:
         """Start every killed replica again (same ports and settings)."""
         while self.killed:
             self.stack.start_component(self.killed.pop())
+
+
+@contextmanager
+def running(options: StackOptions) -> Iterator[System]:
+    """The whole stack ``options`` names, up for the block, then down."""
+    stack = Stack(options, default_components(options))
+    ctx = stack.up()
+    system = System.connect(stack, ctx)
+    try:
+        yield system
+    finally:
+        system.kube.close()
+        stack.down()
 
 
 @contextmanager

@@ -17,12 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from atomic_gang_devstack import dev_objects
-from atomic_gang_devstack.components import default_components
-from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
-from tests.e2e.kube import Kube
-from tests.e2e.system.harness import System
+from tests.e2e.kube import Kube, queued_namespace
+from tests.e2e.system.harness import System, running
 from tests.support.wait import wait_for
 
 TEAM_A, TEAM_B = "tenant-a", "tenant-b"
@@ -45,13 +42,7 @@ class Tenants:
 
 def _tenant(system: System, namespace: str, tmp: Path) -> Kube:
     admin = system.kubectl
-    admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    admin.apply(dev_objects.local_queue(namespace))
-    wait_for(
-        lambda: admin.run("get", "sa", "default", "-n", namespace, check=False).returncode == 0,
-        timeout=30,
-        what=f"serviceaccount default in {namespace}",
-    )
+    queued_namespace(admin, namespace)
     admin.apply(
         {
             "apiVersion": "v1",
@@ -122,16 +113,10 @@ def tenants(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenants]:
         boot_jitter=0.5,
         provisioner_settings=SETTINGS,
     )
-    stack = Stack(options, default_components(options))
-    ctx = stack.up()
-    system = System.connect(stack, ctx)
-    try:
+    with running(options) as system:
         yield Tenants(
             system, _tenant(system, TEAM_A, state_dir), _tenant(system, TEAM_B, state_dir)
         )
-    finally:
-        system.kube.close()
-        stack.down()
 
 
 def unique(prefix: str) -> str:

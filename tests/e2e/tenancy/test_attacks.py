@@ -78,6 +78,30 @@ def wait_policy_refusal(system: System, owner: str, what: str) -> str:
     return wait_for(refused, timeout=60, what=what)
 
 
+def a_live_gang(t: Tenants, pool: str) -> dict[str, Any]:
+    """Tenant A's gang of 2 on ``pool``, admitted and running for a minute."""
+    job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="60s"))
+    wait_check(t.system, job, "Ready")
+    return job
+
+
+def b_runs(t: Tenants, kind: str, name: str, pod_spec: dict[str, Any], **spec: Any) -> None:
+    """Tenant B applies a DaemonSet or Deployment ``name`` of pods with ``pod_spec``."""
+    labels = {"app": name}
+    t.b.apply(
+        {
+            "apiVersion": "apps/v1",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": TEAM_B},
+            "spec": {
+                **spec,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+            },
+        }
+    )
+
+
 def a_warm_set(t: Tenants, pool: str) -> dict[str, Any]:
     job = submit(
         t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="1s", keep_warm_ttl="3m")
@@ -110,8 +134,7 @@ def test_a_warm_set_is_not_reused_by_another_namespace(tenants: Tenants) -> None
 
 def test_a_running_gang_is_not_adopted_by_another_namespace(tenants: Tenants) -> None:
     t, pool = tenants, unique("live")
-    a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="60s"))
-    wait_check(t.system, a_job, "Ready")
+    a_live_gang(t, pool)
     b_job = submit(t.b, sample_job(unique("b"), TEAM_B, pool=pool, count=2))
     retry = wait_check(t.system, b_job, "Retry")
     assert "belongs to another namespace" in retry["message"]
@@ -155,33 +178,16 @@ def test_squatting_costs_the_squatter_never_the_owner(tenants: Tenants) -> None:
 
 def test_a_tenants_daemonset_gets_no_pod_on_gang_nodes(tenants: Tenants) -> None:
     t, pool = tenants, unique("ds")
-    a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="60s"))
-    wait_check(t.system, a_job, "Ready")
+    a_live_gang(t, pool)
     name = unique("miner")
-    t.b.apply(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": name, "namespace": TEAM_B},
-            "spec": {
-                "selector": {"matchLabels": {"app": name}},
-                "template": {
-                    "metadata": {"labels": {"app": name}},
-                    "spec": {
-                        "nodeSelector": {keys.POOL: pool},
-                        "tolerations": [{"key": keys.GANG_TAINT, "operator": "Exists"}],
-                        "containers": [
-                            {
-                                "name": "m",
-                                "image": "miner",
-                                "resources": {"limits": {"nvidia.com/gpu": "8"}},
-                            }
-                        ],
-                    },
-                },
-            },
-        }
-    )
+    miner = {
+        "nodeSelector": {keys.POOL: pool},
+        "tolerations": [{"key": keys.GANG_TAINT, "operator": "Exists"}],
+        "containers": [
+            {"name": "m", "image": "miner", "resources": {"limits": {"nvidia.com/gpu": "8"}}}
+        ],
+    }
+    b_runs(t, "DaemonSet", name, miner)
 
     wait_policy_refusal(t.system, name, "the DaemonSet controller refused by the policy")
     pods = t.system.kube.list(PODS, namespace=TEAM_B).items
@@ -193,10 +199,9 @@ def test_a_node_name_pod_cannot_tolerate_its_way_onto_a_gang_node(tenants: Tenan
     a Pod without its toleration (tests/e2e/cluster/test_node_name.py, on a real
     kubelet), and the policy refuses the toleration to a tenant's Pod and Deployment."""
     t, pool = tenants, unique("nodename")
-    a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="60s"))
-    wait_check(t.system, a_job, "Ready")
+    a_live_gang(t, pool)
     node = next(iter(t.system.gang_nodes(pool)))
-    pod = {
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": unique("squat"), "namespace": TEAM_B},
@@ -210,26 +215,14 @@ def test_a_node_name_pod_cannot_tolerate_its_way_onto_a_gang_node(tenants: Tenan
     assert done.returncode != 0
     assert POLICY_DENIAL in done.stderr
     deploy_name = unique("squat-deploy")
-    t.b.apply(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": deploy_name, "namespace": TEAM_B},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": {"app": deploy_name}},
-                "template": {"metadata": {"labels": {"app": deploy_name}}, "spec": pod["spec"]},
-            },
-        }
-    )
+    b_runs(t, "Deployment", deploy_name, pod["spec"], replicas=1)
 
     wait_policy_refusal(t.system, deploy_name, "the Deployment's ReplicaSet refused by the policy")
 
 
 def test_a_crafted_workload_never_pairs_with_another_namespaces_job(tenants: Tenants) -> None:
     t, pool = tenants, unique("crafted")
-    a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="60s"))
-    wait_check(t.system, a_job, "Ready")
+    a_job = a_live_gang(t, pool)
     crafted: dict[str, Any] = {
         "apiVersion": WORKLOADS.api_version,
         "kind": "Workload",

@@ -25,6 +25,8 @@ PODSET = "main"
 
 
 def decide(inp: Inputs) -> WorkloadPlan:
+    # Judged with the allowlists of the Workload's namespace (namespaceAllowlists).
+    inp = replace(inp, settings=inp.settings.for_namespace(inp.wl.namespace))
     ours = [c for c in inp.wl.checks if c.name in inp.our_checks]
     if not ours or not inp.wl.in_play:
         return _release(inp)
@@ -49,7 +51,7 @@ def decide(inp: Inputs) -> WorkloadPlan:
     if inp.job is None:
         return _owner_missing(inp, current)
     try:
-        spec = validate_job(inp.job, inp.settings.for_namespace(inp.wl.namespace))
+        spec = validate_job(inp.job, inp.settings)
     except (GangValidationError, MalformedJobError) as err:
         return set_check(inp, current, "Rejected", f"Invalid gang Job: {err}")
     if spec is None:
@@ -183,8 +185,7 @@ def _may_use_reservation(inp: Inputs, pool: GangNodePool) -> bool:
     held = pool.status.reservationId
     if not held or reported.holds_nothing(pool):
         return True
-    scoped = inp.settings.for_namespace(inp.wl.namespace)
-    return patterns.allowed(held, scoped.allowedCapacityReservationIds)
+    return patterns.allowed(held, inp.settings.allowedCapacityReservationIds)
 
 
 def _create(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
