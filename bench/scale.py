@@ -31,13 +31,15 @@ and each Workload Admitted, as this process's watches saw them.
 
 ``--gpus-only`` drops the demo Job's pod anti-affinity: its 8-GPU request alone keeps
 one pod per node. It measures what the scheduler's anti-affinity checks cost the wall
-time at 800 pods (session 10, docs/benchmarks.md: nothing; 247 s either way).
+time at 800 pods (docs/benchmarks.md, "Scale, 2026-12-02: the wall without the pod
+anti-affinity", at c3d6d43: nothing; 247 s either way).
 
 ``--control-plane-qps N`` lets the kube-controller-manager, the scheduler and Kueue
 make N API requests a second (burst 2N) instead of upstream's 20, 50 and 50: at 800
 pods the Job controller's pod creates and finalizer removals alone are ~1,600 writes,
 80 s at 20 a second, so upstream's rates put the wall target out of any provisioner's
-reach (session 12, docs/benchmarks.md).
+reach (docs/benchmarks.md, "Scale, 2026-12-03: the control plane's client rates set the
+wall", at fea2873).
 """
 
 from __future__ import annotations

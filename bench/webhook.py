@@ -6,7 +6,8 @@ Subjects (all HTTPS, keep-alive, one uvicorn process each, same flags):
   bare_asgi the same canned answer as a bare ASGI app: uvicorn + TLS alone (reference)
   valid     our webhook reviewing the sample Job (hack/demo)
   invalid   our webhook reviewing a Job with three violations
-Load: wrk (apt-get install wrk), 1 thread, --connections (default 16).
+Load: wrk (installed by hack/install-node-deps.sh when missing), 1 thread, --connections
+(default 16).
 Rounds interleave the subjects so machine noise hits all of them alike;
 the median round is reported. Also reports each server's CPU per request (from
 /proc, steadier than latency on a noisy VM) and times pure validation in-process.
@@ -35,6 +36,7 @@ import trustme
 
 from atomic_gang import keys as k
 from atomic_gang import validate_job
+from atomic_gang_devstack.bins import install_node_deps
 from atomic_gang_webhook.review import build_response, decide, parse_review
 from tests.support.jobs import gang_job, settings
 from tests.support.reviews import review
@@ -163,14 +165,21 @@ def pure_us() -> dict[str, float]:
     }
 
 
+def ensure_wrk() -> None:
+    """wrk, from Debian's packages (hack/install-node-deps.sh) when it is missing."""
+    if shutil.which("wrk") is None:
+        install_node_deps()
+    if shutil.which("wrk") is None:
+        sys.exit("bench/webhook.py needs wrk, and hack/install-node-deps.sh did not install it")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--connections", type=int, default=16)
     args = ap.parse_args()
-    if shutil.which("wrk") is None:
-        sys.exit("bench/webhook.py needs wrk: apt-get install -y wrk")
+    ensure_wrk()
     pure = pure_us()
     results: dict[str, list[dict[str, float]]] = {
         "baseline": [],

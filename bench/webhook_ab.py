@@ -22,7 +22,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from unittest import mock
 
-from bench.webhook import INVALID, wrk
+from bench.webhook import INVALID, ensure_wrk, wrk
 from tests.support.jobs import gang_job
 from tests.support.reviews import review
 from tests.support.webhook_proc import run_webhook
@@ -34,6 +34,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=4)
     args = ap.parse_args()
+    ensure_wrk()
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as d, ExitStack() as stack:
         tmp = Path(d)

@@ -2,9 +2,10 @@
 # Build the pinned upstream control-plane binaries from the Go module proxy and
 # cache each one by version under $ATOMIC_GANG_CACHE/bin (default ~/.cache/atomic-gang).
 # Only what is missing is rebuilt. Usage: hack/build-bins.sh [component...]
-# Components: etcd kube kueue kueue-floor kwok lws helm cert-manager kubelet containerd kube-score promtool
+# Components: etcd kube kueue kueue-floor kwok lws helm cert-manager kubelet containerd kube-score promtool registry nodeadm-check jobset
 # (default: all). kubelet and containerd are the real node's (with runc, the CNI
-# plugins and buildah from Debian's packages: hack/install-node-deps.sh).
+# plugins and buildah from Debian's packages: hack/install-node-deps.sh). nodeadm-check
+# is ours (hack/go/nodeadm-userdata) built against the pinned nodeadm.
 # Also links the Kueue and kwok module sources (chart, CRDs, kwok stages) to
 # $ATOMIC_GANG_CACHE/<name>-<version>-src. Concurrent runs are serialised by a lock.
 # The pins below are read by hack/python/atomic_gang_devstack/bins.py too.
@@ -20,6 +21,9 @@ KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 # LeaderWorkerSet's CRD (source only, no binary): the e2e tests' kind that Kueue admits and
 # we do not serve (tests/e2e/kueue_contract). The version Kueue v0.19.1's go.mod names.
 LWS_VERSION=${LWS_VERSION:-v0.9.0}
+# JobSet (source only, so far: its CRD): the kind the webhook reviews besides Jobs. The
+# version Kueue v0.19.1's go.mod names.
+JOBSET_VERSION=${JOBSET_VERSION:-v0.12.0}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 # The last release whose controller and cainjector are in the root module (chart e2e only).
 CERTMANAGER_VERSION=${CERTMANAGER_VERSION:-v1.11.5}
@@ -30,11 +34,22 @@ KUBESCORE_VERSION=${KUBESCORE_VERSION:-v1.20.0}
 # Prometheus's promtool: checks and unit-tests the chart's alert rules (fast tier) and lints
 # both services' /metrics (e2e). Prometheus v3.16.0 is Go module v0.316.0.
 PROMTOOL_VERSION=${PROMTOOL_VERSION:-v0.316.0}
+# distribution's container registry: make docker-push is pushed to it on loopback (e2e).
+REGISTRY_VERSION=${REGISTRY_VERSION:-v3.1.2}
+# nodeadm (github.com/awslabs/amazon-eks-ami/nodeadm; the module has no release tags,
+# @latest is this pseudo-version): nodeadm-check runs its user-data parser and
+# validation on what our launch path sends (tests/integration/nodeadm, fast tier).
+NODEADM_VERSION=${NODEADM_VERSION:-v0.0.0-20240229193347-cfab22a10647}
 # Bumped whenever a binary's build flags change, so a cached binary built the old
 # way is never reused: the binary's cache name carries it (see bins.py BUILD_KEYS).
 HELM_BUILD=${HELM_BUILD:-rel1}  # rel1: the release Makefile's version ldflags
+# nodeadm-check is built from our source too: the first 8 hex digits of the sha256 of
+# hack/go/nodeadm-userdata/{go.mod,go.sum,main.go}, concatenated (tests/unit/devstack
+# checks it, so an edit there names a new binary instead of reusing a stale one).
+NODEADMCHECK_BUILD=${NODEADMCHECK_BUILD:-498f1836}
 
 CACHE=${ATOMIC_GANG_CACHE:-$HOME/.cache/atomic-gang}
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=$CACHE/bin
 SRC=$CACHE/src
 mkdir -p "$BIN" "$SRC"
@@ -164,6 +179,7 @@ build_kwok() {
   link_src kwok sigs.k8s.io/kwok "$KWOK_VERSION"  # for kustomize/stage/*
 }
 build_lws() { link_src lws sigs.k8s.io/lws "$LWS_VERSION"; }  # config/crd/bases
+build_jobset() { link_src jobset sigs.k8s.io/jobset "$JOBSET_VERSION"; }  # config/components/crd/bases
 # helm with its release Makefile's ldflags: the version, and the Kubernetes version
 # of its client-go (major+1, minor) that `helm template` assumes without --kube-version
 # (unset, helm believes the cluster is v1.20 and kubeVersion: >=1.30 refuses to render).
@@ -202,6 +218,28 @@ build_promtool() {
   build_simple promtool "$mod" "$mod/cmd/promtool" "$v" \
     "-X $pkg.Version=$release -X $pkg.Revision=release -X $pkg.Branch=release -X $pkg.BuildUser=atomic-gang" \
     remove_all_sd
+}
+
+build_registry() {
+  local mod=github.com/distribution/distribution/v3
+  build_simple registry "$mod" "$mod/cmd/registry" "$REGISTRY_VERSION" "-X $mod/version.version=$REGISTRY_VERSION"
+}
+
+# nodeadm-check: hack/go/nodeadm-userdata against the pinned nodeadm. Its module path lies
+# under nodeadm's, so it may import nodeadm's internal user-data provider and validation
+# (Go checks internal imports by import path); no copy of nodeadm's tree is needed.
+build_nodeadm_check() {
+  local v=$NODEADM_VERSION mod=github.com/awslabs/amazon-eks-ami/nodeadm
+  local out=nodeadm-check-$v-$NODEADMCHECK_BUILD
+  have "$out" && { log "nodeadm-check $v ($NODEADMCHECK_BUILD) cached"; return; }
+  log "building nodeadm-check $v ($NODEADMCHECK_BUILD: hack/go/nodeadm-userdata)"
+  local dir=$SRC/nodeadm-check-$v-$NODEADMCHECK_BUILD
+  rm -rf "$dir"; mkdir -p "$dir"
+  cp "$REPO"/hack/go/nodeadm-userdata/{go.mod,go.sum,main.go} "$dir/"
+  (cd "$dir" && go mod edit -require="$mod@$v" && go mod tidy >/dev/null \
+   && go build -trimpath -ldflags "-s -w" -o "$BIN/$out.tmp" .)
+  mv "$BIN/$out.tmp" "$BIN/$out"
+  log "nodeadm-check done"
 }
 
 # containerd 2.x, its runc shim and ctr, static (the tags of its static release).
@@ -251,7 +289,7 @@ build_cert_manager() {
 }
 
 components=("$@")
-ALL=(etcd kube kueue kueue-floor kwok lws helm cert-manager kubelet containerd kube-score promtool)
+ALL=(etcd kube kueue kueue-floor kwok lws helm cert-manager kubelet containerd kube-score promtool registry nodeadm-check jobset)
 [[ ${#components[@]} == 0 ]] && components=("${ALL[@]}")
 for c in "${components[@]}"; do
   declare -F "build_${c//-/_}" >/dev/null || { log "unknown component '$c' (${ALL[*]})"; exit 2; }

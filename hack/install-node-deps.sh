@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Install, from Debian's packages, what the real node and the image builds need and
 # Go does not build for us: runc, the CNI plugins (bridge, host-local, loopback),
-# buildah (images without Docker), debootstrap (the local stand-in base image) and
-# a C compiler for the pause image. Only missing packages are installed; running it
+# buildah (images without Docker), debootstrap (the local stand-in base image), a C
+# compiler for the pause image and wrk (the load of bench/webhook.py). Only missing packages are installed; running it
 # again is a no-op. Needs root (the real node needs root anyway).
 # Usage: hack/install-node-deps.sh [--check]   (--check: exit 1 if anything is missing)
 set -euo pipefail
 
-PACKAGES=(runc containernetworking-plugins buildah debootstrap gcc libc6-dev iproute2)
+PACKAGES=(runc containernetworking-plugins buildah debootstrap gcc libc6-dev iproute2 wrk)
 # package -> a file it installs (what the stack runs)
 declare -A PROBE=(
   [runc]=/usr/sbin/runc
@@ -17,6 +17,7 @@ declare -A PROBE=(
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/lib/x86_64-linux-gnu/libc.a
   [iproute2]=/usr/sbin/ip
+  [wrk]=/usr/bin/wrk
 )
 
 missing=()

@@ -60,6 +60,8 @@ Reason = Literal[
     "InvalidMaxSpread",
     "ElasticGang",
     "PlacementGroupNotAllowed",
+    "PoolReserved",
+    "InvalidGangRoles",
 ]
 
 REASONS: tuple[Reason, ...] = Reason.__args__  # type: ignore[attr-defined]

@@ -17,6 +17,7 @@ from atomic_gang.errors import Collector, GangValidationError, Violation, clip
 from atomic_gang.keys import PREFIX
 from atomic_gang.objects import MalformedJobError, field_map, pod_spec
 from atomic_gang.parse import annotation_field, gang_rules, label_field, ours
+from atomic_gang.pool_access import listed_for
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import GangSpec
 
@@ -56,7 +57,7 @@ def gang_map(meta: Mapping[str, Any], key: str, *, trim: bool) -> dict[str, str]
     return {k: v for k, v in value.items() if k.startswith(PREFIX)}
 
 
-def _maps(job: Mapping[str, Any], *, trim: bool) -> _Maps:
+def read_maps(job: Mapping[str, Any], *, trim: bool) -> _Maps:
     if not isinstance(job, Mapping):
         raise MalformedJobError("the object must be a JSON object")
     meta = field_map(job, "metadata", "object")
@@ -70,9 +71,9 @@ def _maps(job: Mapping[str, Any], *, trim: bool) -> _Maps:
     )
 
 
-def gang_maps(job: Mapping[str, Any], *, trim: bool) -> tuple[dict[str, str], dict[str, str]]:
+def gangread_maps(job: Mapping[str, Any], *, trim: bool) -> tuple[dict[str, str], dict[str, str]]:
     """(annotations, labels) under our prefix; see gang_map."""
-    found = _maps(job, trim=trim)
+    found = read_maps(job, trim=trim)
     return found.annotations, found.labels
 
 
@@ -110,7 +111,7 @@ def _parity(spec: Mapping[str, Any], raw_count: str, out: Collector) -> None:
         )
 
 
-def _queued(found: _Maps, settings: GangSettings, out: Collector) -> None:
+def check_queued(found: _Maps, settings: GangSettings, out: Collector) -> None:
     if found.queue or settings.manageJobsWithoutQueueName:
         return
     out.add(
@@ -125,7 +126,40 @@ def _queued(found: _Maps, settings: GangSettings, out: Collector) -> None:
     )
 
 
-def _fixed_size(found: _Maps, out: Collector) -> None:
+def _no_gang_roles(found: _Maps, out: Collector) -> None:
+    """gang-roles picks replicatedJobs of a JobSet; a Job's pods are all the gang."""
+    if keys.GANG_ROLES in found.annotations:
+        out.add(
+            keys.GANG_ROLES,
+            "InvalidGangRoles",
+            "applies to JobSets only: every pod of a Job is part of the gang",
+            found.annotations[keys.GANG_ROLES],
+            f"remove {keys.GANG_ROLES}",
+        )
+
+
+def check_pool_reserved(
+    found: _Maps, namespace: str | None, settings: GangSettings, out: Collector
+) -> None:
+    """A pool name the admin lists for other namespaces (poolNamespaces) is theirs: said
+    at apply time, naming only the setting (the provisioner would reject the Workload)."""
+    pool = found.labels.get(keys.POOL)
+    if namespace is None or not pool:
+        return
+    listed = listed_for(pool, settings.poolNamespaces)
+    if listed is None or namespace in listed:
+        return
+    out.add(
+        keys.POOL,
+        "PoolReserved",
+        "is reserved for other namespaces by the cluster's admin (poolNamespaces)",
+        pool,
+        "use a pool label of your own",
+        label_field(keys.POOL),
+    )
+
+
+def check_elastic(found: _Maps, out: Collector) -> None:
     """A gang's N is fixed: Kueue's elastic Jobs (Workload slices) resize a running Job,
     and a new slice would ask for nodes the gang never launched. Only "false" says no."""
     if found.elastic is None or found.elastic.strip() == "false":
@@ -154,25 +188,33 @@ def _spreads(
     if placement.one_pod_per_node(job, spec, pod):
         return ""
     n = _int_field(spec, "parallelism") or 1
-    warning = placement.WARNING.format(n=n)
+    return packed_verdict(placement.WARNING.format(n=n), "spec.template.spec.affinity", s, out)
+
+
+def packed_verdict(warning: str, field: str, s: GangSettings, out: Collector) -> str:
+    """Pods that may share nodes: the warning, or with requireOnePodPerNode a violation at
+    ``field`` (and no warning)."""
     if not s.requireOnePodPerNode:
         return warning
     out.add(
-        "spec.template.spec.affinity",
+        field,
         "PodsNotSpread",
         "nothing keeps the gang's pods on distinct nodes (requireOnePodPerNode)",
         None,
         warning.removeprefix("atomic-gang: "),
-        "spec.template.spec.affinity",
+        field,
     )
     return ""
 
 
-def review_job(job: Mapping[str, Any], settings: GangSettings) -> Findings | None:
+def review_job(
+    job: Mapping[str, Any], settings: GangSettings, *, namespace: str | None = None
+) -> Findings | None:
     """The CREATE verdict: None for a Job that is not ours (no gang keys, and a template
     that does not reach for gang nodes), else every violation (none when valid) and
-    warnings. MalformedJobError for a broken object."""
-    found = _collect(job, settings)
+    warnings. With the Job's ``namespace``, a pool name the admin reserved for other
+    namespaces is refused too. MalformedJobError for a broken object."""
+    found = _collect(job, settings, namespace)
     if found is None:
         return None
     out, _resolved, warning = found
@@ -202,10 +244,10 @@ def _resolved(job: Mapping[str, Any], settings: GangSettings) -> tuple[str, dict
 
 
 def _collect(
-    job: Mapping[str, Any], settings: GangSettings
+    job: Mapping[str, Any], settings: GangSettings, namespace: str | None = None
 ) -> tuple[Collector, tuple[str, dict[str, Any]] | None, str] | None:
     """None when not ours, else (violations, resolved fields or None, warning)."""
-    found = _maps(job, trim=True)
+    found = read_maps(job, trim=True)
     spec = field_map(job, "spec", "object")
     pod = pod_spec(spec)
     out = Collector()
@@ -213,8 +255,10 @@ def _collect(
         template.check_create(pod, out)
         return (out, None, "") if out.violations else None
     resolved = gang_rules(found.annotations, found.labels, settings, out)
-    _queued(found, settings, out)
-    _fixed_size(found, out)
+    _no_gang_roles(found, out)
+    check_pool_reserved(found, namespace, settings, out)
+    check_queued(found, settings, out)
+    check_elastic(found, out)
     # Parity even when other rules failed: every violation at once.
     _parity(spec, found.annotations.get(keys.COUNT, ""), out)
     template.check_create(pod, out)
@@ -227,7 +271,7 @@ def review_job_update(
     """The UPDATE verdict: None when neither version is ours. The gang keys are
     immutable once Kueue sized the Job, the queue label and count parity must still
     hold, and only Kueue (``settings.kueueUsername``) may add gang node claims."""
-    was, now = _maps(old, trim=False), _maps(new, trim=False)
+    was, now = read_maps(old, trim=False), read_maps(new, trim=False)
     old_spec, new_spec = field_map(old, "spec", "oldObject"), field_map(new, "spec", "object")
     out = Collector()
     by_kueue = user == settings.kueueUsername
@@ -235,10 +279,10 @@ def review_job_update(
     gang = bool(was.annotations or was.labels or now.annotations or now.labels)
     if not gang:
         return Findings(tuple(out.violations), out.omitted) if out.violations else None
-    _immutable(was, now, out)
+    check_immutable(was, now, out)
     if now.annotations or now.labels:
-        _queued(now, settings, out)
-        _fixed_size(now, out)
+        check_queued(now, settings, out)
+        check_elastic(now, out)
         _parity(new_spec, now.annotations.get(keys.COUNT, "").strip(), out)
     return Findings(tuple(out.violations), out.omitted)
 
@@ -246,11 +290,11 @@ def review_job_update(
 def validate_job_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Violation]:
     """The gang annotations and the pool label are immutable once Kueue sized the Job."""
     out = Collector(limit=1 << 30)
-    _immutable(_maps(old, trim=False), _maps(new, trim=False), out)
+    check_immutable(read_maps(old, trim=False), read_maps(new, trim=False), out)
     return out.violations
 
 
-def _immutable(was: _Maps, now: _Maps, out: Collector) -> None:
+def check_immutable(was: _Maps, now: _Maps, out: Collector) -> None:
     pairs = (
         (was.annotations, now.annotations, annotation_field),
         (was.labels, now.labels, label_field),

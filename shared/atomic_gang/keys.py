@@ -32,6 +32,8 @@ PLACEMENT: Final = PREFIX + "placement"
 PLACEMENT_GROUP_NAME: Final = PREFIX + "placement-group-name"
 EFA: Final = PREFIX + "efa"
 MAX_SPREAD: Final = PREFIX + "max-spread"
+# JobSets only: the replicatedJobs whose pods are the gang (comma-separated; default all).
+GANG_ROLES: Final = PREFIX + "gang-roles"
 
 ANNOTATION_KEYS: Final = (
     COUNT,
@@ -51,6 +53,7 @@ ANNOTATION_KEYS: Final = (
     PLACEMENT_GROUP_NAME,
     EFA,
     MAX_SPREAD,
+    GANG_ROLES,
 )
 ANNOTATION_KEY_SET: Final = frozenset(ANNOTATION_KEYS)
 LABEL_KEYS: Final = (POOL,)

@@ -21,6 +21,11 @@ CAPACITY_RESERVATION_ID: Final = re.compile(r"^cr-([0-9a-f]{8}|[0-9a-f]{17})$", 
 ROLE_ARN: Final = re.compile(
     r"^arn:aws(-[a-z]+)*:iam::\d{12}:role/(?:[\w+=,.@-]+/)*(?P<name>[\w+=,.@-]{1,64})$", _A
 )
+# EKS's own rule for a cluster name (CreateCluster): 1-100 characters.
+EKS_CLUSTER_NAME: Final = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$", _A)
+EKS_CLUSTER_RULE: Final = (
+    "EKS allows 1-100 characters: a letter or digit, then letters, digits, '-' and '_'"
+)
 COUNT: Final = re.compile(r"^[1-9][0-9]{0,8}$", _A)
 MAX_POOL_NAME: Final = 63
 # A namespace name, or a trailing-* glob of them (namespaceAllowlists).

@@ -26,15 +26,6 @@ WARNING = (
 )
 
 
-def _pod_labels(job: Mapping[str, Any], job_spec: Mapping[str, Any]) -> dict[str, str]:
-    """The labels every pod of the Job carries: its template's plus the Job controller's."""
-    labels = {k: v for k, v in template_labels(job_spec).items() if isinstance(v, str)}
-    name = field_str(field_map(job, "metadata", "object"), "name", "metadata")
-    if name:
-        labels.update(dict.fromkeys(JOB_NAME_LABELS, name))
-    return labels
-
-
 def _requirement(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     key, op = field_str(expr, "key", "matchExpressions"), field_str(expr, "operator", "")
     values = field_list(expr, "values", "matchExpressions")
@@ -88,10 +79,22 @@ def one_pod_per_node(
     job: Mapping[str, Any], job_spec: Mapping[str, Any], pod: Mapping[str, Any]
 ) -> bool:
     """True when the Job's own spec keeps its pods on distinct nodes (``pod`` is its
-    ``spec.template.spec``)."""
+    ``spec.template.spec``; the Job controller labels each pod with the Job's name)."""
+    name = field_str(field_map(job, "metadata", "object"), "name", "metadata")
+    return one_pod_per_node_with(
+        job_spec, pod, dict.fromkeys(JOB_NAME_LABELS, name) if name else {}
+    )
+
+
+def one_pod_per_node_with(
+    job_spec: Mapping[str, Any], pod: Mapping[str, Any], controller_labels: Mapping[str, str]
+) -> bool:
+    """The rule for a Job template whose pods also carry ``controller_labels`` (the Job
+    controller's; for a JobSet's child Jobs also ``jobset.sigs.k8s.io/jobset-name``)."""
     if extended_requests(pod):
         return True
     if not pod.get("affinity") and not pod.get("topologySpreadConstraints"):
         return False
-    labels = _pod_labels(job, job_spec)
+    labels = {k: v for k, v in template_labels(job_spec).items() if isinstance(v, str)}
+    labels.update(controller_labels)
     return _anti_affinity(pod, labels) or _spread(pod, labels)

@@ -225,8 +225,11 @@ def _id_problems(lists: Any, where: str) -> list[str]:
 
 def _cross_field_problems(s: GangSettings) -> list[str]:
     out: list[str] = []
-    if s.clusterName and not patterns.RFC1123_LABEL.match(s.clusterName.lower()):
-        out.append(f"clusterName {s.clusterName!r} is not a valid EKS cluster name")
+    if s.clusterName and not patterns.EKS_CLUSTER_NAME.match(s.clusterName):
+        out.append(
+            f"clusterName {s.clusterName[:128]!r} is not a valid EKS cluster name "
+            f"({patterns.EKS_CLUSTER_RULE})"
+        )
     if s.defaults.region and not patterns.REGION.match(s.defaults.region):
         out.append(f"defaults.region {s.defaults.region!r} is not an AWS region")
     for where, arn in [("defaults.nodeRoleArn", s.defaults.nodeRoleArn)] + [

@@ -64,7 +64,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    # detach=False: if this session dies hard, its control plane dies with it.
+    # detach=False: if this pytest session dies hard, its control plane dies with it.
     options = StackOptions(state_dir=tmp_path_factory.mktemp("devstack"), detach=False, cloud=True)
     stack = Stack(options, default_components(options))
     t0 = time.monotonic()

@@ -91,3 +91,47 @@ def one_pod_per_node(job: dict[str, Any]) -> dict[str, Any]:
         }
     }
     return job
+
+
+def gang_jobset(
+    *,
+    count: int = 4,
+    roles: tuple[tuple[str, int, int, bool], ...] = (
+        ("driver", 1, 1, False),
+        ("workers", 2, 2, True),
+    ),
+    gang_roles: str | None = "workers",
+    annotations: dict[str, str | None] | None = None,
+    name: str = "allreduce-jobset",
+) -> dict[str, Any]:
+    """A JobSet of ``roles`` (name, replicas, parallelism, requests a GPU) with the sample
+    Job's gang keys; ``gang_roles=None`` leaves the annotation out."""
+    base = gang_job(count=count, annotations=annotations, name=name)
+    ann = dict(base["metadata"]["annotations"])
+    if gang_roles is not None:
+        ann[k.GANG_ROLES] = gang_roles
+    replicated = []
+    for role, replicas, parallelism, gpu in roles:
+        container: dict[str, Any] = {"name": role, "image": "trainer:latest"}
+        if gpu:
+            container["resources"] = {"limits": {"nvidia.com/gpu": "8"}}
+        replicated.append(
+            {
+                "name": role,
+                "replicas": replicas,
+                "template": {
+                    "spec": {
+                        "parallelism": parallelism,
+                        "completions": parallelism,
+                        "backoffLimit": 0,
+                        "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+                    }
+                },
+            }
+        )
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {**base["metadata"], "annotations": ann},
+        "spec": {"replicatedJobs": replicated},
+    }

@@ -23,10 +23,18 @@ CRDS = Resource(
 )
 CLUSTER_QUEUES = Resource(KUEUE, WORKLOADS.version, "clusterqueues", False, "ClusterQueue")
 LOCAL_QUEUES = Resource(KUEUE, WORKLOADS.version, "localqueues", True, "LocalQueue")
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", namespaced=True, kind="ServiceAccount")
+RBAC = "rbac.authorization.k8s.io"
+CLUSTER_ROLES = Resource(RBAC, "v1", "clusterroles", namespaced=False, kind="ClusterRole")
+CLUSTER_ROLE_BINDINGS = Resource(
+    RBAC, "v1", "clusterrolebindings", namespaced=False, kind="ClusterRoleBinding"
+)
 
 __all__ = [
     "ADMISSION_CHECKS",
     "CLUSTER_QUEUES",
+    "CLUSTER_ROLES",
+    "CLUSTER_ROLE_BINDINGS",
     "CONFIG_MAPS",
     "CRDS",
     "EVENTS",
@@ -39,6 +47,7 @@ __all__ = [
     "POOLS",
     "RESOURCE_FLAVORS",
     "SECRETS",
+    "SERVICE_ACCOUNTS",
     "WORKLOADS",
     "Resource",
 ]

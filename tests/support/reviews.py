@@ -7,6 +7,8 @@ import uuid
 from typing import Any
 
 JOB_KIND = {"group": "batch", "version": "v1", "kind": "Job"}
+JOBSET_KIND = {"group": "jobset.x-k8s.io", "version": "v1alpha2", "kind": "JobSet"}
+RESOURCES = {"Job": "jobs", "JobSet": "jobsets"}
 
 
 def review(
@@ -16,11 +18,21 @@ def review(
     old: Any = None,
     uid: str | None = None,
     user: str = "tester",
+    kind: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """An AdmissionReview of ``obj``; its kind is ``kind`` (default: a JobSet for an
+    object that says it is one, else a Job)."""
+    if kind is None:
+        named = obj.get("kind") if isinstance(obj, dict) else None
+        kind = JOBSET_KIND if named == "JobSet" else JOB_KIND
     request: dict[str, Any] = {
         "uid": uid or str(uuid.uuid4()),
-        "kind": JOB_KIND,
-        "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+        "kind": kind,
+        "resource": {
+            "group": kind["group"],
+            "version": kind["version"],
+            "resource": RESOURCES.get(kind["kind"], kind["kind"].lower() + "s"),
+        },
         "operation": operation,
         "namespace": "default",
         "name": obj.get("metadata", {}).get("name", "") if isinstance(obj, dict) else "",

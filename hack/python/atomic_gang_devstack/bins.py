@@ -43,14 +43,18 @@ BINARIES: dict[str, tuple[str, str]] = {
     "kube-score": ("KUBESCORE", "kube-score"),
     # Checks and unit-tests the chart's alert rules; lints both services' /metrics.
     "promtool": ("PROMTOOL", "promtool"),
+    # nodeadm's own user-data parser and validation over what our launch path sends.
+    "nodeadm-check": ("NODEADM", "nodeadm-check"),
+    # A container registry on loopback: make docker-push's destination (e2e).
+    "registry": ("REGISTRY", "registry"),
 }
 # Module source trees the build script links (name -> pin): charts, CRDs, kwok's stages.
-SOURCES: dict[str, str] = {"kueue": "KUEUE", "kwok": "KWOK", "lws": "LWS"}
+SOURCES: dict[str, str] = {"kueue": "KUEUE", "kwok": "KWOK", "lws": "LWS", "jobset": "JOBSET"}
 # What most of the stack needs; the real node's binaries are asked for by name.
 CONTROL_PLANE: tuple[str, ...] = tuple(
     n
     for n, (_, c) in BINARIES.items()
-    if c not in ("kubelet", "containerd", "kube-score", "promtool")
+    if c not in ("kubelet", "containerd", "kube-score", "promtool", "nodeadm-check", "registry")
 )
 NODE: tuple[str, ...] = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr")
 
@@ -110,7 +114,8 @@ class Bins:
         return self.root / "bin" / f"{name}-{self.version(name)}{suffix}"
 
     def source(self, module: str) -> Path:
-        """Module source tree (``kueue``, ``kwok`` or ``lws``) linked by the build script."""
+        """Module source tree (``kueue``, ``kwok``, ``lws`` or ``jobset``) linked by the build
+        script."""
         return self.root / f"{module}-{self.pins[SOURCES[module]]}-src"
 
     def ensure_sources(self, modules: tuple[str, ...]) -> None:

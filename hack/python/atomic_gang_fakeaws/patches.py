@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 from atomic_gang_fakeaws import (
+    consistency,
     dispatch,
     ec2_fidelity,
     ec2_launch,
@@ -37,7 +38,7 @@ def install_patches() -> None:
         if _done:
             return
         modules = [dispatch, ec2_launch, ec2_fidelity, ec2_reservations, eks_ssm, eks_access]
-        modules += [iam_conditions, perf, placement, efa, netlaunch, topology]
+        modules += [iam_conditions, perf, placement, efa, netlaunch, topology, consistency]
         for module in modules:
             for owner, name, fn in module.PATCHES:
                 patch(owner, name, fn)

@@ -13,7 +13,8 @@
   an id without glob characters is looked up directly.
 
 In bench.scale's launch rush the last two took ~16 % of the fake's CPU, on a box
-the whole control plane shares (docs/benchmarks.md, session 16).
+the whole control plane shares (docs/benchmarks.md, "2026-12-04: the box beside the
+reaction").
 """
 
 from __future__ import annotations

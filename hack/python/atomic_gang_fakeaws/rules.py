@@ -6,7 +6,9 @@ request before it runs; ``lost_response`` runs the call, then loses the answer
 ``malformed_fleet`` drops ``drop`` instance ids from a CreateFleet answer;
 ``fleet_error`` makes an instant CreateFleet launch nothing and answer 200 with
 ``code``/``message`` in its ``Errors[]`` (how EC2 reports, say, an
-``UnauthorizedOperation`` on the launch template).
+``UnauthorizedOperation`` on the launch template); ``stale_read`` (on
+DescribeInstances) omits from a tag-filtered answer the instances launched less than
+``seconds`` ago, EC2's eventual consistency (``consistency``).
 ``match`` compares flattened request parameters (``Placement.AvailabilityZone``
 or ``SubnetId``) for equality; ``skip`` lets that many matching calls through.
 """
@@ -17,7 +19,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Effect = Literal["error", "timeout", "lost_response", "malformed_fleet", "fleet_error"]
+Effect = Literal[
+    "error", "timeout", "lost_response", "malformed_fleet", "fleet_error", "stale_read"
+]
 
 
 class Rule(BaseModel):
@@ -32,6 +36,7 @@ class Rule(BaseModel):
     times: int | None = Field(default=1, ge=1, description="None = forever")
     skip: int = Field(default=0, ge=0)
     drop: int = Field(default=1, ge=1)
+    seconds: float = Field(default=30.0, ge=0, description="stale_read: how far reads lag")
     match: dict[str, str] = Field(default_factory=dict)
     fired: int = 0
 

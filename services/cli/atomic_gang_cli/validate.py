@@ -1,7 +1,7 @@
-"""``atomic-gang validate``: check every Job in multi-document YAML files.
+"""``atomic-gang validate``: check every Job and JobSet in multi-document YAML files.
 
 Prints one line per violation, ``<file>:<kind>/<name>: <key>: <message>``, and the
-webhook's warnings on stderr. Jobs, CronJobs (their ``jobTemplate``) and
+webhook's warnings on stderr. Jobs, JobSets, CronJobs (their ``jobTemplate``) and
 ``kind: List`` items are checked; other kinds are skipped. Exit 0 = all valid,
 1 = some invalid, 2 = unreadable.
 """
@@ -16,7 +16,10 @@ from typing import Any, TextIO
 
 import yaml
 
-from atomic_gang import GangSettings, review_job
+from atomic_gang import GangSettings
+from atomic_gang.gang_object import review
+from atomic_gang.jobset import API_VERSION as JOBSET_API
+from atomic_gang.jobset import KIND as JOBSET_KIND
 from atomic_gang.objects import MalformedJobError
 
 
@@ -52,6 +55,8 @@ def _jobs(doc: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
     name = str(meta.get("name") or meta.get("generateName") or "<unnamed>")
     if kind == "Job" and str(doc.get("apiVersion", "batch/v1")) == "batch/v1":
         yield f"Job/{name}", doc
+    elif kind == JOBSET_KIND and doc.get("apiVersion") == JOBSET_API:
+        yield f"JobSet/{name}", doc
     elif kind == "CronJob":
         spec = doc.get("spec")
         template = spec.get("jobTemplate") if isinstance(spec, Mapping) else None
@@ -74,7 +79,7 @@ def check_file(path: str, settings: GangSettings) -> tuple[list[Finding], list[F
             meta = job.get("metadata")
             namespace = str((meta if isinstance(meta, dict) else {}).get("namespace") or "default")
             try:
-                found = review_job(job, settings.for_namespace(namespace))
+                found = review(job, settings.for_namespace(namespace), namespace=namespace)
             except MalformedJobError as err:
                 findings.append(Finding(where, "(object)", f"{err} [MalformedJob]"))
                 continue

@@ -6,6 +6,8 @@ The controller knobs themselves live in the shared settings file
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -17,6 +19,11 @@ class ServerSettings(BaseSettings):
     namespace: str = Field(default="atomic-gang-system", description="Lease namespace fallback.")
     http_host: str = Field(default="0.0.0.0", description="/metrics /healthz /readyz")  # noqa: S104
     http_port: int = Field(default=8080, ge=0, le=65535)
+    metrics_auth: Literal["kubernetes", "none"] = Field(
+        default="kubernetes",
+        description="kubernetes: /metrics needs a bearer token allowed get on /metrics "
+        "(TokenReview + SubjectAccessReview); none: anyone who reaches the port reads it.",
+    )
     log_level: str = Field(default="info", pattern="^(debug|info|warning|error)$")
     pool_workers: int | None = Field(default=None, ge=1, description="Overrides the setting.")
     workload_workers: int = Field(default=8, ge=1, description="Workloads reconciled at once.")

@@ -7,6 +7,9 @@ is closed at accept), each read waits at most ``Limits.read_seconds``, and a req
 must be complete (its line and headers) within ``Limits.request_seconds`` of the
 accept, or its connection is shut: a client sending a byte now and then cannot hold a
 thread. Request lines and headers are capped (``Limits.header_bytes``).
+
+/metrics answers only whom ``metrics_access`` allows, when given one (the chart's
+default); the probes answer anyone.
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from atomic_gang import startup
+from atomic_gang_provisioner.metrics_access import MetricsAccess, Verdict
+
+DENIED = {
+    Verdict.NO_TOKEN: "a bearer token the apiserver accepts is required",
+    Verdict.FORBIDDEN: "the token's user may not get the non-resource URL /metrics",
+    Verdict.UNAVAILABLE: "the apiserver did not answer the token review; try again",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +103,7 @@ def serve(
     registry: CollectorRegistry,
     ready: Callable[[], bool],
     limits: Limits | None = None,
+    access: MetricsAccess | None = None,
 ) -> BoundedServer:
     bounds = limits or Limits()
 
@@ -124,13 +135,20 @@ def serve(
 
         def do_GET(self) -> None:
             if self.path == "/metrics":
-                self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+                self._metrics()
             elif self.path == "/healthz":
                 self._json(*startup.liveness())
             elif self.path == "/readyz":
                 self._json(*startup.readiness(ready()))
             else:
                 self._json(404, {"detail": "Not Found"})
+
+        def _metrics(self) -> None:
+            verdict = access.check(self.headers.get("Authorization")) if access else None
+            if verdict is None or verdict is Verdict.ALLOWED:
+                self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+            else:
+                self._json(verdict.value, {"detail": DENIED[verdict]})
 
         def _json(self, code: int, body: object) -> None:
             self._send(code, json.dumps(body).encode(), "application/json")

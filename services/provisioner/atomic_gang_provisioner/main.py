@@ -24,6 +24,7 @@ from atomic_gang_provisioner.httpserver import serve
 from atomic_gang_provisioner.kube import KubeClient, KubeConfigError, KubeError, NotFoundError
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
+from atomic_gang_provisioner.metrics_access import ApiserverReviewer, MetricsAccess
 from atomic_gang_provisioner.reconcilers.context import CloudHealth, Faults
 from atomic_gang_provisioner.resources import CONFIG_MAPS, KUEUE
 
@@ -71,6 +72,12 @@ def _check_kueue(client: KubeClient) -> None:
     why = kueue_api.problem(served)
     if why:
         raise SettingsError(why)
+
+
+def _metrics_access(server: ServerSettings, client: KubeClient) -> MetricsAccess | None:
+    if server.metrics_auth == "none":
+        return None
+    return MetricsAccess(ApiserverReviewer(client))
 
 
 def aws_auth_reader(client: KubeClient) -> Callable[[], str | None]:
@@ -132,6 +139,7 @@ def main(argv: list[str] | None = None) -> None:
         # Not Ready while this replica cannot resolve its cluster in EC2/EKS (a wrong
         # endpoint, region or credentials), so `helm install --wait` fails visibly.
         ready=lambda: manager.synced() and not health.failing("cluster"),
+        access=_metrics_access(server, client),
     )
     done = threading.Event()
     # Resolve the cluster now; a cloud error shows on the AdmissionCheck (CloudUnavailable)

@@ -24,4 +24,16 @@ NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
 # kube-system/aws-auth: read (only that one ConfigMap) to check a CONFIG_MAP cluster's mapRoles.
 CONFIG_MAPS = Resource("", "v1", "configmaps", namespaced=True, kind="ConfigMap")
 
+# Who holds a /metrics scraper's token, and may that user read /metrics (metrics_access).
+TOKEN_REVIEWS = Resource(
+    "authentication.k8s.io", "v1", "tokenreviews", namespaced=False, kind="TokenReview"
+)
+ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io",
+    "v1",
+    "subjectaccessreviews",
+    namespaced=False,
+    kind="SubjectAccessReview",
+)
+
 KUEUE_API = WORKLOADS.api_version  # "kueue.x-k8s.io/v1beta2"

@@ -1,8 +1,8 @@
 """Pure AdmissionReview handling: parse the envelope, decide, build the reply.
 
 A malformed request raises :class:`WebhookError` (HTTP 4xx, never a verdict);
-a well-formed review of a bad Job yields a denial that lists every violation.
-Nothing here does I/O.
+a well-formed review of a bad Job or JobSet yields a denial that lists every
+violation. Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from typing import Any, Literal, NamedTuple
 
 import orjson
 
-from atomic_gang import Findings, GangSettings, Violation, keys, review_job, review_job_update
+from atomic_gang import Findings, GangSettings, Violation, keys
 from atomic_gang.errors import clip
+from atomic_gang.gang_object import review, review_update
 from atomic_gang.objects import MalformedJobError
 
 API_VERSION = "admission.k8s.io/v1"
@@ -40,6 +41,25 @@ class WebhookError(Exception):
         return {"error": self.reason, "message": self.message}
 
 
+class Served(NamedTuple):
+    """A kind the webhook reviews: as the object names it, and as a Status names it."""
+
+    api_version: str
+    kind: str
+    group: str
+    resource: str
+
+
+# (group, version, kind) of request.kind -> what it is
+SERVED: dict[tuple[str, str, str], Served] = {
+    ("batch", "v1", "Job"): Served("batch/v1", "Job", "batch", "jobs"),
+    ("jobset.x-k8s.io", "v1alpha2", "JobSet"): Served(
+        "jobset.x-k8s.io/v1alpha2", "JobSet", "jobset.x-k8s.io", "jobsets"
+    ),
+}
+JOB = SERVED[("batch", "v1", "Job")]
+
+
 class ReviewRequest(NamedTuple):  # NamedTuple: immutable, and the cheapest to build
     uid: str
     operation: str
@@ -48,6 +68,7 @@ class ReviewRequest(NamedTuple):  # NamedTuple: immutable, and the cheapest to b
     obj: Mapping[str, Any] | None
     old: Mapping[str, Any] | None
     user: str = ""
+    kind: Served = JOB
 
 
 class Decision(NamedTuple):
@@ -68,13 +89,10 @@ def _object(value: Any, what: str) -> Mapping[str, Any]:
     return value
 
 
-def _is_job_kind(kind: Any) -> bool:
-    return (
-        isinstance(kind, dict)
-        and kind.get("group") == "batch"
-        and kind.get("version") == "v1"
-        and kind.get("kind") == "Job"
-    )
+def _served(kind: Any) -> Served | None:
+    if not isinstance(kind, dict):
+        return None
+    return SERVED.get((kind.get("group"), kind.get("version"), kind.get("kind")))  # type: ignore[arg-type]
 
 
 def _request(body: bytes) -> Mapping[str, Any]:
@@ -100,16 +118,22 @@ def parse_review(body: bytes) -> ReviewRequest:
         raise _bad("request.uid is missing", "MissingUID")
     if len(uid) > MAX_UID:
         raise _bad(f"request.uid is longer than {MAX_UID} characters", "MissingUID")
-    if not _is_job_kind(req.get("kind")):
-        raise _bad("request.kind must be batch/v1 Job", "NotAJob")
+    served = _served(req.get("kind"))
+    if served is None:
+        raise _bad(
+            "request.kind must be batch/v1 Job or jobset.x-k8s.io/v1alpha2 JobSet", "NotAJob"
+        )
     operation = req.get("operation")
     if not isinstance(operation, str):
         raise _bad("request.operation is missing")
     if operation not in OPERATIONS:
         raise _bad("request.operation must be CREATE or UPDATE", "UnsupportedOperation")
     obj = _object(req.get("object"), "request.object")
-    if obj.get("kind", "Job") != "Job" or obj.get("apiVersion", "batch/v1") != "batch/v1":
-        raise _bad("request.object is not a batch/v1 Job", "NotAJob")
+    if (obj.get("kind", served.kind), obj.get("apiVersion", served.api_version)) != (
+        served.kind,
+        served.api_version,
+    ):
+        raise _bad(f"request.object is not a {served.api_version} {served.kind}", "NotAJob")
     old = _object(req.get("oldObject"), "request.oldObject") if operation == "UPDATE" else None
     info = req.get("userInfo")
     return ReviewRequest(
@@ -120,6 +144,7 @@ def parse_review(body: bytes) -> ReviewRequest:
         obj=obj,
         old=old,
         user=_text(info.get("username")) if isinstance(info, dict) else "",
+        kind=served,
     )
 
 
@@ -128,17 +153,25 @@ def _text(value: Any) -> str:
 
 
 def decide(req: ReviewRequest, settings: GangSettings) -> Decision:
-    """CREATE: validate any Job that carries our keys or reaches for gang nodes.
+    """CREATE: validate any Job or JobSet that carries our keys or reaches for gang nodes.
     UPDATE: gang keys are immutable, and only Kueue may add gang node claims. The
     allowlists are those of the request's namespace (``namespaceAllowlists``)."""
     scoped = settings.for_namespace(req.namespace)
+    obj = _typed(req.obj or {}, req.kind)
     try:
         if req.old is None:
-            return _verdict(review_job(req.obj or {}, scoped), "Valid")
-        found = review_job_update(req.old, req.obj or {}, scoped, user=req.user)
+            return _verdict(review(obj, scoped, namespace=req.namespace), "Valid")
+        found = review_update(_typed(req.old, req.kind), obj, scoped, user=req.user)
         return _verdict(found, "Unchanged")
     except MalformedJobError as err:
         raise _bad(str(err), "MalformedJob") from err
+
+
+def _typed(obj: Mapping[str, Any], kind: Served) -> Mapping[str, Any]:
+    """The object naming its kind (as the API server sends it; a bare test body may not)."""
+    if "kind" in obj and "apiVersion" in obj:
+        return obj
+    return {"apiVersion": kind.api_version, "kind": kind.kind, **obj}
 
 
 def _verdict(found: Findings | None, ok: str) -> Decision:
@@ -173,7 +206,9 @@ def denial_status(
         parts.append(f"({i}) {line}")
         causes.append({"reason": v.reason, "message": line, "field": v.field})
     n = len(violations) + omitted
-    head = f"Job {_display_name(req)} has {n} invalid gang setting{'s' if n != 1 else ''}"
+    head = (
+        f"{req.kind.kind} {_display_name(req)} has {n} invalid gang setting{'s' if n != 1 else ''}"
+    )
     more = f"; and {omitted} more" if omitted else ""
     return {
         "status": "Failure",
@@ -181,8 +216,8 @@ def denial_status(
         "reason": "Invalid",
         "message": f"{head}: {'; '.join(parts)}{more}",
         "details": {
-            "group": "batch",
-            "kind": "jobs",
+            "group": req.kind.group,
+            "kind": req.kind.resource,
             "name": clip(req.name, 253),
             "causes": causes,
         },

@@ -100,7 +100,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     state_dir = tmp_path_factory.mktemp("cluster")
     options = StackOptions(
         state_dir=state_dir,
-        detach=False,  # if this session dies hard, the stack dies with it
+        detach=False,  # if this pytest session dies hard, the stack dies with it
         webhook=False,
         queues=False,
         check_stand_in=False,

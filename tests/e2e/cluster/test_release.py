@@ -12,9 +12,11 @@ import base64
 import json
 from typing import Any
 
+import httpx
 import pytest
 from cryptography import x509
 
+from atomic_gang_devstack.components.incluster import RELEASE
 from atomic_gang_devstack.components.node import node_images
 from tests.e2e.chart.support import renew_certificate
 from tests.e2e.cluster.conftest import (
@@ -36,6 +38,7 @@ pytestmark = pytest.mark.e2e
 SERVICES = {"controller": CONTROLLER_SELECTOR, "webhook": WEBHOOK_SELECTOR}
 ENTRYPOINTS = {"controller": "atomic-gang-provisioner", "webhook": "atomic-gang-webhook"}
 WEBHOOK_PORT = 9443
+CONTROLLER_PORT = 8080  # the chart's controller.httpPort
 # Every installed distribution's requirements are installed too (what `pip check` checks).
 CLOSURE_CHECK = """
 import json, re, sys
@@ -171,3 +174,37 @@ def test_certificate_renewal_is_served_without_a_restart(cluster: Cluster, names
     assert _ca_bundle(cluster) == after["ca.crt"]  # the cainjector's caBundle
     done = cluster.kube.apply(_bad_job("bad-after-renewal", namespace), check=False)
     assert "[InstanceTypeNotAllowed]" in done.stderr  # admission still goes through our pods
+
+
+def test_controller_metrics_answer_only_a_metrics_reader(cluster: Cluster, namespace: str) -> None:
+    """The chart's default: /metrics behind TokenReview + SubjectAccessReview, through
+    the real apiserver, on the pods the chart runs; the probes keep the pods Ready."""
+    kube = cluster.kube
+    for sa in ("scraper", "tenant"):
+        kube.run("create", "serviceaccount", sa, "-n", namespace)
+    kube.run("create", "rolebinding", "tenant-edit", "--clusterrole=edit",
+             f"--serviceaccount={namespace}:tenant", "-n", namespace)  # fmt: skip
+    binding = f"{namespace}-metrics"
+    kube.run("create", "clusterrolebinding", binding,
+             f"--clusterrole={RELEASE}-controller-metrics-reader",
+             f"--serviceaccount={namespace}:scraper")  # fmt: skip
+    try:
+        tokens = {
+            sa: kube.run("create", "token", sa, "-n", namespace, "--duration=10m").stdout.strip()
+            for sa in ("scraper", "tenant")
+        }
+        for pod in cluster.pods(CONTROLLER_SELECTOR):
+            url = f"http://{pod['status']['podIP']}:{CONTROLLER_PORT}/metrics"
+
+            def scrape(token: str | None, url: str = url) -> httpx.Response:
+                headers = {"Authorization": f"Bearer {token}"} if token else {}
+                return httpx.get(url, headers=headers, timeout=10)
+
+            assert scrape(None).status_code == 401
+            assert scrape(tokens["tenant"]).status_code == 403  # edit in its namespace: no
+            allowed = scrape(tokens["scraper"])
+            assert allowed.status_code == 200
+            assert "\natomic_gang_leader " in allowed.text
+            assert is_ready(pod)
+    finally:
+        kube.run("delete", "clusterrolebinding", binding, check=False)

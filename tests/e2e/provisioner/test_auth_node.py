@@ -74,6 +74,8 @@ def node_mode(world: World, tmp_path: Path) -> Iterator[tuple[int, subprocess.Po
         "ATOMIC_GANG_PROVISIONER_KUBECONFIG": str(world.ctx.admin_kubeconfig()),
         "ATOMIC_GANG_PROVISIONER_HTTP_HOST": "127.0.0.1",
         "ATOMIC_GANG_PROVISIONER_HTTP_PORT": str(port),
+        # Read by this test on 127.0.0.1 (the chart's reader-token rule: tests/e2e/cluster).
+        "ATOMIC_GANG_PROVISIONER_METRICS_AUTH": "none",
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_EC2_METADATA_SERVICE_ENDPOINT": endpoint,
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),

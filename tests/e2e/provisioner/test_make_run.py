@@ -43,6 +43,8 @@ def test_make_run_starts_the_controller_with_the_settings_file(
         "KUBECONFIG": str(world.ctx.admin_kubeconfig()),  # "the current kubeconfig"
         "ATOMIC_GANG_PROVISIONER_HTTP_HOST": "127.0.0.1",
         "ATOMIC_GANG_PROVISIONER_HTTP_PORT": str(port),
+        # Read by this test on 127.0.0.1 (the reader-token rule: tests/e2e/cluster).
+        "ATOMIC_GANG_PROVISIONER_METRICS_AUTH": "none",
     }
     log = (tmp_path / "make-run.log").open("ab")
     proc = subprocess.Popen(

@@ -89,6 +89,40 @@ POSITIVE: dict[str, dict[str, Any] | None] = {
             "arn:aws:iam::123456789012:role/team/second",
         ],
     },
+    "irsa-existing-sa": {"auth": {"mode": "irsa"}, "serviceAccount": {"create": False}},
+    "static-bootstrap": {
+        "auth": {"mode": "static", "static": {"secretName": "aws-keys"}},
+        "nodeBootstrap": {"enabled": True},
+    },
+    "irsa-bootstrap": {
+        "auth": {"mode": "irsa"},
+        "serviceAccount": {"roleArn": "arn:aws:iam::123456789012:role/ctl"},
+        "nodeBootstrap": {
+            "enabled": True,
+            "serviceAccount": {"roleArn": "arn:aws:iam::123456789012:role/bootstrap"},
+        },
+    },
+    "eks-names": {"clusterName": "My_Cluster-" + "x" * 89, "nodeBootstrap": {"enabled": True}},
+    "metrics-readers": {
+        "metrics": {
+            "serviceMonitor": {"enabled": True},
+            "readers": [
+                {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"},
+                {"kind": "Group", "name": "sre"},
+            ],
+        },
+        "networkPolicy": {
+            "enabled": True,
+            "controller": {
+                "metricsNamespaces": ["monitoring", "obs"],
+                "metricsFrom": [{"ipBlock": {"cidr": "10.0.0.0/16"}}],
+            },
+        },
+    },
+    "metrics-open": {
+        "metrics": {"authentication": "none", "serviceMonitor": {"enabled": True}},
+        "networkPolicy": {"enabled": True, "controller": {"metricsNamespaces": []}},
+    },
     "alerts-custom": {
         "metrics": {
             "prometheusRule": {
@@ -109,6 +143,7 @@ POSITIVE: dict[str, dict[str, Any] | None] = {
     "no-webhook-no-le": {
         "webhook": {"enabled": False},
         "leaderElection": {"enabled": False},
+        "replicaCount": 1,  # without leader election, one replica (two would both be active)
         "podDisruptionBudget": {"enabled": False},
         "serviceAccount": {"create": False, "name": "pre-made"},
     },
@@ -140,12 +175,32 @@ NEGATIVE: dict[str, tuple[dict[str, Any], str]] = {
         {"metrics": {"prometheusRule": {"runbookBaseUrl": "docs/operations.md"}}},
         "/metrics/prometheusRule/runbookBaseUrl",
     ),
+    "irsa-bootstrap-without-role": (
+        {
+            "auth": {"mode": "irsa"},
+            "serviceAccount": {"roleArn": "arn:aws:iam::123456789012:role/ctl"},
+            "nodeBootstrap": {"enabled": True},
+        },
+        "/nodeBootstrap/serviceAccount/roleArn",
+    ),
+    "cluster-name-dash-first": ({"clusterName": "-c"}, "/clusterName"),
+    "cluster-name-dot": ({"clusterName": "my.cluster"}, "/clusterName"),
+    "cluster-name-101": ({"clusterName": "c" * 101}, "/clusterName"),
+    "reader-sa-without-namespace": (
+        {"metrics": {"readers": [{"kind": "ServiceAccount", "name": "prometheus"}]}},
+        "/metrics/readers/0': missing property 'namespace'",
+    ),
+    "metrics-auth-unknown": ({"metrics": {"authentication": "basic"}}, "/metrics/authentication"),
 }
 
 
 # name -> (values merged over REQUIRED, text of the chart's own error): rules across
 # values that the schema cannot express.
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
+    "two-active-controllers": (
+        {"leaderElection": {"enabled": False}},
+        "leaderElection.enabled=false with replicaCount 2: every replica would be active",
+    ),
     "default-role-not-allowed": (
         {"allowedNodeRoleArns": ["arn:aws:iam::123456789012:role/other"]},
         "defaults.nodeRoleArn arn:aws:iam::123456789012:role/eks-gang-node-role is not in"

@@ -41,10 +41,11 @@ def _env(container: dict[str, Any]) -> dict[str, Any]:
 
 def test_default_install_creates_every_piece(default: Rendered) -> None:
     twice = ["Certificate", "Deployment", "Issuer", "PodDisruptionBudget", "Service"]
-    once = ["AdmissionCheck", "ClusterQueue", "ClusterRole", "ClusterRoleBinding", "ConfigMap"]
+    once = ["AdmissionCheck", "ClusterQueue", "ClusterRoleBinding", "ConfigMap"]
     once += ["LocalQueue", "ResourceFlavor", "ServiceAccount", "ServiceAccount"]
     once += ["ValidatingWebhookConfiguration"]
     twice += ["Role", "RoleBinding"]  # the Lease's, and kube-system/aws-auth's
+    twice += ["ClusterRole"]  # the controller's, and the one reading its /metrics
     # The gang-nodes policy, and the node-labels one that bounds the controller's patch.
     twice += ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
 

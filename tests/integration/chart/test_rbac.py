@@ -26,6 +26,9 @@ CLUSTER_RULES = {
     ("", "nodes"): {"get", "list", "watch", "patch"},
     ("batch", "jobs"): {"get", "list", "watch"},
     ("", "events"): {"create", "patch"},
+    # /metrics: who holds a scraper's token, and may that user read it?
+    ("authentication.k8s.io", "tokenreviews"): {"create"},
+    ("authorization.k8s.io", "subjectaccessreviews"): {"create"},
 }
 LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update"}}
 # kube-system only, and only the object named aws-auth (resourceNames).
@@ -45,7 +48,7 @@ def _rules(role: dict[str, object], *, names: list[str] | None = None) -> Rules:
 
 
 def test_cluster_role_is_exactly_what_the_provisioner_uses(default: Rendered) -> None:
-    rules = _rules(default.one("ClusterRole"))
+    rules = _rules(default.one("ClusterRole", f"{RELEASE}-controller"))
 
     assert rules == CLUSTER_RULES
     everything = {v for verbs in rules.values() for v in verbs}

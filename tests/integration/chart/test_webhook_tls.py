@@ -15,10 +15,19 @@ SVC_DNS = f"{SVC}.{NAMESPACE}.svc"
 PATH = "/validate/batch/v1/job"
 
 
-def _hook(r: Rendered) -> dict[str, Any]:
+def _hooks(r: Rendered) -> list[dict[str, Any]]:
     hooks = r.one("ValidatingWebhookConfiguration")["webhooks"]
-    assert len(hooks) == 1
-    return dict(hooks[0])
+    assert [h["name"] for h in hooks] == ["jobs.atomic-gang.k8s.aws", "jobsets.atomic-gang.k8s.aws"]
+    return [dict(h) for h in hooks]
+
+
+def _hook(r: Rendered) -> dict[str, Any]:
+    """The Jobs entry (the JobSets one differs only in its rule and match condition)."""
+    jobs, jobsets = _hooks(r)
+    assert {k: v for k, v in jobs.items() if k not in ("name", "rules", "matchConditions")} == {
+        k: v for k, v in jobsets.items() if k not in ("name", "rules", "matchConditions")
+    }
+    return jobs
 
 
 def _tls_volume(r: Rendered) -> str:
@@ -58,6 +67,27 @@ def test_registration_fails_closed_on_jobs_only(default: Rendered) -> None:
     (cond,) = hook["matchConditions"]
     assert cond["expression"].count("'atomic-gang.k8s.aws/'") == 4
     assert "oldObject" in cond["expression"]
+
+
+def test_jobsets_are_registered_with_the_same_endpoint_and_fail_closed(default: Rendered) -> None:
+    _, hook = _hooks(default)
+    assert hook["rules"] == [
+        {
+            "apiGroups": ["jobset.x-k8s.io"],
+            "apiVersions": ["v1alpha2"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["jobsets"],
+            "scope": "Namespaced",
+        }
+    ]
+    assert hook["failurePolicy"] == "Fail"
+    (cond,) = hook["matchConditions"]
+    assert cond["expression"].count("'atomic-gang.k8s.aws/'") == 4
+    # The replicatedJobs' pod templates are where a JobSet reaches for gang nodes.
+    assert (
+        "object.spec.?replicatedJobs.orValue([]).exists(rj, rj.?template.?spec.?template.?spec"
+        in (cond["expression"])
+    )
 
 
 def test_cert_manager_chain(default: Rendered) -> None:

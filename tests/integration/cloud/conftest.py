@@ -45,14 +45,29 @@ class FakeClock:
         self.t += seconds
 
 
+def fake_aws_env(patch: pytest.MonkeyPatch) -> None:
+    """moto's placeholder credentials and our region, whatever the machine has set."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        patch.setenv(name, "testing")
+    patch.setenv("AWS_DEFAULT_REGION", REGION)
+    patch.delenv("AWS_PROFILE", raising=False)
+    # moto otherwise builds ~1300 AMIs for every fresh EC2 backend (≈0.4 s each test).
+    patch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+
+
+def client_session() -> Any:
+    """A boto3 session signing with moto's placeholder keys in our region."""
+    return boto3.session.Session(
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        botocore_session=botocore.session.get_session(),
+        region_name=REGION,
+    )
+
+
 @pytest.fixture(autouse=True)
 def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        monkeypatch.setenv(name, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    # moto otherwise builds ~1300 AMIs for every fresh EC2 backend (≈0.4 s each test).
-    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+    fake_aws_env(monkeypatch)
 
 
 @pytest.fixture(scope="session")
@@ -62,12 +77,7 @@ def session() -> Any:
     moto intercepts at botocore's before-send hook, so clients outlive each
     test's ``mock_aws``; building them once saves parsing service models.
     """
-    return boto3.session.Session(
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        botocore_session=botocore.session.get_session(),
-        region_name=REGION,
-    )
+    return client_session()
 
 
 @pytest.fixture(scope="session")
@@ -118,7 +128,7 @@ def make_provider(clients: AwsClients, clock: FakeClock) -> Factory:
 
     def build(**overrides: Any) -> Ec2Provider:
         config = EngineConfig(
-            cluster=CLUSTER,
+            cluster=overrides.pop("cluster", CLUSTER),
             backoff=Backoff(max_attempts=4, base_seconds=0.5, cap_seconds=4, rng=random.Random(3)),
             eni_wait_seconds=overrides.pop("eni_wait_seconds", 20.0),
             self_manage_instance_profile=overrides.pop("self_manage_instance_profile", False),

@@ -28,9 +28,10 @@ from atomic_gang_provisioner.cloud import (
     ReleaseRequest,
 )
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, make_clients
-from tests.integration.cloud.conftest import REGION, TYPE, backend, live
+from tests.integration.cloud.conftest import CLUSTER, REGION, TYPE, backend, live
 
 POLICY = Path(__file__).parents[3] / "docs" / "iam" / "controller-policy.json"
+EXAMPLE_CLUSTER = "my-eks-cluster"  # the policy's example, replaced as docs/iam/README.md says
 SELF_MANAGED = POLICY.with_name("self-managed-instance-profile.json")
 DENIED = ("AccessDenied", "UnauthorizedOperation", "AccessDeniedException")
 T = TypeVar("T")
@@ -74,7 +75,7 @@ def make_controller(
             iam.put_user_policy(
                 UserName="atomic-gang-controller",
                 PolicyName=f"controller-{n}",
-                PolicyDocument=path.read_text(),
+                PolicyDocument=path.read_text().replace(EXAMPLE_CLUSTER, CLUSTER),
             )
         key = iam.create_access_key(UserName="atomic-gang-controller")["AccessKey"]
         keyed = Keyed(session, key)
@@ -318,19 +319,161 @@ def test_self_managing_without_its_statement_is_denied(
     assert live() == []
 
 
+def _instance(admin: dict[str, Any], world: World, tags: dict[str, str]) -> str:
+    """An instance set up outside the policy (the admin's call), tagged ``tags``."""
+    specs = [
+        {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+    ]
+    return str(
+        admin["ec2"].run_instances(
+            ImageId="ami-12345678", MinCount=1, MaxCount=1,
+            SubnetId=world.subnets["us-east-1a"], TagSpecifications=specs,
+        )["Instances"][0]["InstanceId"]
+    )  # fmt: skip
+
+
+OURS = {keys.MANAGED: "true", keys.CLUSTER: CLUSTER}
+
+
+def test_tags_reach_only_our_clusters_resources_and_never_move_ownership(
+    controller: tuple[Ec2Provider, Keyed], admin: dict[str, Any], world: World, fake: FakeAws
+) -> None:
+    """CreateTags: only at creation (ec2:CreateAction) or on what our cluster owns, and never
+    the managed or cluster keys afterwards; terminate only what our cluster owns."""
+    _, keyed = controller
+    ec2 = keyed.client("ec2", region_name=REGION)
+    ours = _instance(admin, world, OURS)
+    foreign = _instance(admin, world, {keys.MANAGED: "true", keys.CLUSTER: "other-cluster"})
+    unmanaged = _instance(admin, world, {"team": "a"})
+
+    def tag(instance: str, key: str, value: str = "x") -> Callable[[], Any]:
+        return lambda: ec2.create_tags(Resources=[instance], Tags=[{"Key": key, "Value": value}])
+
+    def attempts() -> dict[str, str]:
+        tag(ours, keys.KEEP_WARM_UNTIL, "2030-01-01T00:00:00Z")()  # what the pools write: allowed
+        return error_codes(
+            {
+                "adopt-unmanaged": tag(unmanaged, keys.MANAGED, "true"),
+                "claim-for-our-cluster": tag(unmanaged, keys.CLUSTER, CLUSTER),
+                "tag-another-clusters": tag(foreign, keys.KEEP_WARM_UNTIL),
+                "move-ours-to-another-cluster": tag(ours, keys.CLUSTER, "other-cluster"),
+                "unmanage-ours": tag(ours, keys.MANAGED, "false"),
+                "both-keys-among-others": lambda: ec2.create_tags(
+                    Resources=[ours],
+                    Tags=[{"Key": "note", "Value": "x"}, {"Key": keys.MANAGED, "Value": "true"}],
+                ),
+                "terminate-another-clusters": lambda: ec2.terminate_instances(
+                    InstanceIds=[foreign]
+                ),
+                "terminate-ours-with-theirs": lambda: ec2.terminate_instances(
+                    InstanceIds=[ours, unmanaged]
+                ),
+                "delete-tags": lambda: ec2.delete_tags(
+                    Resources=[ours], Tags=[{"Key": keys.MANAGED}]
+                ),
+            }
+        )
+
+    codes = enforced(attempts)
+    assert all(code in DENIED for code in codes.values()), codes
+    assert len(codes) == 9
+    got = {i["InstanceId"]: i for r in admin["ec2"].describe_instances()["Reservations"]
+           for i in r["Instances"]}  # fmt: skip
+    assert {t["Key"]: t["Value"] for t in got[ours]["Tags"]} == {
+        **OURS,
+        keys.KEEP_WARM_UNTIL: "2030-01-01T00:00:00Z",
+    }
+    assert {t["Key"] for t in got[unmanaged]["Tags"]} == {"team"}
+    assert {i.id for i in live()} == {ours, foreign, unmanaged}
+
+
+def test_launches_carry_our_cluster_and_land_only_in_our_groups(
+    controller: tuple[Ec2Provider, Keyed], admin: dict[str, Any], world: World, fake: FakeAws
+) -> None:
+    _, keyed = controller
+    ec2 = keyed.client("ec2", region_name=REGION)
+    admin["ec2"].create_placement_group(GroupName="someone-elses", Strategy="cluster")
+    subnet = world.subnets["us-east-1a"]
+
+    def launch(tags: dict[str, str], **extra: Any) -> Callable[[], Any]:
+        spec = [
+            {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+        ]
+        return lambda: ec2.run_instances(
+            ImageId="ami-12345678", MinCount=1, MaxCount=1, SubnetId=subnet,
+            TagSpecifications=spec, **extra,
+        )  # fmt: skip
+
+    codes = enforced(
+        lambda: error_codes(
+            {
+                "tagged-for-another-cluster": launch({keys.MANAGED: "true", keys.CLUSTER: "x"}),
+                "without-the-cluster-tag": launch({keys.MANAGED: "true"}),
+                "into-someone-elses-group": launch(OURS, Placement={"GroupName": "someone-elses"}),
+            }
+        )
+    )
+    assert all(code in DENIED for code in codes.values()), codes
+    assert len(codes) == 3
+    assert live() == []
+
+
+def test_launch_templates_change_only_when_our_cluster_owns_them(
+    controller: tuple[Ec2Provider, Keyed], admin: dict[str, Any], fake: FakeAws
+) -> None:
+    _, keyed = controller
+    ec2 = keyed.client("ec2", region_name=REGION)
+    theirs = admin["ec2"].create_launch_template(
+        LaunchTemplateName="team-b-nodes", LaunchTemplateData={"ImageId": "ami-12345678"}
+    )["LaunchTemplate"]["LaunchTemplateId"]
+    data = {"ImageId": "ami-12345678"}
+
+    def untagged_create() -> Any:
+        return ec2.create_launch_template(
+            LaunchTemplateName="atomic-gang-x", LaunchTemplateData=data
+        )
+
+    codes = enforced(
+        lambda: error_codes(
+            {
+                "create-untagged": untagged_create,
+                "new-version-of-theirs": lambda: ec2.create_launch_template_version(
+                    LaunchTemplateId=theirs, LaunchTemplateData=data
+                ),
+                "modify-theirs": lambda: ec2.modify_launch_template(
+                    LaunchTemplateId=theirs, DefaultVersion="1"
+                ),
+                "modify-theirs-by-name": lambda: ec2.modify_launch_template(
+                    LaunchTemplateName="team-b-nodes", DefaultVersion="1"
+                ),
+                "delete-theirs": lambda: ec2.delete_launch_template(LaunchTemplateId=theirs),
+            }
+        )
+    )
+    assert all(code in DENIED for code in codes.values()), codes
+    assert len(codes) == 5
+    names = [
+        lt["LaunchTemplateName"]
+        for lt in admin["ec2"].describe_launch_templates()["LaunchTemplates"]
+    ]
+    assert names == ["team-b-nodes"]
+
+
 def test_what_moto_itself_enforces() -> None:
-    """Without the layer, moto ignores our conditions and never matches an ARN-scoped
-    Resource for EC2 (it authorises every EC2 call against ``*``)."""
+    """Without the layer, moto's evaluator allows what the policy means to refuse: it skips
+    conditions it has no context for, ignores NotResource and authorises every EC2 call
+    against ``*``. The layer evaluates with iam_eval instead (test_fake_iam.py)."""
     policy = IAMPolicy(POLICY.read_text())
-    assert policy.is_action_permitted("ec2:RunInstances", "*") == PermissionResult.PERMITTED
+    theirs = "arn:aws:ec2:us-east-1:123456789012:placement-group/someone-elses"
+    assert policy.is_action_permitted("ec2:RunInstances", theirs) == PermissionResult.PERMITTED
+    assert policy.is_action_permitted("ec2:CreateTags", "*") == PermissionResult.PERMITTED
     assert policy.is_action_permitted("ec2:TerminateInstances") == PermissionResult.PERMITTED
     assert policy.is_action_permitted("ec2:DeleteNetworkInterface", "*") == PermissionResult.NEUTRAL
     assert policy.is_action_permitted("ec2:CreateVpc", "*") == PermissionResult.NEUTRAL
-    arn = "arn:aws:ec2:us-east-1:123456789012:network-interface/eni-1"
-    assert policy.is_action_permitted("ec2:DeleteNetworkInterface", arn) == (
-        PermissionResult.PERMITTED
-    )
-    statement = json.loads(POLICY.read_text())["Statement"][0]
-    assert statement["Condition"]["StringEquals"] == {
-        "aws:RequestTag/atomic-gang.k8s.aws/managed": "true"
+    (launch,) = [
+        st for st in json.loads(POLICY.read_text())["Statement"] if st["Sid"] == "LaunchGang"
+    ]
+    assert launch["Condition"]["StringEquals"] == {
+        "aws:RequestTag/atomic-gang.k8s.aws/managed": "true",
+        "aws:RequestTag/atomic-gang.k8s.aws/cluster": EXAMPLE_CLUSTER,
     }

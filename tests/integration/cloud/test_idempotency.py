@@ -11,15 +11,17 @@ import pytest
 
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
+from atomic_gang_fakeaws.world import World
 from atomic_gang_provisioner.cloud import (
     AcquireRequest,
     Launched,
     RetryLater,
     Shortfall,
+    UnknownLaunch,
     Waiting,
 )
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
-from tests.integration.cloud.conftest import FakeClock, backend, pool_instances
+from tests.integration.cloud.conftest import TYPE, FakeClock, backend, pool_instances
 
 Spec = Callable[..., GangSpec]
 
@@ -185,3 +187,76 @@ def test_a_partial_set_found_after_a_crash_is_rolled_back(
     assert sorted(again.rolled_back) == sorted(kept)
     assert pool_instances("train") == []
     assert len(fake.calls("RunInstances")) == 1
+
+
+def _lost_in_zone_b(fake: FakeAws, world: World) -> None:
+    """Zone a full; every answer from zone b lost (past the retry budget) after EC2 acted."""
+    fake.set_capacity("us-east-1a", TYPE, 0)
+    fake.add_rule(
+        {
+            "action": "RunInstances",
+            "effect": "lost_response",
+            "times": 10,
+            "match": {"SubnetId": world.subnets["us-east-1b"]},
+        }
+    )
+
+
+def _room_again_and_reads_lag(fake: FakeAws) -> None:
+    fake.clear_rules()
+    fake.set_capacity("us-east-1a", TYPE, None)
+    fake.add_rule(
+        {"action": "DescribeInstances", "effect": "stale_read", "seconds": 60, "times": None}
+    )
+
+
+def test_an_unknown_launch_is_replayed_before_an_earlier_zone_that_has_room_again(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, world: World
+) -> None:
+    """Zone b's answer is lost after EC2 launched the set; zone a has room by the next
+    attempt and the tag lookup misses the new set (EC2 reads lag): the unknown launch
+    is sent again first, and EC2's idempotency hands back the one set."""
+    _lost_in_zone_b(fake, world)
+    request = AcquireRequest(spec=make_spec(count=2), generation=0)
+    lost = provider.acquire(request)
+    assert isinstance(lost, RetryLater)
+    assert lost.unknown == UnknownLaunch(zone="us-east-1b", token="ag-train-g0-us-east-1b")
+    _room_again_and_reads_lag(fake)
+    assert provider.find(pool="train", generation=0) == ()  # the lookup misses the set
+
+    again = provider.acquire(replace(request, replay=lost.unknown))
+
+    assert isinstance(again, Launched)
+    assert {i.availability_zone for i in again.instances} == {"us-east-1b"}
+    assert len(pool_instances("train")) == 2  # one set, never two
+    zones = [c["params"]["SubnetId"] for c in fake.calls("RunInstances")][-1:]
+    assert zones == [world.subnets["us-east-1b"]]  # zone a was never asked
+
+
+def test_without_the_replay_the_sweep_would_launch_a_second_set(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, world: World
+) -> None:
+    """Why the replay exists: the same scene, the next attempt sweeping from zone a."""
+    _lost_in_zone_b(fake, world)
+    request = AcquireRequest(spec=make_spec(count=2), generation=0)
+    assert isinstance(provider.acquire(request), RetryLater)
+    _room_again_and_reads_lag(fake)
+    assert isinstance(provider.acquire(request), Launched)
+    assert len(pool_instances("train")) == 4  # billed twice
+
+
+def test_a_replay_that_ec2_refuses_moves_the_sweep_on(
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, world: World
+) -> None:
+    """A refusal (no capacity) is EC2's answer: nothing exists, the other zones follow."""
+    fake.set_capacity("us-east-1b", TYPE, 0)
+    request = AcquireRequest(
+        spec=make_spec(count=2),
+        generation=0,
+        replay=UnknownLaunch(zone="us-east-1b", token="ag-train-g0-us-east-1b"),
+    )
+    result = provider.acquire(request)
+    assert isinstance(result, Launched)
+    assert {i.availability_zone for i in result.instances} == {"us-east-1a"}
+    subnets = [c["params"]["SubnetId"] for c in fake.calls("RunInstances")]
+    assert subnets == [world.subnets["us-east-1b"], world.subnets["us-east-1a"]]

@@ -15,7 +15,7 @@ from moto.ssm.models import ssm_backends
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.eks_ssm import fake_ami
-from atomic_gang_fakeaws.world import World
+from atomic_gang_fakeaws.world import World, seed_backends
 from atomic_gang_provisioner.cloud import (
     AcquireRequest,
     Launched,
@@ -321,3 +321,26 @@ def test_a_shared_template_unused_for_an_hour_is_pruned_and_made_again_when_need
     fake.clear_calls()
     assert isinstance(provider.acquire(AcquireRequest(spec=old, generation=9)), Launched)
     assert template_calls(fake) == [("CreateLaunchTemplate", "ok")]
+
+
+@pytest.mark.parametrize("cluster", ["my_cluster", "My_Cluster-" + "x" * 89])
+def test_a_launch_for_any_eks_cluster_name_keeps_each_name_within_its_limits(
+    fake: FakeAws, make_provider: Callable[..., Ec2Provider], make_spec: Callable[..., GangSpec],
+    cluster: str,
+) -> None:  # fmt: skip
+    """EKS names may carry '_' and run to 100 characters: the template and profile names
+    and the tags still fit EC2's rules, and the set launches in one call."""
+    world = seed_backends(region="us-east-1", cluster=cluster, role_name=f"role-{len(cluster)}")
+    engine = make_provider(cluster=cluster)
+    spec = make_spec(pool="p" * 63, count=2, node_role_arn=world.node_role_arn)
+    launched = engine.acquire(AcquireRequest(spec=spec, generation=0))
+    assert isinstance(launched, Launched), launched
+    (template,) = [lt for lt in backend().launch_templates.values() if cluster in lt.name]
+    assert len(template.name) <= 128
+    assert len(world.instance_profile) <= 128
+    for instance_id in launched.instance_ids:
+        tags = tags_of(instance_id)
+        assert tags["atomic-gang.k8s.aws/cluster"] == cluster
+        assert tags[f"kubernetes.io/cluster/{cluster}"] == "owned"
+        assert all(len(k) <= 128 and len(v) <= 256 for k, v in tags.items())
+    assert [c["outcome"] for c in fake.calls("RunInstances")] == ["ok"]

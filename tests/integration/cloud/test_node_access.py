@@ -16,6 +16,7 @@ from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws, eks_access
 from atomic_gang_fakeaws.world import World
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
+from atomic_gang_provisioner.cloud.aws.cluster import ACCESS_TTL_SECONDS
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     Launched,
@@ -23,7 +24,7 @@ from atomic_gang_provisioner.cloud.types import (
     RetryLater,
 )
 
-from .conftest import CLUSTER, REGION, Factory, pool_instances
+from .conftest import CLUSTER, REGION, Factory, FakeClock, pool_instances
 
 Spec = Callable[..., GangSpec]
 LAUNCHES = ("RunInstances", "CreateFleet", "CreateLaunchTemplate")
@@ -90,7 +91,34 @@ def test_a_no_is_asked_again_and_a_yes_is_cached(
     assert isinstance(_acquire(provider, make_spec()), Launched)  # no restart needed
     assert len(fake.calls("DescribeAccessEntry")) == 2
     assert isinstance(_acquire(provider, make_spec(pool="second")), Launched)
-    assert len(fake.calls("DescribeAccessEntry")) == 2  # the yes was cached
+    assert len(fake.calls("DescribeAccessEntry")) == 2  # the yes stands for its window
+
+
+def test_an_access_entry_removed_after_a_yes_stops_the_next_launch(
+    provider: Ec2Provider,
+    make_spec: Spec,
+    admin: dict[str, Any],
+    world: World,
+    fake: FakeAws,
+    clock: FakeClock,
+) -> None:
+    """A warm cache (gangs already ran), the entry deleted, a gang applied after the
+    access window: nothing launches and the message names the access entry; re-creating
+    the entry lets the same gang launch."""
+    eks = admin["eks"]
+    assert isinstance(_acquire(provider, make_spec(pool="earlier")), Launched)
+    eks.delete_access_entry(clusterName=CLUSTER, principalArn=world.node_role_arn)
+    clock.t += ACCESS_TTL_SECONDS + 1  # a person deleting an entry, then applying a Job
+    before = len(_launch_calls(fake))
+    result = _acquire(provider, make_spec(pool="next"))
+    assert isinstance(result, PermanentFailure)
+    assert result.code == "NodeRoleNotAuthorized"
+    assert "it has no access entry" in result.message
+    assert "create-access-entry" in result.message
+    assert len(_launch_calls(fake)) == before
+    assert pool_instances("next") == []
+    eks.create_access_entry(clusterName=CLUSTER, principalArn=world.node_role_arn, type="EC2_LINUX")
+    assert isinstance(_acquire(provider, make_spec(pool="next")), Launched)
 
 
 def test_an_access_entry_of_another_type_does_not_let_nodes_join(

@@ -95,6 +95,8 @@ def test_installs_only_pinned_binary_wheels(service: str) -> None:
     for pip in re.findall(r"pip install [^&]*", runs):
         assert "--no-deps" in pip, pip
         assert "--only-binary=:all:" in pip or "--no-index" in pip, pip
+        if "--requirement" in pip:  # from the index: each wheel checked against its hashes
+            assert "--require-hashes" in pip, pip
     assert "apt-get" not in runs
     instructions = " ".join(f"{i.op} {i.args}" for s in df.stages for i in s.instructions)
     assert not ARCH_WORDS.search(instructions)
@@ -112,13 +114,24 @@ def test_the_two_dockerfiles_differ_only_in_the_service() -> None:
 
 
 def _pins(name: str) -> dict[str, str]:
-    lines = (REPO_ROOT / "docker" / name).read_text().splitlines()
+    """``{distribution: version}``; each entry must be an exact pin with its hashes."""
+    text = (REPO_ROOT / "docker" / name).read_text()
+    entries = re.sub(r"\s*\\\n\s*", " ", text).splitlines()  # join continuation lines
     pins: dict[str, str] = {}
-    for line in (ln for ln in lines if ln and not ln.startswith("#")):
-        m = re.fullmatch(r"([A-Za-z0-9._-]+)==([A-Za-z0-9.+!-]+)", line)
-        assert m, f"{name}: not an exact pin: {line!r}"
+    for line in (ln for ln in entries if ln and not ln.startswith("#")):
+        m = re.fullmatch(
+            r"([A-Za-z0-9._-]+)==([A-Za-z0-9.+!-]+)((?: --hash=sha256:[0-9a-f]{64})+)", line
+        )
+        assert m, f"{name}: not an exact pin with sha256 hashes: {line!r}"
         pins[canonicalize_name(m.group(1))] = m.group(2)
     return pins
+
+
+@pytest.mark.parametrize(
+    "name", ["requirements-build.txt", *(f"requirements-{s}.txt" for s in SERVICES)]
+)
+def test_every_pin_carries_its_wheel_hashes(name: str) -> None:
+    assert len(_pins(name)) >= 5
 
 
 @pytest.mark.parametrize("service", SERVICES)

@@ -31,7 +31,8 @@ from atomic_gang_provisioner.kube import KubeClient, NotFoundError
 from tests.support import resources as r
 from tests.support.wait import wait_for
 
-NEEDED = ("etcd", "kube-apiserver", "kueue")  # kueue: its source tree holds the Workload CRD
+# kueue: its source tree holds the Workload CRD; kubectl: ServiceAccount tokens.
+NEEDED = ("etcd", "kube-apiserver", "kueue", "kubectl")
 
 
 class _ApiServer(ApiServer):
@@ -76,7 +77,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    # detach=False: if this session dies hard, its etcd and apiserver die with it.
+    # detach=False: if this pytest session dies hard, its etcd and apiserver die with it.
     options = StackOptions(state_dir=tmp_path_factory.mktemp("kube-apiserver"), detach=False)
     stack = Stack(options, [Etcd(), _ApiServer()])
     ctx = stack.up()

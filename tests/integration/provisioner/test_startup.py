@@ -93,6 +93,11 @@ def _config(tmp_path: Path, text: str) -> str:
             id="default-role-not-allowed",
         ),
         pytest.param("clusterName: [\n", "settings", id="not-yaml"),
+        pytest.param(
+            "clusterName: _x\ndefaults: {region: us-east-1}\n",
+            "clusterName '_x' is not a valid EKS cluster name (EKS allows 1-100 characters",
+            id="cluster-name",
+        ),
     ],
 )
 def test_bad_settings_exit_2(
@@ -252,3 +257,23 @@ def test_a_kueue_without_the_v1beta2_api_stops_the_start_naming_api_and_versions
     for needle in (*needles, "Kueue v0.18.3 or newer (tested: v0.18.3, v0.19.1)"):
         assert needle in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("name", ["my_cluster", "c" * 100])
+def test_an_eks_cluster_name_passes_start_up_checks(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+) -> None:
+    """The settings pass; start-up stops at the next step (no kubeconfig), not on the name."""
+    config = _config(tmp_path, f"clusterName: {name}\ndefaults: {{region: us-east-1}}\n")
+    missing = str(tmp_path / "no-kubeconfig")
+    code, err = _main_in_process(
+        monkeypatch,
+        capsys,
+        {"ATOMIC_GANG_CONFIG": config, "ATOMIC_GANG_PROVISIONER_KUBECONFIG": missing},
+    )
+    assert code == 2, err
+    assert "no-kubeconfig" in err
+    assert "clusterName" not in err

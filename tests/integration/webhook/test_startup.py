@@ -32,6 +32,11 @@ def _start(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
             id="bad-limit",
         ),
         pytest.param("clusterName: x\n", "defaults.region", id="missing-region"),
+        pytest.param(
+            "clusterName: my.cluster\ndefaults: {region: us-east-1}\n",
+            "clusterName 'my.cluster' is not a valid EKS cluster name (EKS allows",
+            id="cluster-name",
+        ),
         pytest.param("defaults: {region: us-east-1}\nbogus: 1\n", "bogus", id="unknown-key"),
         pytest.param(
             "defaults: {region: us-east-1}\nintegrationMode: job\n",
@@ -76,3 +81,21 @@ def test_bad_server_env_exit_2(tmp_path: Path, env: dict[str, str], needle: str)
     result = _start({"ATOMIC_GANG_CONFIG": str(cfg), **env})
     assert result.returncode == 2
     assert needle in result.stderr
+
+
+@pytest.mark.parametrize("name", ["my_cluster", "c" * 100])
+def test_an_eks_cluster_name_passes_start_up_checks(tmp_path: Path, name: str) -> None:
+    """The settings pass; start-up stops at the next step (no certificate), not on the name."""
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(f"clusterName: {name}\ndefaults: {{region: us-east-1}}\n")
+    missing = str(tmp_path / "absent.crt")
+    result = _start(
+        {
+            "ATOMIC_GANG_CONFIG": str(cfg),
+            "ATOMIC_GANG_WEBHOOK_CERT_FILE": missing,
+            "ATOMIC_GANG_WEBHOOK_KEY_FILE": missing,
+        }
+    )
+    assert result.returncode == 2, result.stderr
+    assert "absent.crt" in result.stderr
+    assert "clusterName" not in result.stderr

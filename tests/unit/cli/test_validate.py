@@ -11,7 +11,7 @@ import yaml
 
 from atomic_gang import keys as k
 from atomic_gang_cli.main import main
-from tests.support.jobs import gang_job, one_pod_per_node, plain_job
+from tests.support.jobs import gang_job, gang_jobset, one_pod_per_node, plain_job
 
 SETTINGS = """\
 clusterName: my-eks-cluster
@@ -208,3 +208,36 @@ def test_network_annotations_are_checked_too(
         f"(got 'team-pg') [PlacementExclusive]; {k.PLACEMENT} makes a group the pool owns; "
         f"{k.PLACEMENT_GROUP_NAME} launches into an existing one: keep one of the two"
     ]
+
+
+def test_a_reserved_pool_name_is_judged_in_the_jobs_namespace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "settings.yaml"
+    config.write_text(SETTINGS + 'poolNamespaces: [{names: "pretrain-*", namespaces: [team-a]}]\n')
+    ours, theirs = (
+        one_pod_per_node(gang_job(name="ours")),
+        one_pod_per_node(gang_job(name="theirs")),
+    )
+    ours["metadata"]["namespace"], theirs["metadata"]["namespace"] = "team-a", "team-b"
+    path = _write(tmp_path, "jobs.yaml", ours, theirs)
+    code, out, _ = _run(capsys, "validate", "--config", str(config), str(path))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{path}:Job/theirs: atomic-gang.k8s.aws/pool: is reserved for other namespaces by "
+        "the cluster's admin (poolNamespaces) (got 'pretrain-p4d') [PoolReserved]; use a pool "
+        "label of your own"
+    ]
+
+
+def test_a_jobset_file_is_judged_by_the_jobset_rules(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(
+        tmp_path, "jobsets.yaml", gang_jobset(name="ok"), gang_jobset(name="short", count=3)
+    )
+    code, out, _ = _run(capsys, "validate", "--config", config, str(path))
+    assert code == 1
+    (line,) = out.splitlines()
+    assert line.startswith(f"{path}:JobSet/short: atomic-gang.k8s.aws/count: must equal the pods")
+    assert "workers: 2 replicas × 2 = 4 pods" in line

@@ -68,6 +68,9 @@ def test_env_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
             "leaderElection",
             id="lease-timing",
         ),
+        pytest.param("clusterName: -dash-first\n", "EKS allows 1-100 characters", id="cluster"),
+        pytest.param(f"clusterName: {'c' * 101}\n", "EKS allows 1-100 characters", id="long"),
+        pytest.param("clusterName: my.cluster\n", "'my.cluster' is not a valid EKS", id="dot"),
         pytest.param("- a\n", "must hold a YAML mapping", id="not-a-mapping"),
         pytest.param("a: [\n", "cannot read settings file", id="bad-yaml"),
     ],
@@ -122,3 +125,10 @@ def test_the_default_node_role_must_be_allowed(allowed: list[str], ok: bool) -> 
     assert "defaults.nodeRoleArn" in text
     assert "allowedNodeRoleArns" in text
     assert OTHER_ROLE in text
+
+
+@pytest.mark.parametrize("name", ["my_cluster", "c" * 100, "Prod-EU_1", "9"])
+def test_every_cluster_name_eks_accepts_is_accepted(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "settings.yaml"
+    path.write_text(f"clusterName: '{name}'\ndefaults: {{region: us-east-1}}\n")
+    assert load_settings(path).clusterName == name

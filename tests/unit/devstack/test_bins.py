@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -193,3 +195,33 @@ def test_ensure_on_the_floor_bins_builds_the_floor_kueue(
     assert _calls(tmp_path) == ["kueue v0.18.3"]
     assert floor.missing(("kueue",)) == []
     assert b.missing(("kueue",)) == []  # the default Kueue was there all along
+
+
+def test_every_component_is_listed_in_the_header_and_built_by_default() -> None:
+    text = bins.BUILD_SCRIPT.read_text(encoding="utf-8")
+    header = re.search(r"^# Components: (.*)$", text, re.MULTILINE)
+    default = re.search(r"^ALL=\((.*)\)$", text, re.MULTILINE)
+    assert header is not None
+    assert default is not None
+    assert header.group(1).split() == default.group(1).split()
+    for component in {c for _, c in bins.BINARIES.values()}:
+        assert component in default.group(1).split()
+        assert f"build_{component.replace('-', '_')}() {{" in text
+
+
+def test_nodeadm_check_is_pinned_keyed_by_its_source_and_not_waited_for() -> None:
+    """Built from hack/go/nodeadm-userdata: an edit there must name a new binary (its
+    cache name carries the sources' digest), and the go.mod requires the pinned nodeadm."""
+    text = bins.BUILD_SCRIPT.read_text(encoding="utf-8")
+    src = bins.REPO_ROOT / "hack" / "go" / "nodeadm-userdata"
+    sources = b"".join((src / n).read_bytes() for n in ("go.mod", "go.sum", "main.go"))
+    digest = hashlib.sha256(sources).hexdigest()[:8]
+    assert bins.parse_build_keys(text)["NODEADMCHECK"] == digest, (
+        f"hack/go/nodeadm-userdata changed: set NODEADMCHECK_BUILD to {digest}"
+    )
+    pin = bins.parse_pins(text)["NODEADM"]
+    assert re.fullmatch(r"v0\.0\.0-\d{14}-[0-9a-f]{12}", pin)  # the module has no tags
+    gomod = (src / "go.mod").read_text(encoding="utf-8")
+    assert f"require github.com/awslabs/amazon-eks-ami/nodeadm {pin}\n" in gomod
+    assert bins.BINARIES["nodeadm-check"] == ("NODEADM", "nodeadm-check")
+    assert "nodeadm-check" not in bins.CONTROL_PLANE

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from atomic_gang import keys
-from atomic_gang_provisioner.api import GangNodePool, conditions
+from atomic_gang_provisioner.api import GangNodePool, PendingLaunch, conditions
 from atomic_gang_provisioner.cloud.types import (
     Instance,
     Launched,
@@ -17,6 +17,7 @@ from atomic_gang_provisioner.cloud.types import (
     RetryLater,
     Shortfall,
     TopologyRead,
+    UnknownLaunch,
     Waiting,
     WaitReason,
     ZoneAttempt,
@@ -173,6 +174,49 @@ def test_retry_later_keeps_the_generation() -> None:
     assert after.status.acquireGeneration == 5
     assert after.status.consecutiveShortfalls == 0
     assert after.requeue_after
+
+
+def test_a_launch_of_unknown_outcome_is_recorded_then_replayed_first_until_ec2_answers() -> None:
+    p = pool(phase="Acquiring", claimKey=KEY, acquireGeneration=5)
+    plan = machine.decide(p, observed(), T0)
+    assert plan.acquire is not None
+    assert plan.acquire.replay is None
+    unknown = UnknownLaunch(zone="us-east-1b", token="ag-pretrain-g5-us-east-1b")
+    lost = RetryLater(code="ReadTimeout", message="no answer", unknown=unknown)
+    after = machine.after_acquire(p, plan, request=plan.acquire, result=lost, now=T0, knobs=KNOBS)
+    assert after.status.pendingLaunch == PendingLaunch(
+        generation=5, zone="us-east-1b", clientToken="ag-pretrain-g5-us-east-1b"
+    )
+    assert after.acquire is None  # recorded first: the replay is the next attempt's
+    again = p.model_copy(update={"status": after.status})
+    later = T0 + timedelta(seconds=after.requeue_after or 0)
+    retry = machine.decide(again, observed(), later)
+    assert retry.acquire is not None
+    assert retry.acquire.replay == unknown
+    # A throttle of the replay itself leaves the record standing.
+    slow = RetryLater(code="RequestLimitExceeded", message="slow down", launched_nothing=True)
+    kept = machine.after_acquire(
+        again, retry, request=retry.acquire, result=slow, now=later, knobs=KNOBS
+    )
+    assert kept.status.pendingLaunch == after.status.pendingLaunch
+    # EC2's answer (here: the set) settles it.
+    done = Launched(instances=instances("pending"), client_token=unknown.token)
+    settled = machine.after_acquire(
+        again, retry, request=retry.acquire, result=done, now=later, knobs=KNOBS
+    )
+    assert settled.status.pendingLaunch is None
+    refused = machine.after_acquire(
+        again, retry, request=retry.acquire, result=ICE, now=later, knobs=KNOBS
+    )
+    assert refused.status.pendingLaunch is None
+
+
+def test_a_record_of_another_generation_is_never_replayed() -> None:
+    old = PendingLaunch(generation=4, zone="us-east-1b", clientToken="ag-pretrain-g4-us-east-1b")
+    p = pool(phase="Acquiring", claimKey=KEY, acquireGeneration=5, pendingLaunch=old)
+    plan = machine.decide(p, observed(), T0)
+    assert plan.acquire is not None
+    assert plan.acquire.replay is None
 
 
 @pytest.mark.parametrize(
@@ -546,3 +590,16 @@ def test_finalizer_while_acquiring_finds_lost_launches() -> None:
     assert not release.remove_finalizer
     nothing = machine.decide(p, replace(observed(), found=()), T0)
     assert nothing.remove_finalizer
+
+
+def test_a_join_timeout_with_no_node_at_all_says_access_is_re_checked_first() -> None:
+    p = launched()
+    timeout = machine.decide(p, observed(()), T0 + timedelta(seconds=600))
+    assert timeout.status.phase == "Releasing"
+    assert timeout.status.lastError == (
+        "Only 0/4 nodes became Ready before the join deadline; releasing the whole set and "
+        "retrying (none joined: the next attempt first re-checks that the node role may join "
+        "the cluster, its access entry or aws-auth mapping, and says so if it may not)"
+    )
+    some = machine.decide(p, observed(nodes(4)[:1]), T0 + timedelta(seconds=600))
+    assert "none joined" not in (some.status.lastError or "")

@@ -69,7 +69,7 @@ def test_the_stack_is_pinned_exactly_and_installed_as_pinned() -> None:
         assert installed == PINS[dist], (
             f"{dist} {installed} is installed, but pyproject.toml pins {dist}=={PINS[dist]}"
         )
-        assert f"\n{dist}=={PINS[dist]}\n" in image, (
+        assert re.search(rf"^{re.escape(dist)}=={re.escape(PINS[dist])} \\$", image, re.M), (
             f"docker/requirements-webhook.txt must pin {dist}=={PINS[dist]} as pyproject.toml does"
         )
 

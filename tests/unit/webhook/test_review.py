@@ -15,7 +15,7 @@ from atomic_gang_webhook.review import (
     decide,
     parse_review,
 )
-from tests.support.jobs import gang_job, one_pod_per_node, plain_job, settings
+from tests.support.jobs import gang_job, gang_jobset, one_pod_per_node, plain_job, settings
 from tests.support.reviews import body, review
 
 S = settings()
@@ -211,3 +211,58 @@ def test_the_requests_namespace_picks_its_allowlists() -> None:
     raw["request"]["namespace"] = "default"
     denied = decide(parse_review(json.dumps(raw).encode()), scoped)
     assert (denied.verdict, denied.reason) == ("denied", "AmiNotAllowed")
+
+
+def test_a_pool_name_reserved_for_other_namespaces_is_denied_at_apply_time() -> None:
+    reserved = settings(poolNamespaces=[{"names": "pretrain-*", "namespaces": ["team-a"]}])
+    raw = review(gang_job())  # pool label pretrain-p4d
+    raw["request"]["namespace"] = "team-a"
+    assert decide(parse_review(json.dumps(raw).encode()), reserved).verdict == "allowed"
+    raw["request"]["namespace"] = "team-b"
+    req = parse_review(json.dumps(raw).encode())
+    denied = decide(req, reserved)
+    assert (denied.verdict, denied.reason) == ("denied", "PoolReserved")
+    message = build_response(req, denied)["response"]["status"]["message"]
+    assert "reserved for other namespaces by the cluster's admin (poolNamespaces)" in message
+    assert "team-a" not in message  # the namespaces it is for are the admin's to tell
+    # An unlisted name is nobody's at apply time: ownership is the provisioner's call.
+    raw["request"]["namespace"] = "team-b"
+    free = settings(poolNamespaces=[{"names": "other-*", "namespaces": ["team-a"]}])
+    assert decide(parse_review(json.dumps(raw).encode()), free).verdict == "allowed"
+
+
+def test_a_jobset_is_reviewed_by_the_jobset_rules_and_denied_as_a_jobset() -> None:
+    good = parse_review(body(gang_jobset()))
+    assert good.kind.kind == "JobSet"
+    assert decide(good, S).verdict == "allowed"
+    req = parse_review(body(gang_jobset(count=3)))
+    decision = decide(req, S)
+    assert (decision.verdict, decision.reason) == ("denied", "CountMismatch")
+    status = build_response(req, decision)["response"]["status"]
+    assert status["message"].startswith(
+        "JobSet default/allreduce-jobset has 1 invalid gang setting"
+    )
+    assert "workers: 2 replicas × 2 = 4 pods" in status["message"]
+    assert (status["details"]["group"], status["details"]["kind"]) == ("jobset.x-k8s.io", "jobsets")
+
+
+def test_a_jobset_update_that_changes_the_count_is_denied() -> None:
+    old, new = gang_jobset(), gang_jobset(annotations={k.COUNT: "5"})
+    decision = decide(parse_review(body(new, operation="UPDATE", old=old)), S)
+    assert (decision.verdict, decision.reason) == ("denied", "ImmutableGangField")
+
+
+def test_a_kind_we_do_not_serve_is_a_bad_request() -> None:
+    lws = {"group": "leaderworkerset.x-k8s.io", "version": "v1", "kind": "LeaderWorkerSet"}
+    with pytest.raises(WebhookError) as err:
+        parse_review(body(gang_job(), kind=lws))
+    assert err.value.status == 400
+    assert "batch/v1 Job or jobset.x-k8s.io/v1alpha2 JobSet" in err.value.message
+    mislabelled = gang_job()
+    with pytest.raises(WebhookError):
+        parse_review(
+            body(
+                mislabelled,
+                kind={"group": "jobset.x-k8s.io", "version": "v1alpha2", "kind": "JobSet"},
+            )
+        )

@@ -119,6 +119,9 @@ def provisioner_env(ctx: Context, *, identity: str, port: int, settings: Path) -
         "ATOMIC_GANG_PROVISIONER_HTTP_HOST": "127.0.0.1",
         "ATOMIC_GANG_PROVISIONER_HTTP_PORT": str(port),
         "ATOMIC_GANG_PROVISIONER_NAMESPACE": ctx.options.namespace,
+        # On 127.0.0.1 only, read by the tests and benches; the chart's pods answer only a
+        # reader's token (tests/integration/kube/test_metrics_access.py, tests/e2e/cluster).
+        "ATOMIC_GANG_PROVISIONER_METRICS_AUTH": "none",
         "POD_NAME": identity,
         "PYTHONUNBUFFERED": "1",
     }

@@ -13,6 +13,7 @@ from atomic_gang_provisioner.api.types import (
     GangNodePool,
     GangNodePoolSpec,
     GangNodePoolStatus,
+    PendingLaunch,
     Phase,
     PoolShape,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "GangNodePool",
     "GangNodePoolSpec",
     "GangNodePoolStatus",
+    "PendingLaunch",
     "Phase",
     "PoolShape",
     "StatusChange",

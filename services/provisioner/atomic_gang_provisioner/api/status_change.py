@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypedDict
 
-from atomic_gang_provisioner.api.types import Condition, Phase
+from atomic_gang_provisioner.api.types import Condition, PendingLaunch, Phase
 
 
 class StatusChange(TypedDict, total=False):
@@ -40,6 +40,7 @@ class StatusChange(TypedDict, total=False):
     blockEndingWarned: bool
     waitingSince: datetime | None
     placementGroup: str
+    pendingLaunch: PendingLaunch | None
     networkNodes: dict[str, list[str]] | None
     spread: int
     conditions: list[Condition]

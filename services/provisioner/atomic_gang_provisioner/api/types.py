@@ -208,6 +208,15 @@ class Condition(_Model):
     )
 
 
+class PendingLaunch(_Model):
+    """A launch whose outcome is unknown (EC2 may have made the set; its answer was
+    lost): recorded before the next attempt, which sends this exact request first."""
+
+    generation: int = Field(ge=1, description="The acquireGeneration it was sent at.")
+    zone: str = Field(description="The availability zone (RunInstances idempotency is zonal).")
+    clientToken: str = Field(description="The ClientToken it carried.")
+
+
 class GangNodePoolStatus(_Model):
     """Everything the pool reconciler needs to resume after a crash."""
 
@@ -247,6 +256,9 @@ class GangNodePoolStatus(_Model):
     blockEndingWarned: bool = Field(default=False, description="CapacityBlockEnding was sent.")
     waitingSince: Time | None = Field(default=None, description="Waiting for a block to start.")
     placementGroup: str = Field(default="", description="The pool's own group, while it exists.")
+    pendingLaunch: PendingLaunch | None = Field(
+        default=None, description="A launch whose outcome is unknown: replayed first."
+    )
     networkNodes: dict[str, list[str]] | None = Field(
         default=None, description="Instance id: its network nodes, top layer first (once read)."
     )

@@ -10,7 +10,8 @@ returns: instance ids, fleet id, pending ENIs and ``acquireGeneration``.
   generation): it first adopts a set already tagged with that generation, then
   launches with ClientTokens derived from (pool, generation, AZ). Bump the
   generation only when the result is ``terminal`` (Launched, Shortfall,
-  QuotaExceeded, PermanentFailure); on ``RetryLater`` call again unchanged;
+  QuotaExceeded, PermanentFailure); on ``RetryLater`` call again unchanged (with its
+  ``unknown`` launch as ``replay``, recorded first);
   on ``AwaitingReservation`` call again at its ``starts_at``.
 * ``find(pool=, generation=)`` is the adoption lookup alone (launches nothing).
 * ``release`` is idempotent and ENI-aware; ``ReleaseResult.done`` says when
@@ -37,6 +38,7 @@ from atomic_gang_provisioner.cloud.types import (
     ReleaseResult,
     RetryLater,
     Shortfall,
+    UnknownLaunch,
     Waiting,
     ZoneAttempt,
 )
@@ -59,6 +61,7 @@ __all__ = [
     "ReleaseResult",
     "RetryLater",
     "Shortfall",
+    "UnknownLaunch",
     "Waiting",
     "ZoneAttempt",
     "classify",

@@ -103,6 +103,16 @@ class Instance:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UnknownLaunch:
+    """A launch EC2 may have accepted without our hearing the answer (a timeout, a lost
+    response, a 5xx): its zone and ClientToken. Replayed first by the next attempt,
+    since only EC2's answer to that exact request tells whether it made a set."""
+
+    zone: str
+    token: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AcquireRequest:
     """Acquire ``spec.count`` instances for ``spec.pool`` at ``generation``.
 
@@ -123,6 +133,8 @@ class AcquireRequest:
     # When the claim started waiting for this pool: the longest-waiting pool goes first
     # for EC2's launch budget and for a capacity cell known to be short.
     waiting_since: datetime | None = None
+    # The earlier attempt's launch whose outcome is unknown: sent again, before any other.
+    replay: UnknownLaunch | None = None
 
     @property
     def pool(self) -> str:
@@ -218,6 +230,9 @@ class RetryLater:
     # EC2 refused the call unprocessed (throttled): no set of this generation can exist,
     # so the retry of the same ClientToken needs no adoption read first.
     launched_nothing: bool = False
+    # The launch whose outcome is unknown: the caller records it before anything else
+    # and passes it back as ``AcquireRequest.replay``.
+    unknown: UnknownLaunch | None = None
 
 
 WaitReason = Literal["WaitingForLaunchBudget", "WaitingForCapacity"]

@@ -17,6 +17,7 @@ from typing import Any
 
 from atomic_gang_provisioner.cloud.aws import parse
 from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.aws.cluster import Placement
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
 from atomic_gang_provisioner.cloud.aws.launch import (
     LaunchPlan,
@@ -48,6 +49,7 @@ from atomic_gang_provisioner.cloud.types import (
     QuotaExceeded,
     RetryLater,
     Shortfall,
+    UnknownLaunch,
     Waiting,
     ZoneAttempt,
     tag_tuple,
@@ -78,6 +80,23 @@ def failure(err: CloudError) -> AcquireResult:
     return PermanentFailure(
         code=err.code, message=err.message, hint=hint_for(err.code), reason=reason, rejects=rejects
     )
+
+
+def replayed_first(plan: LaunchPlan) -> tuple[Placement, ...]:
+    """The plan's placements, the unknown launch's zone first when it is this plan's."""
+    replay = plan.replay
+    if replay is None:
+        return plan.placements
+    hit = [p for p in plan.placements if token_for(plan, p.zone) == replay.token]
+    return (*hit, *(p for p in plan.placements if p not in hit))
+
+
+def unknown_outcome(result: AcquireResult, zone: str, token: str) -> AcquireResult:
+    """A transient failure that EC2 may have acted on (not a throttle, which it refused
+    unprocessed) names its launch, to be replayed first."""
+    if isinstance(result, RetryLater) and not result.launched_nothing:
+        return replace(result, unknown=UnknownLaunch(zone=zone, token=token))
+    return result
 
 
 class Acquirer:
@@ -141,15 +160,20 @@ class Acquirer:
 
     def zone_by_zone(self, plan: LaunchPlan) -> AcquireResult:
         """runinstances mode: one all-or-nothing RunInstances per zone, in order, until
-        one zone gives all N (a capacity error moves on to the next)."""
+        one zone gives all N (a capacity error moves on to the next).
+
+        Idempotency is zonal (the ClientToken names the zone), so a launch whose outcome
+        is unknown is sent again first, before any other zone: EC2's answer to it, a
+        set or a refusal, is the only thing that may move the sweep on. An unknown
+        outcome ends the attempt, naming that launch for the next one."""
         attempts: list[ZoneAttempt] = []
-        for placement in plan.placements:
+        for placement in replayed_first(plan):
             token = token_for(plan, placement.zone)
             try:
                 resp = self._call("run_instances", **run_instances_params(plan, placement, token))
             except CloudError as err:
                 if err.kind != "capacity" and err.code != IDEMPOTENCY_MISMATCH:
-                    return failure(err)
+                    return unknown_outcome(failure(err), placement.zone, token)
                 attempt = ZoneAttempt(zone=placement.zone, code=err.code, message=err.message)
                 attempts.append(attempt)
                 continue

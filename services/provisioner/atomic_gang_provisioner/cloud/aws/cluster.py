@@ -49,6 +49,20 @@ class Placement:
     vpc_id: str = ""
 
 
+# How long a "yes, the node role may join" stands. One DescribeAccessEntry per role per
+# window is shared by every pool launching in it (EKS's control-plane API budget is far
+# above that), while a role whose access was removed bills at most the launches of one
+# window. The join deadline (minutes) is far longer, so a gang whose nodes never
+# registered is always re-checked afresh before its next launch.
+ACCESS_TTL_SECONDS = 15.0
+
+
+def service_cidr(network: dict[str, Any]) -> str:
+    """The cluster's service CIDR for nodeadm's NodeConfig: IPv4, or an IPv6 cluster's
+    (EKS reports it as serviceIpv6Cidr; nodeadm refuses a NodeConfig without one)."""
+    return str(network.get("serviceIpv4Cidr") or network.get("serviceIpv6Cidr") or "")
+
+
 class Resolver:
     def __init__(
         self,
@@ -58,6 +72,7 @@ class Resolver:
         cluster: str,
         monotonic: Callable[[], float],
         ttl_seconds: float,
+        access_ttl_seconds: float = ACCESS_TTL_SECONDS,
         self_manage_profile: bool = False,
         aws_auth: AwsAuthReader | None = None,
     ) -> None:
@@ -70,11 +85,12 @@ class Resolver:
         self._cluster = cluster
         self._now = monotonic
         self._ttl = ttl_seconds
+        self._access_ttl = access_ttl_seconds
         self._cache: dict[tuple[str, ...], tuple[float, Any]] = {}
 
-    def _cached(self, key: tuple[str, ...], load: Callable[[], T]) -> T:
+    def _cached(self, key: tuple[str, ...], load: Callable[[], T], ttl: float | None = None) -> T:
         hit = self._cache.get(key)
-        if hit is not None and self._now() - hit[0] < self._ttl:
+        if hit is not None and self._now() - hit[0] < (self._ttl if ttl is None else ttl):
             value: T = hit[1]
             return value
         value = load()
@@ -95,7 +111,7 @@ class Resolver:
             name=self._cluster,
             endpoint=str(c["endpoint"]).rstrip("/"),
             certificate_authority=str(c["certificateAuthority"]["data"]),
-            service_cidr=str(c.get("kubernetesNetworkConfig", {}).get("serviceIpv4Cidr", "")),
+            service_cidr=service_cidr(c.get("kubernetesNetworkConfig") or {}),
         )
         return ClusterInfo(
             join=join,
@@ -107,10 +123,17 @@ class Resolver:
         )
 
     def authorize_node_role(self, role_arn: str) -> None:
-        """Raises NodeRoleNotAuthorized unless the cluster lets the role join (a yes is
-        cached like the other cluster facts; a no is asked again next time)."""
+        """Raises NodeRoleNotAuthorized unless the cluster lets the role join. A yes is
+        kept only ``access_ttl_seconds`` (the other cluster facts: ``ttl_seconds``): an
+        access entry deleted meanwhile must stop the next launch, not one ten minutes
+        later, since every instance launched without it bills and never registers; a no
+        is asked again next time."""
         mode = self.cluster().auth_mode
-        self._cached(("node-role", role_arn), lambda: self._access.verify(role_arn, mode))
+        self._cached(
+            ("node-role", role_arn),
+            lambda: self._access.verify(role_arn, mode),
+            ttl=self._access_ttl,
+        )
 
     def _subnets(self, ids: tuple[str, ...]) -> list[Placement]:
         def load() -> list[Placement]:

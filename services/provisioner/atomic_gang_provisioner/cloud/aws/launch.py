@@ -21,7 +21,7 @@ from atomic_gang_provisioner.cloud.aws.cluster import Placement
 from atomic_gang_provisioner.cloud.aws.templates import TemplateRef
 from atomic_gang_provisioner.cloud.capacity import Cell
 from atomic_gang_provisioner.cloud.reservations import Reservation
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.types import Instance, UnknownLaunch
 
 TAGGED = ("instance", "volume", "network-interface")
 
@@ -49,6 +49,7 @@ class LaunchPlan:
     tags: dict[str, str]
     reservation: Reservation | None = None
     network: LaunchNetwork = LaunchNetwork()
+    replay: UnknownLaunch | None = None  # sent first: see AcquireRequest.replay
 
 
 def base_template_data(

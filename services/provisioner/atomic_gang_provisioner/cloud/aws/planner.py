@@ -13,7 +13,7 @@ data's digest), so a new pool of a known shape costs no template call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -107,7 +107,7 @@ class Planner:
         rolled_back: list[str] = []
         behind: Waiting | None = None
         sent = False
-        for res in choice.usable:
+        for res in replayed_first(choice.usable, request):
             fitting = tuple(p for p in prepared.placements if p.zone == res.zone)
             result = self._try(request, self._plan(request, prepared, fitting, res))
             if isinstance(result, Waiting):
@@ -194,6 +194,7 @@ class Planner:
             tags=_tags(request, cluster, reservation),
             reservation=reservation,
             network=LaunchNetwork(group, prepared.efa_interfaces, prepared.info.security_group_id),
+            replay=request.replay,
         )
 
     def _template(self, spec: GangSpec, data: dict[str, Any]) -> TemplateRef:
@@ -216,3 +217,22 @@ class Planner:
         info = self._resolver.cluster()
         labels = naming.node_labels(spec=plan.spec, generation=plan.generation)
         return user_data_b64(join=info.join, labels=labels, pool=plan.spec.pool)
+
+
+def replayed_first(usable: Sequence[Reservation], request: AcquireRequest) -> list[Reservation]:
+    """The reservations in order, the one the unknown launch targeted first: another one
+    tried before it could get a second set while the first may exist."""
+    replay = request.replay
+    if replay is None:
+        return list(usable)
+
+    def targeted(res: Reservation) -> bool:
+        token = naming.client_token(
+            pool=request.spec.pool,
+            generation=request.generation,
+            zone=res.zone,
+            reservation=res.reservation_id,
+        )
+        return token == replay.token
+
+    return sorted(usable, key=lambda res: not targeted(res))

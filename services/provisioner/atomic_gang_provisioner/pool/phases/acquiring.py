@@ -3,13 +3,19 @@
 The generation in status is the one the next launch uses; it is bumped only
 after a terminal result, so a crash between "EC2 returned" and "status written"
 re-issues the same ClientTokens and adopts the set instead of launching twice.
+
+A launch whose outcome is unknown (its answer lost past the retry budget) is written
+to status as ``pendingLaunch`` before anything else is tried, and the next attempt
+sends that exact request first: idempotency is zonal, and a sweep that started again
+from the first zone could find room there and bill a second set while the first one,
+missed by an eventually consistent tag lookup, runs on.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, PendingLaunch
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
@@ -20,6 +26,7 @@ from atomic_gang_provisioner.cloud.types import (
     QuotaExceeded,
     RetryLater,
     Shortfall,
+    UnknownLaunch,
     Waiting,
 )
 from atomic_gang_provisioner.events import event
@@ -108,8 +115,29 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         generation=status.acquireGeneration,
         block_policy=block.policy(pool, observed.knobs),
         waiting_since=status.acquiringSince,
+        replay=replay_of(status),
     )
     return Plan(status=status, acquire=request)
+
+
+def replay_of(status: GangNodePoolStatus) -> UnknownLaunch | None:
+    """The recorded launch of unknown outcome, if it was sent at this generation."""
+    pending = status.pendingLaunch
+    if pending is None or pending.generation != status.acquireGeneration:
+        return None
+    return UnknownLaunch(zone=pending.zone, token=pending.clientToken)
+
+
+def pending_after(status: GangNodePoolStatus, result: RetryLater) -> PendingLaunch | None:
+    """What to record after a retryable failure: its unknown launch, or the one already
+    recorded (a throttle or a timeout of the replay itself leaves that one standing)."""
+    if result.unknown is None:
+        return status.pendingLaunch
+    return PendingLaunch(
+        generation=status.acquireGeneration,
+        zone=result.unknown.zone,
+        clientToken=result.unknown.token,
+    )
 
 
 def after_acquire(
@@ -133,7 +161,10 @@ def after_acquire(
         delay = result.retry_after or min(knobs.backoff_max, knobs.backoff_base)
         return Plan(
             status=update(
-                status, lastError=f"{result.code}: {result.message}", lastErrorReason="Throttled"
+                status,
+                lastError=f"{result.code}: {result.message}",
+                lastErrorReason="Throttled",
+                pendingLaunch=pending_after(status, result),
             ),
             metrics=(
                 Metric(
@@ -157,6 +188,7 @@ def _waiting(
     new = update(
         status,
         acquireGeneration=generation + 1,
+        pendingLaunch=None,
         nextAttemptAt=now + timedelta(seconds=delay),
         lastError=result.message,
         lastErrorReason=block.WAITING,
@@ -180,6 +212,7 @@ def _launched(
     zones = sorted({i.availability_zone for i in result.instances})
     new = update(
         block.in_use(status, result),
+        pendingLaunch=None,
         phase="Joining",
         activeGeneration=generation,
         activeGroup=naming.group_id(pool=pool.name, generation=generation),
@@ -236,6 +269,7 @@ def _failed(
     new = update(
         status,
         acquireGeneration=generation + 1,
+        pendingLaunch=None,
         consecutiveShortfalls=attempt,
         nextAttemptAt=now + timedelta(seconds=delay),
         lastError=detail,

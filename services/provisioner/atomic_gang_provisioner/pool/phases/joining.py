@@ -84,6 +84,19 @@ def _nodes_vouch(pool: GangNodePool, observed: Observed, now: datetime) -> bool:
     return True
 
 
+# No node at all is most often a node role the cluster no longer lets join; the next
+# attempt checks that afresh before it launches (cloud.aws.cluster.ACCESS_TTL_SECONDS).
+NONE_JOINED = (
+    " (none joined: the next attempt first re-checks that the node role may join the "
+    "cluster, its access entry or aws-auth mapping, and says so if it may not)"
+)
+
+
+def _any_registered(status: GangNodePoolStatus, observed: Observed) -> bool:
+    """Whether any instance of the set has a Node, Ready or not."""
+    return any(observed.node_for(i) is not None for i in status.instanceIds)
+
+
 def _ended(
     pool: GangNodePool, status: GangNodePoolStatus, observed: Observed, now: datetime, *, ready: int
 ) -> Plan | None:
@@ -102,7 +115,7 @@ def _ended(
         message = (
             f"Only {ready}/{len(status.instanceIds)} nodes became Ready before the join "
             f"deadline{devices_note(pool, status.readyWithoutDevices)}; releasing the whole "
-            "set and retrying"
+            f"set and retrying{'' if _any_registered(status, observed) else NONE_JOINED}"
         )
         return releasing.begin(pool, status, reason="JoinTimeout", message=message)
     return None
