@@ -5,14 +5,15 @@ provisioner judge an object through here, whatever its kind."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
-from atomic_gang.job import Findings, review_job, review_job_update
+from atomic_gang.job import Findings, review_job, review_job_update, validate_job
 from atomic_gang.jobset import API_VERSION as JOBSET_API
 from atomic_gang.jobset import KIND as JOBSET_KIND
-from atomic_gang.jobset import review_jobset, review_jobset_update
-from atomic_gang.objects import MalformedJobError
+from atomic_gang.jobset import review_jobset, review_jobset_update, validate_jobset
+from atomic_gang.objects import MalformedJobError, field_map, pod_spec
 from atomic_gang.settings import GangSettings
+from atomic_gang.spec import GangSpec
 
 Review = Callable[..., Findings | None]
 KINDS: dict[tuple[str, str], tuple[Review, Review]] = {  # kind -> (create, update)
@@ -50,3 +51,40 @@ def review_update(
     """The UPDATE verdict (both versions are of one kind)."""
     _, update = _reviews(new)
     return update(old, new, settings, user=user)
+
+
+JOB_POD_SET = "main"  # the one PodSet Kueue makes for a batch/v1 Job
+
+
+class GangRole(NamedTuple):
+    """A PodSet of the gang's Workload whose pods each get one gang node."""
+
+    name: str  # the PodSet's name: "main" for a Job, the replicatedJob's for a JobSet
+    pods: int
+    pod: Mapping[str, Any]  # its pod spec: what each of those pods asks of a Node
+
+
+class Gang(NamedTuple):
+    """A valid gang object of any kind we serve, as the provisioner needs it."""
+
+    kind: str  # "Job" or "JobSet"
+    spec: GangSpec
+    roles: tuple[GangRole, ...]
+
+
+def validate(obj: Mapping[str, Any], settings: GangSettings) -> Gang | None:
+    """None for an object with no gang keys; the gang; or GangValidationError with every
+    violation. MalformedJobError for a broken object or a kind we do not serve."""
+    _reviews(obj)  # refuses a kind we do not serve
+    _api, kind = kind_of(obj)
+    if kind == JOBSET_KIND:
+        found = validate_jobset(obj, settings)
+        if found is None:
+            return None
+        roles = tuple(GangRole(r.name, r.pods, r.pod) for r in found.roles)
+        return Gang(kind, found.spec, roles)
+    spec = validate_job(obj, settings)
+    if spec is None:
+        return None
+    pod = pod_spec(field_map(obj, "spec", "object"))
+    return Gang(kind, spec, (GangRole(JOB_POD_SET, spec.count, pod),))

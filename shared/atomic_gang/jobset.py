@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from atomic_gang import keys, patterns, placement, template
-from atomic_gang.errors import Collector, Violation, clip
+from atomic_gang.errors import Collector, GangValidationError, Violation, clip
 from atomic_gang.job import (
     Findings,
     check_elastic,
@@ -32,6 +32,7 @@ from atomic_gang.job import (
 from atomic_gang.objects import MalformedJobError, field_list, field_map, field_str, items
 from atomic_gang.parse import gang_rules
 from atomic_gang.settings import GangSettings
+from atomic_gang.spec import GangSpec
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 KIND = "JobSet"
@@ -172,19 +173,20 @@ def _spread_role(jobset_name: str, role: Role) -> bool:
     return placement.one_pod_per_node_with(role.job_spec, role.pod, extra)
 
 
-def review_jobset(
-    jobset: Mapping[str, Any], settings: GangSettings, *, namespace: str | None = None
-) -> Findings | None:
-    """The CREATE verdict for a JobSet, as ``review_job`` gives one for a Job."""
+def _collect(
+    jobset: Mapping[str, Any], settings: GangSettings, namespace: str | None
+) -> tuple[Collector, tuple[str, dict[str, Any]] | None, tuple[Role, ...], str] | None:
+    """None when not ours, else (violations, resolved fields or None, gang roles,
+    warning)."""
     found = read_maps(jobset, trim=True)
     all_roles = roles(jobset)
     out = Collector()
     if not found.annotations and not found.labels:
         _templates(all_roles, out)
-        return Findings(tuple(out.violations), out.omitted) if out.violations else None
+        return (out, None, (), "") if out.violations else None
     ann = dict(found.annotations)
     raw_roles = ann.pop(keys.GANG_ROLES, None)
-    gang_rules(ann, found.labels, settings, out)
+    resolved = gang_rules(ann, found.labels, settings, out)
     gang = gang_roles(raw_roles, all_roles, out)
     check_pool_reserved(found, namespace, settings, out)
     check_queued(found, settings, out)
@@ -192,7 +194,37 @@ def review_jobset(
     _parity(gang, found.annotations.get(keys.COUNT, ""), out)
     _templates(all_roles, out)
     warning = _spreads(jobset, gang, settings, out)
+    return out, resolved, gang, warning
+
+
+def review_jobset(
+    jobset: Mapping[str, Any], settings: GangSettings, *, namespace: str | None = None
+) -> Findings | None:
+    """The CREATE verdict for a JobSet, as ``review_job`` gives one for a Job."""
+    found = _collect(jobset, settings, namespace)
+    if found is None:
+        return None
+    out, _resolved, _gang, warning = found
     return Findings(tuple(out.violations), out.omitted, (warning,) if warning else ())
+
+
+class GangJobSet(NamedTuple):
+    """A valid gang JobSet: its resolved spec and the replicatedJobs that are the gang."""
+
+    spec: GangSpec
+    roles: tuple[Role, ...]
+
+
+def validate_jobset(jobset: Mapping[str, Any], settings: GangSettings) -> GangJobSet | None:
+    """None for a JobSet with no gang keys; the gang; or GangValidationError with every
+    violation (the rules of ``review_jobset``)."""
+    found = _collect(jobset, settings, None)
+    if found is None:
+        return None
+    out, resolved, gang, _warning = found
+    if out.violations or resolved is None:
+        raise GangValidationError(out.violations, out.omitted)
+    return GangJobSet(GangSpec(pool=resolved[0], **resolved[1]), gang)
 
 
 def review_jobset_update(

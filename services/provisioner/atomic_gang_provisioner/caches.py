@@ -18,6 +18,7 @@ from atomic_gang_provisioner.reconcilers.workload import (
 from atomic_gang_provisioner.resources import (
     ADMISSION_CHECKS,
     JOBS,
+    JOBSETS,
     NODES,
     POOLS,
     RESOURCE_FLAVORS,
@@ -28,10 +29,13 @@ OWNER_INDEX = "owner"
 POOL_INDEXERS = {CLAIM_INDEX: claim_index, PHASE_INDEX: phase_index}
 
 
-def informers(client: KubeClient, *, resync_seconds: float) -> dict[str, Informer]:
-    """The caches, with the indexes the reconcilers and the event handlers look up."""
+def informers(
+    client: KubeClient, *, resync_seconds: float, jobsets: bool = False
+) -> dict[str, Informer]:
+    """The caches, with the indexes the reconcilers and the event handlers look up;
+    ``jobsets``: the apiserver serves JobSets (a cache of those with our pool label)."""
     resync = resync_seconds  # the objects whose changes other objects do not announce
-    return {
+    found = {
         "pools": Informer(
             client,
             POOLS,
@@ -41,7 +45,7 @@ def informers(client: KubeClient, *, resync_seconds: float) -> dict[str, Informe
         "workloads": Informer(
             client,
             WORKLOADS,
-            indexers={OWNER_INDEX: by_owner_uid(kind="Job"), CHECK_INDEX: check_index},
+            indexers={OWNER_INDEX: by_owner_uid(), CHECK_INDEX: check_index},
             resync_seconds=resync,
         ),
         "nodes": Informer(
@@ -53,3 +57,8 @@ def informers(client: KubeClient, *, resync_seconds: float) -> dict[str, Informe
         "checks": Informer(client, ADMISSION_CHECKS, resync_seconds=resync),
         "flavors": Informer(client, RESOURCE_FLAVORS),
     }
+    if jobsets:  # the gang JobSets, found as the Jobs are: by the pool label
+        found["jobsets"] = Informer(
+            client, JOBSETS, label_selector=keys.POOL, indexers={JOB_UID_INDEX: job_uid_index}
+        )
+    return found

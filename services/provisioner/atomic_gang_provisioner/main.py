@@ -26,7 +26,7 @@ from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.metrics_access import ApiserverReviewer, MetricsAccess
 from atomic_gang_provisioner.reconcilers.context import CloudHealth, Faults
-from atomic_gang_provisioner.resources import CONFIG_MAPS, KUEUE
+from atomic_gang_provisioner.resources import CONFIG_MAPS, JOBSETS, KUEUE
 
 log = logging.getLogger("atomic_gang_provisioner")
 PROG = "atomic-gang-provisioner"
@@ -72,6 +72,16 @@ def _check_kueue(client: KubeClient) -> None:
     why = kueue_api.problem(served)
     if why:
         raise SettingsError(why)
+
+
+def _serves_jobsets(client: KubeClient) -> bool:
+    """Whether the apiserver serves JobSets now: then their owner cache runs. Without
+    the JobSet CRD there is no JobSet to serve; one installed later is read by a GET."""
+    try:
+        return JOBSETS.version in client.served_versions(JOBSETS.group)
+    except KubeError as exc:
+        log.warning("could not read JobSet's API discovery", extra={"error": str(exc)})
+        return False
 
 
 def _metrics_access(server: ServerSettings, client: KubeClient) -> MetricsAccess | None:
@@ -130,6 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         cloud=_cloud(settings, server, client, metrics),
         metrics=metrics,
         faults=Faults(crash_after_launch=os.environ.get(CRASH_AFTER_LAUNCH) == "1"),
+        jobsets=_serves_jobsets(client),
     )
     health = manager.ctx.cloud_health
     http = serve(

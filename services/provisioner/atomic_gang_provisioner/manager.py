@@ -62,9 +62,10 @@ class Manager:
         cloud: CloudProvider,
         metrics: ProvisionerMetrics,
         faults: Faults | None = None,
+        jobsets: bool = False,
     ) -> None:
         self.settings, self.server, self.client, self.metrics = settings, server, client, metrics
-        self.informers = informers(client, resync_seconds=server.resync_seconds)
+        self.informers = informers(client, resync_seconds=server.resync_seconds, jobsets=jobsets)
         self.recorder = EventRecorder(client, component=COMPONENT)
         self.leading = threading.Event()
         self.ctx = self._context(cloud, faults or Faults())
@@ -92,6 +93,7 @@ class Manager:
             metrics=self.metrics,
             leading=self._is_leading,
             faults=faults,
+            jobsets=i.get("jobsets"),
         )
 
     def _reaper(self, cloud: CloudProvider) -> Reaper:
@@ -171,7 +173,9 @@ class Manager:
         i["pools"].add_handlers(_changes(self.on_pool, self.on_pool_update))
         i["workloads"].add_handlers(_changes(self.on_workload, self.on_workload_update))
         i["nodes"].add_handlers(_changes(self.on_node, self.on_node_update))
-        i["jobs"].add_handlers(_changes(self.on_job, self.on_job_update))
+        i["jobs"].add_handlers(_changes(self.on_owner, self.on_owner_update))
+        if "jobsets" in i:
+            i["jobsets"].add_handlers(_changes(self.on_owner, self.on_owner_update))
         i["checks"].add_handlers(Handlers.for_all(self.on_check))
         self._wire_observers()
 
@@ -227,14 +231,15 @@ class Manager:
             self.on_node(old)
             self.on_node(new)
 
-    def on_job(self, obj: Obj) -> None:
+    def on_owner(self, obj: Obj) -> None:
+        """A Job or JobSet changed: the Workloads it owns decide again."""
         uid = (obj.get("metadata") or {}).get("uid", "")
         for wl in self.informers["workloads"].by_index(OWNER_INDEX, str(uid)):
             self.controllers["workload"].enqueue(object_key(wl))
 
-    def on_job_update(self, old: Obj, new: Obj) -> None:
+    def on_owner_update(self, old: Obj, new: Obj) -> None:
         if job_read_changed(old, new):  # not the status updates that every pod makes
-            self.on_job(new)
+            self.on_owner(new)
 
     def on_check(self, obj: Obj) -> None:
         """Only the Workloads that carry this check can decide differently (as Kueue does)."""

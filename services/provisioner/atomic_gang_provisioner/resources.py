@@ -20,6 +20,8 @@ RESOURCE_FLAVORS = Resource(
     KUEUE, WORKLOADS.version, "resourceflavors", namespaced=False, kind="ResourceFlavor"
 )
 JOBS = Resource("batch", "v1", "jobs", namespaced=True, kind="Job")
+JOBSET_GROUP = "jobset.x-k8s.io"
+JOBSETS = Resource(JOBSET_GROUP, "v1alpha2", "jobsets", namespaced=True, kind="JobSet")
 NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
 # kube-system/aws-auth: read (only that one ConfigMap) to check a CONFIG_MAP cluster's mapRoles.
 CONFIG_MAPS = Resource("", "v1", "configmaps", namespaced=True, kind="ConfigMap")

@@ -62,7 +62,7 @@ def test_the_controller_creates_an_on_demand_pool() -> None:
         Inputs(
             wl=view(workload()),
             our_checks=frozenset({CHECK}),
-            job=gang_job(annotations={k.CAPACITY_RESERVATION_ID: ""}),
+            owner=gang_job(annotations={k.CAPACITY_RESERVATION_ID: ""}),
             pool=None,
             settings=settings(),
             now=T0,

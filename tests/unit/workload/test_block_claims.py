@@ -19,7 +19,7 @@ def blocks(**more: str) -> dict[str, Any]:
 
 
 def test_a_new_pool_carries_the_list_and_min_runtime() -> None:
-    plan = run(job=blocks(**{keys.MIN_RUNTIME: "2h"}))
+    plan = run(owner=blocks(**{keys.MIN_RUNTIME: "2h"}))
     assert plan.create_pool is not None
     spec = plan.create_pool.spec
     assert (spec.shape.capacityReservationId, spec.minRuntime) == (f"{A},{B}", "2h0m0s")
@@ -27,8 +27,8 @@ def test_a_new_pool_carries_the_list_and_min_runtime() -> None:
 
 def test_a_claim_passes_this_jobs_min_runtime_or_clears_it() -> None:
     free = reported(pool(claim=None, phase="Idle"))
-    with_it = run(pool=free, job=blocks(**{keys.MIN_RUNTIME: "90m"})).spec_change
-    without = run(pool=free, job=blocks()).spec_change
+    with_it = run(pool=free, owner=blocks(**{keys.MIN_RUNTIME: "90m"})).spec_change
+    without = run(pool=free, owner=blocks()).spec_change
     assert with_it is not None
     assert without is not None
     assert (with_it.min_runtime, without.min_runtime) == ("1h30m0s", None)
@@ -36,12 +36,12 @@ def test_a_claim_passes_this_jobs_min_runtime_or_clears_it() -> None:
 
 def test_an_empty_pool_takes_this_jobs_reservations_a_warm_one_keeps_its_set() -> None:
     empty = reported(pool(claim=None, phase="Idle"))
-    change = run(pool=empty, job=blocks()).spec_change
+    change = run(pool=empty, owner=blocks()).spec_change
     assert change is not None
     assert change.shape is not None
     assert change.shape.capacityReservationId == f"{A},{B}"
     warm = reported(pool(claim=None, phase="KeepWarm", instanceIds=["i-1"]))
-    kept = run(pool=warm, job=blocks()).spec_change
+    kept = run(pool=warm, owner=blocks()).spec_change
     assert kept is not None
     assert kept.shape is None  # same shape: the warm set is reused as it is
 

@@ -57,11 +57,21 @@ def workload(
     }
 
 
+def sized(wl: dict[str, Any], owner: dict[str, Any] | None) -> dict[str, Any]:
+    """The Workload as Kueue sizes it from its owner Job: one PodSet "main" of
+    ``parallelism`` pods (the fixture's own PodSets when there is no Job to size from)."""
+    parallelism = ((owner or {}).get("spec") or {}).get("parallelism")
+    if owner is None or owner.get("kind", "Job") != "Job" or parallelism is None:
+        return wl
+    return {**wl, "spec": {**wl["spec"], "podSets": [{"name": "main", "count": parallelism}]}}
+
+
 def run(wl: dict[str, Any] | None = None, **kw: Any) -> WorkloadPlan:
+    owner = kw.get("owner", gang_job())
     base: dict[str, Any] = {
-        "wl": view(wl or workload()),
+        "wl": view(sized(wl or workload(), owner)),
         "our_checks": frozenset({CHECK}),
-        "job": gang_job(),
+        "owner": gang_job(),
         "pool": None,
         "settings": S,
         "now": T0,
@@ -114,13 +124,13 @@ def test_the_claim_carries_what_one_pod_asks_of_a_node() -> None:
             }
         ],
     }
-    plan = run(job=gang_job(spec={"template": {"spec": pod}}))
+    plan = run(owner=gang_job(spec={"template": {"spec": pod}}))
     assert plan.create_pool is not None
     assert plan.create_pool.spec.claim is not None
     wants = plan.create_pool.spec.claim.resources
     assert wants == {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 4}
     free = reported(pool(claim=None, phase="KeepWarm", instanceIds=["i-1"]))
-    taken = run(pool=free, job=gang_job()).spec_change
+    taken = run(pool=free, owner=gang_job()).spec_change
     assert taken is not None
     assert taken.claim is not None
     assert taken.claim.resources == {}  # this Job's pods ask for no device
@@ -152,7 +162,7 @@ def test_finished_and_evicted_and_inactive_release() -> None:
 
 
 def test_invalid_job_is_rejected_naming_the_problem() -> None:
-    plan = run(job=gang_job(annotations={keys.MODE: "spot"}))
+    plan = run(owner=gang_job(annotations={keys.MODE: "spot"}))
     assert [c.state for c in plan.checks] == ["Rejected"]
     assert keys.MODE in plan.checks[0].message
     assert plan.events[0][1] == "GangRejected"
@@ -160,7 +170,7 @@ def test_invalid_job_is_rejected_naming_the_problem() -> None:
 
 def test_job_without_gang_annotations_is_rejected() -> None:
     job = gang_job(labels={keys.POOL: None}, annotations=dict.fromkeys(keys.ANNOTATION_KEYS))
-    plan = run(job=job)
+    plan = run(owner=job)
     assert plan.checks[0].state == "Rejected"
     assert "no atomic-gang annotations" in plan.checks[0].message
 
@@ -280,7 +290,7 @@ def test_claim_of_a_vanished_workload_is_taken_over() -> None:
 def test_shape_conflict_is_rejected() -> None:
     p = reported(pool(claim=None, phase="KeepWarm", instanceIds=["i-1"]))
     job = gang_job(count=8)
-    plan = run(pool=p, job=job)
+    plan = run(pool=p, owner=job)
     (update,) = plan.checks
     assert update.state == "Rejected"
     assert "count (pool 4, this Job 8)" in update.message
@@ -288,7 +298,7 @@ def test_shape_conflict_is_rejected() -> None:
 
 def test_free_pool_with_same_shape_is_claimed_with_this_jobs_ttl() -> None:
     p = reported(pool(claim=None, phase="KeepWarm", instanceIds=["i-1"]))
-    plan = run(pool=p, job=gang_job(annotations={keys.KEEP_WARM_TTL: "1h"}))
+    plan = run(pool=p, owner=gang_job(annotations={keys.KEEP_WARM_TTL: "1h"}))
     assert plan.spec_change is not None
     assert plan.spec_change.keep_warm_ttl == "1h0m0s"
     assert plan.spec_change.shape is None
@@ -299,7 +309,7 @@ def test_free_pool_with_same_shape_is_claimed_with_this_jobs_ttl() -> None:
 
 def test_empty_idle_pool_takes_the_new_shape() -> None:
     p = reported(pool(claim=None, phase="Idle"))
-    plan = run(pool=p, job=gang_job(count=8))
+    plan = run(pool=p, owner=gang_job(count=8))
     assert plan.spec_change is not None
     assert plan.spec_change.shape is not None
     assert plan.spec_change.shape.count == 8
@@ -356,10 +366,10 @@ def test_admitted_job_with_our_selector_is_not_revalidated() -> None:
     admitted = workload(
         state="Ready", message=ready.message, podSetUpdates=list(ready.pod_set_updates)
     )
-    assert run(admitted, pool=p, job=job) == WorkloadPlan()
+    assert run(admitted, pool=p, owner=job) == WorkloadPlan()
 
 
 def test_shape_conflict_beats_busy() -> None:
     p = _claimed_pool(phase="Joining")
-    plan = run(workload(uid="uid-b"), pool=p, claimant="active", job=gang_job(count=8))
+    plan = run(workload(uid="uid-b"), pool=p, claimant="active", owner=gang_job(count=8))
     assert plan.checks[0].state == "Rejected"

@@ -51,14 +51,14 @@ def owned_by(*refs: dict[str, Any], **kw: Any) -> dict[str, Any]:
             (
                 {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u"},
                 {
-                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
-                    "kind": "JobSet",
-                    "name": "js",
+                    "apiVersion": "ray.io/v1",
+                    "kind": "RayJob",
+                    "name": "rj",
                     "uid": "u2",
                     "controller": True,
                 },
             ),
-            "owned by JobSet.jobset.x-k8s.io 'js'",
+            "owned by RayJob.ray.io 'rj'",
             id="controller-reference-wins",
         ),
     ],
@@ -66,7 +66,7 @@ def owned_by(*refs: dict[str, Any], **kw: Any) -> dict[str, Any]:
 def test_an_owner_we_do_not_serve_is_rejected_at_once_naming_kind_and_served(
     refs: tuple[dict[str, Any], ...], said: str
 ) -> None:
-    plan = run(owned_by(*refs), job=None)
+    plan = run(owned_by(*refs), owner=None)
     (update,) = plan.checks
     assert update.state == "Rejected"
     assert said in update.message
@@ -77,7 +77,7 @@ def test_an_owner_we_do_not_serve_is_rejected_at_once_naming_kind_and_served(
 
 
 def test_an_owner_job_read_and_not_there_is_rejected_at_once() -> None:
-    plan = run(owned_by(JOB_OWNER), job=None, owner_error="")
+    plan = run(owned_by(JOB_OWNER), owner=None, owner_error="")
     (update,) = plan.checks
     assert update.state == "Rejected"
     assert "Job.batch 'allreduce-pretrain', no longer exists" in update.message
@@ -89,23 +89,23 @@ def test_an_unreadable_owner_job_is_awaited_then_rejected_after_owner_wait_secon
     wl = owned_by(JOB_OWNER, lastTransitionTime=since)
     err = "TransportError: connection reset"
 
-    early = run(wl, job=None, owner_error=err, settings=s, now=T0 + timedelta(seconds=20))
+    early = run(wl, owner=None, owner_error=err, settings=s, now=T0 + timedelta(seconds=20))
     (waiting,) = early.checks
     assert waiting.state == "Pending"
     assert "rejected if it is not within 60s" in waiting.message
     assert early.requeue_after == 5.0
 
-    late = run(wl, job=None, owner_error=err, settings=s, now=T0 + timedelta(seconds=58))
+    late = run(wl, owner=None, owner_error=err, settings=s, now=T0 + timedelta(seconds=58))
     assert late.requeue_after == pytest.approx(2.0)  # wakes at the bound, not after it
 
-    done = run(wl, job=None, owner_error=err, settings=s, now=T0 + timedelta(seconds=60))
+    done = run(wl, owner=None, owner_error=err, settings=s, now=T0 + timedelta(seconds=60))
     (rejected,) = done.checks
     assert rejected.state == "Rejected"
     assert "could not be read for 60s (ownerWaitSeconds): TransportError" in rejected.message
 
 
 def test_a_job_found_by_kueues_label_is_served_without_an_owner_reference() -> None:
-    plan = run(owned_by(), job=gang_job())
+    plan = run(owned_by(), owner=gang_job())
     assert plan.create_pool is not None
     assert plan.checks[0].state == "Pending"
 
@@ -121,7 +121,7 @@ def test_an_elastic_workload_is_rejected_saying_why() -> None:
 
 def test_the_elastic_annotation_on_the_job_is_rejected_as_an_invalid_gang() -> None:
     job = gang_job(annotations={keys.ELASTIC_JOB: "true"})
-    (update,) = run(job=job).checks
+    (update,) = run(owner=job).checks
     assert update.state == "Rejected"
     assert "[ElasticGang]" in update.message
 

@@ -116,10 +116,12 @@ def test_listed_namespaces_share_the_name_without_learning_each_others_objects()
 
 def test_a_shape_conflict_names_values_only_to_the_owner() -> None:
     p = owned(warm())
-    (theirs,) = run(in_namespace("team-a2"), pool=p, job=gang_job(count=8), settings=LISTED).checks
+    (theirs,) = run(
+        in_namespace("team-a2"), pool=p, owner=gang_job(count=8), settings=LISTED
+    ).checks
     assert theirs.state == "Rejected"
     assert "different shape: count." in theirs.message
-    (own,) = run(in_namespace(OWNER), pool=p, job=gang_job(count=8)).checks
+    (own,) = run(in_namespace(OWNER), pool=p, owner=gang_job(count=8)).checks
     assert "count (pool 4, this Job 8)" in own.message
 
 

@@ -40,7 +40,7 @@ STRICT = settings(
 def test_the_controller_rejects_what_the_admin_did_not_allow(
     annotations: dict[str, str | None], reason: str
 ) -> None:
-    plan = run(job=gang_job(annotations=annotations), settings=STRICT)
+    plan = run(owner=gang_job(annotations=annotations), settings=STRICT)
     assert plan.create_pool is None
     (check,) = plan.checks
     assert check.state == "Rejected"
@@ -55,6 +55,6 @@ def test_the_controller_accepts_what_the_admin_allowed() -> None:
             keys.MAX_LIFETIME: "12h",
         }
     )
-    plan = run(job=job, settings=STRICT)
+    plan = run(owner=job, settings=STRICT)
     assert plan.create_pool is not None
     assert plan.create_pool.spec.shape.amiId == "ami-0123456789abcdef0"

@@ -95,7 +95,7 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
 def _failure(pool: GangNodePool, s: GangNodePoolStatus) -> str:
     shape = pool.spec.shape.summary
     if s.lastErrorReason in REJECTING_REASONS:
-        return f"Invalid gang Job: {s.lastError}"
+        return f"Invalid gang: {s.lastError}"
     if s.lastErrorReason in BLOCK_TIMING:
         return (
             f"Cannot start {shape} in a listed reservation now: {s.lastError}; releasing "

@@ -91,6 +91,9 @@ class Context:
     now: Callable[[], datetime] = _utcnow
     faults: Faults = field(default_factory=Faults)
     cloud_health: CloudHealth = field(default_factory=CloudHealth)
+    # The gang JobSets; None when the apiserver did not serve JobSets at start-up (an
+    # owner JobSet is then read by a GET).
+    jobsets: Cache | None = None
 
     def must_lead(self) -> None:
         if not self.leading():

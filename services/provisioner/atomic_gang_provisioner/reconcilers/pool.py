@@ -194,19 +194,19 @@ class PoolReconciler:
             self._observe(pool, metric)
 
     def _claimant_objects(self, pool: GangNodePool) -> tuple[dict[str, Any], ...]:
-        """The claiming Workload and its Job, so that ``kubectl describe job`` shows the
-        gang's transitions. Each pool event is emitted exactly once, here, so the
-        claimant gets one event per transition with no bookkeeping of what was sent."""
+        """The claiming Workload and its owner Job or JobSet, so that ``kubectl describe``
+        shows the gang's transitions. Each pool event is emitted exactly once, here, so
+        the claimant gets one event per transition with no bookkeeping of what was sent."""
         claim = pool.spec.claim
         if claim is None:
             return ()
         meta = {"namespace": claim.namespace, "name": claim.name, "uid": claim.uid}
         out = [{"apiVersion": KUEUE_API, "kind": "Workload", "metadata": meta}]
         wl = self.ctx.workloads.get(f"{claim.namespace}/{claim.name}")
-        owner = view(wl).owner_job if wl is not None else None
-        if owner is not None:
-            job = {"namespace": claim.namespace, "name": owner[0], "uid": owner[1]}
-            out.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": job})
+        owner = view(wl).owner if wl is not None else None
+        if owner is not None:  # the Job or JobSet: `kubectl describe` it shows the gang
+            of = {"namespace": claim.namespace, "name": owner.name, "uid": owner.uid}
+            out.append({"apiVersion": owner.api_version, "kind": owner.kind, "metadata": of})
         return tuple(out)
 
     def _note_progress(self, pool: GangNodePool, plan: Plan) -> None:

@@ -18,10 +18,11 @@ from atomic_gang_provisioner.kube.errors import (
     KubeError,
     NotFoundError,
 )
+from atomic_gang_provisioner.kube.resource import Resource
 from atomic_gang_provisioner.kube.types import meta
-from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.reconcilers.context import Cache, Context
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
-from atomic_gang_provisioner.resources import JOBS, KUEUE_API, POOLS, WORKLOADS
+from atomic_gang_provisioner.resources import JOBS, JOBSETS, KUEUE_API, POOLS, WORKLOADS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.workload import decision
 from atomic_gang_provisioner.workload.plan import (
@@ -67,13 +68,13 @@ class WorkloadReconciler:
             self._release_orphaned_claims(key)
             return Result()
         wl = view(obj)
-        job, owner_error = self._job(wl)
-        pool = self._pool(job)
+        owner, owner_error = self._owner(wl)
+        pool = self._pool(owner)
         plan = decision.decide(
             Inputs(
                 wl=wl,
                 our_checks=self.ctx.our_checks(),
-                job=job,
+                owner=owner,
                 owner_error=owner_error,
                 pool=pool,
                 claimant=self._claimant(pool, wl),
@@ -83,39 +84,55 @@ class WorkloadReconciler:
                 failed_retry_seconds=int(self.ctx.knobs.backoff_max),
             )
         )
-        self._perform(wl, obj, job, plan)
+        self._perform(wl, obj, owner, plan)
         return Result(requeue_after=plan.requeue_after)
 
-    def _job(self, wl: WorkloadView) -> tuple[Mapping[str, Any] | None, str]:
-        """(the owner Job or None, why it could not be read: "" when it was read)."""
-        # Kueue's job-uid label counts only without an owner reference, and only for a Job
-        # in the Workload's own namespace: a Workload never pairs with another team's Job.
-        uid = wl.owner_job[1] if wl.owner_job else wl.job_uid_label
-        for job in self.ctx.jobs.by_index(JOB_UID_INDEX, f"{wl.namespace}/{uid}"):
-            return job, ""
-        if not wl.owner_job:
+    def _sources(self) -> dict[tuple[str, str], tuple[Resource, Cache | None]]:
+        """(API group, kind) of a served owner -> where to read it: its collection, and
+        the cache of the ones with our pool label (None: read by a GET)."""
+        return {
+            ("batch", "Job"): (JOBS, self.ctx.jobs),
+            (JOBSETS.group, JOBSETS.kind): (JOBSETS, self.ctx.jobsets),
+        }
+
+    def _owner(self, wl: WorkloadView) -> tuple[Mapping[str, Any] | None, str]:
+        """(the owner Job or JobSet or None, why it could not be read: "" when it was
+        read, or when the Workload's owner is of a kind we do not serve)."""
+        owner = wl.owner
+        if owner is None:
+            # Kueue's job-uid label counts only without an owner reference, and only for
+            # a Job in the Workload's own namespace: a Workload never pairs with another
+            # team's Job.
+            found = self.ctx.jobs.by_index(JOB_UID_INDEX, f"{wl.namespace}/{wl.job_uid_label}")
+            return next(iter(found), None), ""
+        source = self._sources().get((owner.group, owner.kind))
+        if source is None:
             return None, ""
-        name, owner_uid = wl.owner_job
-        cached = self.ctx.jobs.get(f"{wl.namespace}/{name}")
-        if cached is not None or not self._awaits_us(wl):
-            return cached, ""
-        return self._live_job(wl.namespace, name, owner_uid)
+        resource, cache = source
+        if cache is not None:
+            for obj in cache.by_index(JOB_UID_INDEX, f"{wl.namespace}/{owner.uid}"):
+                return obj, ""
+            cached = cache.get(f"{wl.namespace}/{owner.name}")
+            if cached is not None or not self._awaits_us(wl):
+                return cached, ""
+        return self._live_owner(resource, wl.namespace, owner.name, owner.uid)
 
     def _awaits_us(self, wl: WorkloadView) -> bool:
         """In play with our check still Pending: only then is a cache miss worth a GET."""
         ours = self.ctx.our_checks()
         return wl.in_play and any(c.name in ours and c.state == "Pending" for c in wl.checks)
 
-    def _live_job(
-        self, namespace: str, name: str, uid: str
+    def _live_owner(
+        self, resource: Resource, namespace: str, name: str, uid: str
     ) -> tuple[Mapping[str, Any] | None, str]:
-        """The jobs cache holds only Jobs with the pool label. A Job without it that is
-        queued to our check must still be found, so that it is Rejected with a message
-        rather than awaited forever; the GET also covers a labelled Job the cache has
-        not seen yet. A 404 is an answer (the owner is gone); any other failure is not,
-        and the decision waits for it within ownerWaitSeconds."""
+        """The owner caches hold only objects with the pool label. A Job or JobSet without
+        it that is queued to our check must still be found, so that it is Rejected with a
+        message rather than awaited forever; the GET also covers a labelled one the cache
+        has not seen yet (and every JobSet when JobSets were not served at start-up). A
+        404 is an answer (the owner is gone); any other failure is not, and the decision
+        waits for it within ownerWaitSeconds."""
         try:
-            obj = self.ctx.client.get(JOBS, name, namespace=namespace)
+            obj = self.ctx.client.get(resource, name, namespace=namespace)
         except NotFoundError:
             return None, ""
         except KubeError as err:
@@ -124,8 +141,8 @@ class WorkloadReconciler:
             return None, ""  # e.g. a new Job under the old name: not this Workload's owner
         return obj, ""
 
-    def _pool(self, job: Mapping[str, Any] | None) -> GangNodePool | None:
-        name = ((job or {}).get("metadata") or {}).get("labels", {}).get(keys.POOL)
+    def _pool(self, owner: Mapping[str, Any] | None) -> GangNodePool | None:
+        name = ((owner or {}).get("metadata") or {}).get("labels", {}).get(keys.POOL)
         if not name:
             return None
         obj = self._latest.get(str(name))  # our own write if the watch has not brought it
@@ -151,14 +168,14 @@ class WorkloadReconciler:
         self,
         wl: WorkloadView,
         obj: Mapping[str, Any],
-        job: Mapping[str, Any] | None,
+        owner: Mapping[str, Any] | None,
         plan: WorkloadPlan,
     ) -> None:
         ctx = self.ctx
 
         def emit(events: Iterable[Event]) -> None:
             for ev in events:
-                for about in (obj, job) if job is not None else (obj,):
+                for about in (obj, owner) if owner is not None else (obj,):
                     ctx.events.event(
                         dict(about), type=ev.type, reason=ev.reason, message=ev.message
                     )

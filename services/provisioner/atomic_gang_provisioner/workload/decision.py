@@ -2,26 +2,25 @@
 
 Reads like a table of contents: leave unless the Workload carries our check;
 release the claim unless it is in play (quota reserved, not finished, not
-evicted, active); validate the Job again; claim or create the pool; then map
-what the pool reports (``api.conditions``, nothing else of its status) onto our
-AdmissionCheckState.
+evicted, active); validate the owner (a Job or a JobSet) again and hold the
+Workload's PodSets to it (``podsets``); claim or create the pool; then map what
+the pool reports (``api.conditions``, nothing else of its status) onto our
+AdmissionCheckState, with one podSetUpdate per gang role.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from atomic_gang import GangSpec, GangValidationError, keys, patterns, validate_job
-from atomic_gang.devices import extended_requests
-from atomic_gang.objects import MalformedJobError, pod_spec
+from atomic_gang import GangSpec, GangValidationError, keys, patterns
+from atomic_gang.gang_object import Gang, kind_of, validate
+from atomic_gang.objects import MalformedJobError
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
 from atomic_gang_provisioner.api import conditions as reported
 from atomic_gang_provisioner.events import event
-from atomic_gang_provisioner.workload import owners, tenancy
+from atomic_gang_provisioner.workload import owners, podsets, tenancy
 from atomic_gang_provisioner.workload.plan import Inputs, SpecChange, WorkloadPlan, set_check
 from atomic_gang_provisioner.workload.view import CheckState, WorkloadView
-
-PODSET = "main"
 
 
 def decide(inp: Inputs) -> WorkloadPlan:
@@ -37,28 +36,32 @@ def decide(inp: Inputs) -> WorkloadPlan:
         # Admitted: Kueue has merged our podSetUpdates into the Job's template, so the
         # Job must not be validated again (its selector now carries our keys). Only a
         # broken gang changes anything from here.
+        # The gang roles are the PodSets Kueue admitted with our updates.
+        admitted = tuple(str(u.get("name", "")) for u in current.pod_set_updates)
         pool = inp.pool
         return (
-            _claimed(inp, current, pool)
+            _claimed(inp, current, pool, admitted)
             if pool is not None and _mine(inp, pool)
             else WorkloadPlan()
         )
-    unserved = owners.unserved(inp.wl, check=current.name, found_by_label=inp.job is not None)
+    unserved = owners.unserved(inp.wl, check=current.name, found_by_label=inp.owner is not None)
     if unserved:
         return set_check(inp, current, "Rejected", unserved)
     if inp.wl.elastic:
         return set_check(inp, current, "Rejected", _elastic(inp.wl, current))
-    if inp.job is None:
+    if inp.owner is None:
         return _owner_missing(inp, current)
+    kind = kind_of(inp.owner)[1]
     try:
-        spec = validate_job(inp.job, inp.settings)
+        gang = validate(inp.owner, inp.settings)
     except (GangValidationError, MalformedJobError) as err:
-        return set_check(inp, current, "Rejected", f"Invalid gang Job: {err}")
-    if spec is None:
-        return set_check(inp, current, "Rejected", _not_a_gang(inp))
-    if PODSET not in inp.wl.pod_sets:
-        return set_check(inp, current, "Rejected", f"expected a PodSet named {PODSET!r}")
-    return _with_pool(inp, current, spec)
+        return set_check(inp, current, "Rejected", f"Invalid gang {kind}: {err}")
+    if gang is None:
+        return set_check(inp, current, "Rejected", _not_a_gang(inp, kind))
+    mismatch = podsets.mismatch(gang, inp.wl)
+    if mismatch:
+        return set_check(inp, current, "Rejected", mismatch)
+    return _with_pool(inp, current, gang)
 
 
 def _owner_missing(inp: Inputs, current: CheckState) -> WorkloadPlan:
@@ -87,9 +90,9 @@ def _mine(inp: Inputs, pool: GangNodePool) -> bool:
     return pool.spec.claim is not None and pool.spec.claim.uid == inp.wl.uid
 
 
-def _not_a_gang(inp: Inputs) -> str:
+def _not_a_gang(inp: Inputs, kind: str) -> str:
     return (
-        "The Job has no atomic-gang annotations or pool label, but its queue uses the "
+        f"The {kind} has no atomic-gang annotations or pool label, but its queue uses the "
         f"{inp.settings.controllerName} admission check; add the {keys.POOL} label and the "
         f"{keys.COUNT} and {keys.INSTANCE_TYPE} annotations, or use another queue"
     )
@@ -107,20 +110,20 @@ def _release(inp: Inputs) -> WorkloadPlan:
     )
 
 
-def _claim(inp: Inputs) -> Claim:
-    """The claim of a Workload whose Job was validated, with what each pod asks of a Node."""
-    job_spec = (inp.job or {}).get("spec") or {}
+def _claim(inp: Inputs, gang: Gang) -> Claim:
+    """The claim of a Workload whose owner was validated, with what its largest gang pod
+    asks of a Node."""
     return Claim(
         namespace=inp.wl.namespace,
         name=inp.wl.name,
         uid=inp.wl.uid,
         claimedAt=inp.now,
-        resources=extended_requests(pod_spec(job_spec)),
+        resources=podsets.largest_requests(gang),
     )
 
 
-def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
-    pool = inp.pool
+def _with_pool(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:
+    pool, spec = inp.pool, gang.spec
     standing = tenancy.access(
         pool,
         name=spec.pool,
@@ -134,7 +137,7 @@ def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan
         taken = tenancy.taken(spec.pool, inp.retry_seconds)
         return set_check(inp, current, "Retry", taken, requeue_after_seconds=inp.retry_seconds)
     if pool is None:
-        return _create(inp, current, spec)
+        return _create(inp, current, gang)
     if pool.deleting:
         deleting = set_check(
             inp,
@@ -146,7 +149,7 @@ def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan
         return replace(deleting, requeue_after=5.0)
     claim = pool.spec.claim
     if claim is not None and claim.uid == inp.wl.uid:
-        return _claimed(inp, current, pool)
+        return _claimed(inp, current, pool, _role_names(gang))
     conflict, new_shape = _shape_check(
         pool, spec, own=pool.spec.ownerNamespace in (None, inp.wl.namespace)
     )
@@ -177,7 +180,7 @@ def _with_pool(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan
             requeue_after_seconds=inp.retry_seconds,
         )
     owner = None if standing == "owner" and pool.spec.ownerNamespace else inp.wl.namespace
-    return _take(inp, current, pool, new_shape, spec, owner=owner)
+    return _take(inp, current, pool, new_shape, gang, owner=owner)
 
 
 def _may_use_reservation(inp: Inputs, pool: GangNodePool) -> bool:
@@ -188,7 +191,12 @@ def _may_use_reservation(inp: Inputs, pool: GangNodePool) -> bool:
     return patterns.allowed(held, inp.settings.allowedCapacityReservationIds)
 
 
-def _create(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
+def _role_names(gang: Gang) -> tuple[str, ...]:
+    return tuple(r.name for r in gang.roles)
+
+
+def _create(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:
+    spec = gang.spec
     created = GangNodePool(
         metadata={"name": spec.pool, "finalizers": [FINALIZER], "labels": {keys.MANAGED: "true"}},
         spec=GangNodePoolSpec(
@@ -196,7 +204,7 @@ def _create(inp: Inputs, current: CheckState, spec: GangSpec) -> WorkloadPlan:
             ownerNamespace=inp.wl.namespace,
             keepWarmTTL=str(spec.keep_warm_ttl),
             minRuntime=_min_runtime(spec),
-            claim=_claim(inp),
+            claim=_claim(inp, gang),
         ),
     )
     plan = set_check(
@@ -244,16 +252,17 @@ def _take(
     current: CheckState,
     pool: GangNodePool,
     shape: PoolShape | None,
-    spec: GangSpec,
+    gang: Gang,
     *,
     owner: str | None,
 ) -> WorkloadPlan:
     """Claim a free pool (or one whose claimant is gone); ``owner``: the namespace to
     record as the pool's (its ownership lapsed, or was never recorded), else None."""
+    spec = gang.spec
     change = SpecChange(
         pool=pool.name,
         resource_version=pool.resource_version,
-        claim=_claim(inp),
+        claim=_claim(inp, gang),
         keep_warm_ttl=str(spec.keep_warm_ttl),
         min_runtime=_min_runtime(spec),
         shape=shape,
@@ -267,8 +276,11 @@ def _take(
     )
 
 
-def _claimed(inp: Inputs, current: CheckState, pool: GangNodePool) -> WorkloadPlan:
-    """Our claim: the check follows what the pool reports to it."""
+def _claimed(
+    inp: Inputs, current: CheckState, pool: GangNodePool, roles: tuple[str, ...]
+) -> WorkloadPlan:
+    """Our claim: the check follows what the pool reports to it; ``roles``: the PodSets
+    that get the gang's node selector and toleration."""
     report = reported.for_claim(pool, pool.spec.claim.key if pool.spec.claim else "")
     if report.degraded is not None:
         lost = report.degraded
@@ -283,7 +295,7 @@ def _claimed(inp: Inputs, current: CheckState, pool: GangNodePool) -> WorkloadPl
             requeue_after_seconds=0,
         )
     if report.ready:
-        return _ready(inp, current, pool, report.ready)
+        return _ready(inp, current, pool, report.ready, roles)
     if current.state == "Ready":
         return WorkloadPlan()  # never Ready -> Pending; loss arrives as Degraded
     failed = report.failed
@@ -295,7 +307,9 @@ def _claimed(inp: Inputs, current: CheckState, pool: GangNodePool) -> WorkloadPl
     return set_check(inp, current, "Pending", report.progress)
 
 
-def _ready(inp: Inputs, current: CheckState, pool: GangNodePool, ready: str) -> WorkloadPlan:
+def _ready(
+    inp: Inputs, current: CheckState, pool: GangNodePool, ready: str, roles: tuple[str, ...]
+) -> WorkloadPlan:
     selector = {keys.POOL: pool.name, keys.GROUP: pool.status.activeGroup}
     clash = {k: v for k, v in inp.flavor_labels.items() if k in selector and v != selector[k]}
     if clash:
@@ -308,14 +322,17 @@ def _ready(inp: Inputs, current: CheckState, pool: GangNodePool, ready: str) -> 
                 "node selector must own; remove them from the ResourceFlavor"
             ),
         )
-    update = {
-        "name": PODSET,
-        "nodeSelector": selector,
-        "tolerations": [
-            # No effect: it matches the gang taint whatever its effect (NoExecute, and
-            # NoSchedule on nodes launched before that change).
-            {"key": keys.GANG_TAINT, "operator": "Equal", "value": pool.name}
-        ],
-    }
+    updates = tuple(
+        {
+            "name": role,
+            "nodeSelector": selector,
+            "tolerations": [
+                # No effect: it matches the gang taint whatever its effect (NoExecute, and
+                # NoSchedule on nodes launched before that change).
+                {"key": keys.GANG_TAINT, "operator": "Equal", "value": pool.name}
+            ],
+        }
+        for role in roles
+    )
     message = f"{ready}; pods are pinned to them"
-    return set_check(inp, current, "Ready", message, pod_set_updates=(update,))
+    return set_check(inp, current, "Ready", message, pod_set_updates=updates)

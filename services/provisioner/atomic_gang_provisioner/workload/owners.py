@@ -4,8 +4,11 @@ Kueue makes a Workload for the object it admits and names it as the Workload's
 controller owner. We provision for the kinds in ``SERVED`` only; a Workload on our
 check with no owner (a bare Workload) or with an owner of another kind is Rejected
 at once, so that Kueue deactivates it and frees its quota instead of holding it for
-a Workload we will never serve. An owner Job that cannot be read is waited for, but
+a Workload we will never serve. An owner that cannot be read is waited for, but
 only for ``ownerWaitSeconds``.
+
+A JobSet is served like a Job: Kueue makes one Workload for it with one PodSet per
+replicatedJob (``podsets`` maps them onto the gang).
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from atomic_gang_provisioner.timestamps import parse_rfc3339
 from atomic_gang_provisioner.workload.view import CheckState, OwnerRef, WorkloadView
 
 # (API group, kind) of the owners we serve.
-SERVED: tuple[tuple[str, str], ...] = (("batch", "Job"),)
-SERVED_TEXT = "batch/v1 Job"
+SERVED: tuple[tuple[str, str], ...] = (("batch", "Job"), ("jobset.x-k8s.io", "JobSet"))
+SERVED_TEXT = "batch/v1 Job or a jobset.x-k8s.io/v1alpha2 JobSet"
 
 
 def unserved(wl: WorkloadView, *, check: str, found_by_label: bool) -> str:
@@ -30,7 +33,7 @@ def unserved(wl: WorkloadView, *, check: str, found_by_label: bool) -> str:
             f"Workload {wl.key} has no owner: the {check} check provisions gang nodes "
             f"only for Workloads that Kueue creates for a {SERVED_TEXT}; a bare Workload "
             "cannot get them. Rejected so that Kueue frees its quota; submit the gang as "
-            "a Job instead"
+            "a Job or a JobSet instead"
         )
     if (owner.group, owner.kind) in SERVED:
         return ""
@@ -43,7 +46,7 @@ def unserved(wl: WorkloadView, *, check: str, found_by_label: bool) -> str:
 
 
 def gone(wl: WorkloadView) -> str:
-    """The owner Job was read and is not there (deleted, or replaced under its name)."""
+    """The owner was read and is not there (deleted, or replaced under its name)."""
     owner = wl.owner
     named = _named(owner) if owner is not None else "its owner Job"
     return f"The owner of Workload {wl.key}, {named}, no longer exists; nothing to provision"
@@ -52,7 +55,7 @@ def gone(wl: WorkloadView) -> str:
 def waited_out(
     wl: WorkloadView, current: CheckState, *, error: str, now: datetime, limit_seconds: int
 ) -> tuple[str, float]:
-    """("" and seconds left to wait) while an unreadable owner Job is still within its
+    """("" and seconds left to wait) while an unreadable owner is still within its
     bound, counted from our check's last transition (to Pending); else (the reason to
     reject, 0)."""
     try:
@@ -68,7 +71,7 @@ def waited_out(
     return (
         f"The owner of Workload {wl.key}, {named}, could not be read for "
         f"{limit_seconds}s (ownerWaitSeconds): {error}. Rejected so that Kueue frees its "
-        "quota; reactivate the Workload (spec.active: true) once the Job can be read"
+        f"quota; reactivate the Workload (spec.active: true) once the {_kind(owner)} can be read"
     ), 0.0
 
 
@@ -79,6 +82,10 @@ def waiting(wl: WorkloadView, *, limit_seconds: int) -> str:
         f"Waiting for {named} to be readable; this Workload is rejected if it is not "
         f"within {limit_seconds}s of its check turning Pending"
     )
+
+
+def _kind(owner: OwnerRef | None) -> str:
+    return owner.kind if owner is not None else "Job"
 
 
 def _named(owner: OwnerRef) -> str:

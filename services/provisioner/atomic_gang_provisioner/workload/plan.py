@@ -48,9 +48,9 @@ class SpecChange:
 class Inputs:
     wl: WorkloadView
     our_checks: frozenset[str]
-    job: Mapping[str, Any] | None
-    # Why the owner Job could not be read when ``job`` is None ("": it was read and is
-    # not there, or the Workload names no Job).
+    owner: Mapping[str, Any] | None  # the Job or JobSet Kueue made the Workload for
+    # Why the owner could not be read when ``owner`` is None ("": it was read and is
+    # not there, or the Workload names no owner).
     owner_error: str = ""
     pool: GangNodePool | None
     claimant: Claimant = "absent"

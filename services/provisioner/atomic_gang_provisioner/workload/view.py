@@ -50,7 +50,7 @@ class WorkloadView:
     deleting: bool
     conditions: Mapping[str, str]  # type -> status
     checks: tuple[CheckState, ...]
-    pod_sets: tuple[str, ...]
+    pod_sets: Mapping[str, int]  # PodSet name -> its count of pods
     owner: OwnerRef | None
     job_uid_label: str
     flavors: tuple[str, ...]
@@ -77,14 +77,6 @@ class WorkloadView:
             and not self.cond("Finished")
             and not self.cond("Evicted")
         )
-
-    @property
-    def owner_job(self) -> tuple[str, str] | None:
-        """(name, uid) of the owner when it is a batch Job."""
-        owner = self.owner
-        if owner is None or (owner.group, owner.kind) != ("batch", "Job"):
-            return None
-        return owner.name, owner.uid
 
     def check(self, name: str) -> CheckState | None:
         return next((c for c in self.checks if c.name == name), None)
@@ -150,7 +142,9 @@ def view(wl: Mapping[str, Any]) -> WorkloadView:
             str(c.get("type")): str(c.get("status")) for c in status.get("conditions") or []
         },
         checks=_checks(status),
-        pod_sets=tuple(str(p.get("name", "")) for p in spec.get("podSets") or []),
+        pod_sets={
+            str(p.get("name", "")): _count(p.get("count")) for p in spec.get("podSets") or []
+        },
         owner=_owner(meta),
         job_uid_label=str((meta.get("labels") or {}).get(JOB_UID_LABEL, "")),
         flavors=_flavors(status),
