@@ -6,7 +6,7 @@
 # (default: all). kubelet and containerd are the real node's (with runc, the CNI
 # plugins and buildah from Debian's packages: hack/install-node-deps.sh). nodeadm-check
 # is ours (hack/go/nodeadm-userdata) built against the pinned nodeadm.
-# Also links the Kueue and kwok module sources (chart, CRDs, kwok stages) to
+# Also links the Kueue, kwok, LWS and JobSet module sources (chart, CRDs, kwok stages) to
 # $ATOMIC_GANG_CACHE/<name>-<version>-src. Concurrent runs are serialised by a lock.
 # The pins below are read by hack/python/atomic_gang_devstack/bins.py too.
 set -euo pipefail
@@ -21,8 +21,8 @@ KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 # LeaderWorkerSet's CRD (source only, no binary): the e2e tests' kind that Kueue admits and
 # we do not serve (tests/e2e/kueue_contract). The version Kueue v0.19.1's go.mod names.
 LWS_VERSION=${LWS_VERSION:-v0.9.0}
-# JobSet (source only, so far: its CRD): the kind the webhook reviews besides Jobs. The
-# version Kueue v0.19.1's go.mod names.
+# JobSet: its controller (the module root is package main) and its CRD, the kind the
+# webhook reviews besides Jobs; the dev stack runs it. The version Kueue v0.19.1's go.mod names.
 JOBSET_VERSION=${JOBSET_VERSION:-v0.12.0}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 # The last release whose controller and cainjector are in the root module (chart e2e only).
@@ -179,7 +179,11 @@ build_kwok() {
   link_src kwok sigs.k8s.io/kwok "$KWOK_VERSION"  # for kustomize/stage/*
 }
 build_lws() { link_src lws sigs.k8s.io/lws "$LWS_VERSION"; }  # config/crd/bases
-build_jobset() { link_src jobset sigs.k8s.io/jobset "$JOBSET_VERSION"; }  # config/components/crd/bases
+build_jobset() {
+  build_simple jobset sigs.k8s.io/jobset sigs.k8s.io/jobset "$JOBSET_VERSION" \
+    "-X sigs.k8s.io/jobset/pkg/version.GitVersion=$JOBSET_VERSION"
+  link_src jobset sigs.k8s.io/jobset "$JOBSET_VERSION"  # config/components: CRD, RBAC, webhooks
+}
 # helm with its release Makefile's ldflags: the version, and the Kubernetes version
 # of its client-go (major+1, minor) that `helm template` assumes without --kube-version
 # (unset, helm believes the cluster is v1.20 and kubeVersion: >=1.30 refuses to render).

@@ -31,6 +31,7 @@ BINARIES: dict[str, tuple[str, str]] = {
     "kubectl": ("K8S", "kube"),
     "kueue": ("KUEUE", "kueue"),
     "kwok": ("KWOK", "kwok"),
+    "jobset": ("JOBSET", "jobset"),  # its controller (the module root's main package)
     "helm": ("HELM", "helm"),
     # Only the chart e2e tests run these (the webhook's certMode=certManager, for real).
     "cert-manager-controller": ("CERTMANAGER", "cert-manager"),

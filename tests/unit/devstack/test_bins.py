@@ -57,7 +57,7 @@ def _stub_script(tmp_path: Path, b: bins.Bins, *, builds: bool = True) -> Path:
     body = f'#!/bin/sh\necho "$@" >> {tmp_path / "calls.txt"}\n'
     if builds:
         body += f'for f in {b.root}/bin/*.todo; do [ -e "$f" ] && mv "$f" "${{f%.todo}}"; done\n'
-        body += f"mkdir -p {b.source('kueue')} {b.source('kwok')}\n"
+        body += f"mkdir -p {b.source('kueue')} {b.source('kwok')} {b.source('jobset')}\n"
     script.write_text(body + "exit 0\n", encoding="utf-8")
     script.chmod(0o755)
     return script
@@ -76,7 +76,7 @@ def _cache(
             path = path.with_name(path.name + ".todo")
         path.write_text("#!/bin/sh\n", encoding="utf-8")
         path.chmod(0o755)
-    for module in ("kueue", "kwok"):
+    for module in ("kueue", "kwok", "jobset"):
         if module not in no_src:
             b.source(module).mkdir()
     return b
@@ -105,6 +105,7 @@ def test_ensure_does_not_run_the_build_when_the_cache_is_complete(
         pytest.param(("etcd",), (), "etcd", id="one-binary"),
         pytest.param(("kubectl", "kwok"), (), "kube kwok", id="kube-group-and-kwok"),
         pytest.param((), ("kueue",), "kueue", id="source-link-only"),
+        pytest.param(("jobset",), ("jobset",), "jobset", id="jobset-controller-and-source"),
         pytest.param(
             ("cert-manager-cainjector", "helm"), (), "cert-manager helm", id="helm-and-cert-manager"
         ),
