@@ -25,6 +25,7 @@ CLUSTER_RULES = {
     ("atomic-gang.k8s.aws", "gangnodepools/finalizers"): {"update"},
     ("", "nodes"): {"get", "list", "watch", "patch"},
     ("batch", "jobs"): {"get", "list", "watch"},
+    ("jobset.x-k8s.io", "jobsets"): {"get", "list", "watch"},
     ("", "events"): {"create", "patch"},
     # /metrics: who holds a scraper's token, and may that user read it?
     ("authentication.k8s.io", "tokenreviews"): {"create"},

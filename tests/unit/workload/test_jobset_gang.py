@@ -43,9 +43,10 @@ def test_a_jobset_gang_creates_its_pool_for_the_pods_of_its_gang_roles() -> None
     claim = plan.create_pool.spec.claim
     assert claim is not None
     assert claim.resources == {"nvidia.com/gpu": 8}
+    assert claim.owner == "JobSet/allreduce-jobset"  # `kubectl get gnp -o wide` shows it
     (update,) = plan.checks
     assert update.state == "Pending"
-    assert "acquiring 4×p4d.24xlarge" in update.message
+    assert "for JobSet/allreduce-jobset; acquiring 4×p4d.24xlarge" in update.message
 
 
 def test_ready_pins_only_the_gang_roles() -> None:

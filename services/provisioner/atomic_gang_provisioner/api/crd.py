@@ -119,6 +119,7 @@ def _columns() -> list[dict[str, Any]]:
         col("Mode", ".spec.shape.mode"),
         col("Age", ".metadata.creationTimestamp", "date"),
         col("Claim", ".spec.claim.name", priority=1),
+        col("Owner", ".spec.claim.owner", priority=1),
         col("Group", ".status.activeGroup", priority=1),
         col("Shortfalls", ".status.consecutiveShortfalls", "integer", priority=1),
         col("Error", ".status.lastErrorReason", priority=1),

@@ -155,6 +155,13 @@ class Claim(_Model):
     namespace: str
     name: str
     uid: str
+    owner: str | None = Field(
+        default=None,
+        description=(
+            "Kind/name of the object Kueue made the Workload for, in its namespace "
+            "(Job/train-1, JobSet/allreduce)."
+        ),
+    )
     claimedAt: Time | None = Field(default=None, description="Tells re-claims apart.")
     resources: dict[str, int] = Field(
         default_factory=dict,

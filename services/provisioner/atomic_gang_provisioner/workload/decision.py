@@ -117,9 +117,16 @@ def _claim(inp: Inputs, gang: Gang) -> Claim:
         namespace=inp.wl.namespace,
         name=inp.wl.name,
         uid=inp.wl.uid,
+        owner=_owner_named(inp, gang),
         claimedAt=inp.now,
         resources=podsets.largest_requests(gang),
     )
+
+
+def _owner_named(inp: Inputs, gang: Gang) -> str:
+    """``JobSet/allreduce``: the object the gang is for, as the pool and messages name it."""
+    name = ((inp.owner or {}).get("metadata") or {}).get("name", "")
+    return f"{gang.kind}/{name}"
 
 
 def _with_pool(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:
@@ -211,7 +218,8 @@ def _create(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:
         inp,
         current,
         "Pending",
-        f"Created pool {spec.pool}; acquiring {spec.count}×{spec.instance_type}; "
+        f"Created pool {spec.pool} for {_owner_named(inp, gang)}; acquiring "
+        f"{spec.count}×{spec.instance_type}; "
         "holding quota, nothing billed yet",
     )
     return replace(
@@ -268,7 +276,7 @@ def _take(
         shape=shape,
         owner_namespace=owner,
     )
-    message = f"Claimed pool {pool.name}; {reported.progress(pool)}"
+    message = f"Claimed pool {pool.name} for {_owner_named(inp, gang)}; {reported.progress(pool)}"
     return replace(
         set_check(inp, current, "Pending", message),
         spec_change=change,
