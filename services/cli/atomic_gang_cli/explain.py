@@ -1,9 +1,10 @@
-"""``atomic-gang explain <namespace>/<job>``: a short timeline and the one reason it waits.
+"""``atomic-gang explain [jobset/]<namespace>/<name>``: a short timeline and the one
+reason a gang Job or JobSet waits.
 
-``gather`` reads the Job, its Workload (by owner), our AdmissionCheck (the one of the
-Workload's checks whose controllerName is ours), its pool (the Job's pool label) and
-the Events of all three; ``timeline`` and ``render`` are pure. Exit 0 once explained
-(waiting or not), 1 for no such Job, 2 for an unreadable cluster.
+``gather`` reads the Job (or JobSet), its Workload (by owner), our AdmissionCheck (the
+one of the Workload's checks whose controllerName is ours), its pool (the pool label)
+and the Events of all three; ``timeline`` and ``render`` are pure. Exit 0 once
+explained (waiting or not), 1 for no such object, 2 for an unreadable cluster.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from datetime import datetime
 
 from atomic_gang import keys
 from atomic_gang_cli.kube import CLUSTER_EVENTS_NAMESPACE, Reader
-from atomic_gang_cli.why import Obj, Seen, check_state, conditions, verdict
+from atomic_gang_cli.why import Obj, Seen, check_state, conditions, kind_of, verdict
 
 # Conditions worth a line: when they turned True (or, for QuotaReserved, False too).
 WORKLOAD_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Requeued", "PodsReady", "Finished")
@@ -30,8 +31,11 @@ class Entry:
     detail: str = ""
 
 
-def gather(reader: Reader, namespace: str, name: str, *, controller_name: str) -> Seen | None:
-    job = reader.job(namespace, name)
+def gather(
+    reader: Reader, namespace: str, name: str, *, controller_name: str, kind: str = "Job"
+) -> Seen | None:
+    """What the cluster says of the gang ``kind`` (Job or JobSet) ``namespace/name``."""
+    job = reader.jobset(namespace, name) if kind == "JobSet" else reader.job(namespace, name)
     if job is None:
         return None
     uid = (job.get("metadata") or {}).get("uid")
@@ -53,7 +57,7 @@ def gather(reader: Reader, namespace: str, name: str, *, controller_name: str) -
     if pool_name:
         events += reader.events(CLUSTER_EVENTS_NAMESPACE, names={pool_name})
     return Seen(
-        job=job,
+        owner=job,
         workload=workload,
         check_name=check_name,
         check=check,
@@ -121,9 +125,9 @@ def _events(events: tuple[Obj, ...]) -> Iterator[Entry]:
 
 def timeline(seen: Seen) -> list[Entry]:
     out: list[Entry] = []
-    created = _when((seen.job.get("metadata") or {}).get("creationTimestamp"))
+    created = _when((seen.owner.get("metadata") or {}).get("creationTimestamp"))
     if created is not None:
-        out.append(Entry(created, "Job", "created"))
+        out.append(Entry(created, kind_of(seen.owner), "created"))
     if seen.workload is not None and (
         at := _when(seen.workload["metadata"].get("creationTimestamp"))
     ):
@@ -155,11 +159,12 @@ def _attempt(seen: Seen) -> str:
 
 
 def render(seen: Seen, *, limit: int = 15) -> str:
-    meta = seen.job.get("metadata") or {}
+    meta = seen.owner.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     pool = (meta.get("labels") or {}).get(keys.POOL, "-")
     shape = f"{annotations.get(keys.COUNT, '?')}×{annotations.get(keys.INSTANCE_TYPE, '?')}"
-    lines = [f"Job {meta.get('namespace')}/{meta.get('name')}: gang {shape}, pool {pool}"]
+    named = f"{kind_of(seen.owner)} {meta.get('namespace')}/{meta.get('name')}"
+    lines = [f"{named}: gang {shape}, pool {pool}"]
     lines += [attempt] if (attempt := _attempt(seen)) else []
     lines.append("")
     entries = timeline(seen)

@@ -18,6 +18,7 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 POOLS = ("atomic-gang.k8s.aws", "v1alpha1", "gangnodepools")
+JOBSETS = ("jobset.x-k8s.io", "v1alpha2")
 # Where the provisioner records Events of a cluster-scoped GangNodePool.
 CLUSTER_EVENTS_NAMESPACE = "default"
 
@@ -67,6 +68,16 @@ class Reader:
             return self._plain(found)
 
         return self._read(f"job {namespace}/{name}", get, None)
+
+    def jobset(self, namespace: str, name: str) -> Obj | None:
+        custom = client.CustomObjectsApi(self.api)
+        return self._read(
+            f"jobset {namespace}/{name}",
+            lambda: cast(
+                Obj, custom.get_namespaced_custom_object(*JOBSETS, namespace, "jobsets", name)
+            ),
+            None,
+        )
 
     def workloads(self, namespace: str) -> list[Obj]:
         custom = client.CustomObjectsApi(self.api)

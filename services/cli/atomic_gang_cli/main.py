@@ -47,24 +47,30 @@ def _parser() -> argparse.ArgumentParser:
 def _explain_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e = sub.add_parser(
         "explain",
-        help="why is my gang Job pending? a timeline and the one reason it waits",
+        help="why is my gang Job or JobSet pending? a timeline and the one reason it waits",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Read the Job, its Kueue Workload, our AdmissionCheck on it, its GangNodePool\n"
-            "and the Events of all three; print a short timeline and the one reason the\n"
-            "Job waits: quota, capacity shortfall n/K, waiting for a capacity block to\n"
-            "start, joining k/N, or a permanent error and its fix.\n\n"
-            "Needs only read access: get jobs, list workloads and events in the Job's\n"
+            "Read the Job (or JobSet), its Kueue Workload, our AdmissionCheck on it, its\n"
+            "GangNodePool and the Events of all three; print a short timeline and the one\n"
+            "reason it waits: quota, capacity shortfall n/K, waiting for a capacity block\n"
+            "to start, joining k/N, or a permanent error and its fix.\n\n"
+            "Needs only read access: get jobs (or jobsets), list workloads and events in its\n"
             "namespace, get admissionchecks and gangnodepools (cluster-scoped), and list\n"
             "events in 'default' for the pool's Events (docs/operations.md: RBAC).\n"
             "What RBAC forbids is reported, not fatal.\n\n"
-            "exit status: 0 explained, 1 no such Job, 2 cluster unreachable\n\n"
+            "exit status: 0 explained, 1 no such Job or JobSet, 2 cluster unreachable\n\n"
             "examples:\n"
             "  atomic-gang explain team-a/train-llm\n"
+            "  atomic-gang explain jobset/team-a/allreduce\n"
             "  atomic-gang explain --kubeconfig ~/.kube/prod --context eks-prod team-a/train-llm"
         ),
     )
-    e.add_argument("job", metavar="NAMESPACE/JOB", help="the Job, as <namespace>/<name>")
+    e.add_argument(
+        "job",
+        metavar="[jobset/]NAMESPACE/NAME",
+        help="the Job as <namespace>/<name> (or job/<namespace>/<name>), or the JobSet as "
+        "jobset/<namespace>/<name>",
+    )
     e.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     e.add_argument("--context", help="kubeconfig context (default: the current one)")
     e.add_argument(
@@ -75,20 +81,39 @@ def _explain_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     e.add_argument("--limit", type=int, default=15, help="timeline entries shown (newest)")
 
 
+KINDS = {"job": "Job", "jobset": "JobSet"}  # the prefix of explain's argument -> kind
+
+
+def target(arg: str) -> tuple[str, str, str] | None:
+    """(kind, namespace, name) of ``[job/|jobset/]namespace/name``; None when malformed."""
+    parts = arg.split("/")
+    if len(parts) == 3 and parts[0].lower() in KINDS:
+        kind, namespace, name = KINDS[parts[0].lower()], parts[1], parts[2]
+    elif len(parts) == 2:
+        kind, namespace, name = "Job", parts[0], parts[1]
+    else:
+        return None
+    return (kind, namespace, name) if namespace and name else None
+
+
 def _explain(args: argparse.Namespace) -> int:
-    namespace, _, name = args.job.partition("/")
-    if not namespace or not name or "/" in name:
-        sys.stderr.write(f"atomic-gang explain: {args.job!r} is not <namespace>/<job>\n")
+    found = target(args.job)
+    if found is None:
+        sys.stderr.write(
+            f"atomic-gang explain: {args.job!r} is not <namespace>/<name> or "
+            "jobset/<namespace>/<name>\n"
+        )
         return 2
+    kind, namespace, name = found
     try:
         reader = Reader.from_kubeconfig(args.kubeconfig, context=args.context)
-        seen = gather(reader, namespace, name, controller_name=args.controller_name)
+        seen = gather(reader, namespace, name, controller_name=args.controller_name, kind=kind)
     except ClusterUnreachableError as exc:
         sys.stderr.write(f"atomic-gang explain: {exc}\n")
         return 2
     if seen is None:
         denied = f" ({'; '.join(reader.denied)})" if reader.denied else ""
-        sys.stderr.write(f"atomic-gang explain: no Job {namespace}/{name}{denied}\n")
+        sys.stderr.write(f"atomic-gang explain: no {kind} {namespace}/{name}{denied}\n")
         return 1
     sys.stdout.write(render(seen, limit=args.limit))
     return 0

@@ -21,9 +21,9 @@ Obj = Mapping[str, Any]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Seen:
-    """Everything read for one Job."""
+    """Everything read for one gang Job or JobSet."""
 
-    job: Obj
+    owner: Obj  # the Job or JobSet
     workload: Obj | None = None
     check_name: str = ""  # our AdmissionCheck's name on the Workload; "" if none is ours
     check: Obj | None = None  # that AdmissionCheck object
@@ -50,19 +50,29 @@ def _true(obj: Obj | None, type_: str) -> Obj | None:
     return found if found is not None and found.get("status") == "True" else None
 
 
+# The conditions that say a Job or a JobSet is done.
+FINISHED = {"Job": ("Complete", "Failed"), "JobSet": ("Completed", "Failed")}
+
+
+def kind_of(owner: Obj) -> str:
+    """ "JobSet" for a JobSet, else "Job" (what the reader returned names its kind)."""
+    return "JobSet" if owner.get("kind") == "JobSet" else "Job"
+
+
 def check_state(seen: Seen) -> Obj | None:
     states = ((seen.workload or {}).get("status") or {}).get("admissionChecks") or []
     return next((s for s in states if s.get("name") == seen.check_name), None)
 
 
 def verdict(seen: Seen) -> Verdict:
-    job = seen.job
-    labels = (job.get("metadata") or {}).get("labels") or {}
-    for type_ in ("Complete", "Failed"):
-        if _true(job, type_) is not None:
-            return Verdict(False, f"the Job is {type_}")
+    owner = seen.owner
+    kind = kind_of(owner)
+    labels = (owner.get("metadata") or {}).get("labels") or {}
+    for type_ in FINISHED[kind]:
+        if _true(owner, type_) is not None:
+            return Verdict(False, f"the {kind} is {type_}")
     if keys.POOL not in labels:
-        return Verdict(False, "not a gang Job", f"no {keys.POOL} label: we do not act on it")
+        return Verdict(False, f"not a gang {kind}", f"no {keys.POOL} label: we do not act on it")
     if seen.workload is None:
         return _no_workload(seen, labels)
     return _workload(seen)

@@ -12,6 +12,7 @@ import pytest
 
 from atomic_gang import keys
 from atomic_gang_cli.explain import render, timeline
+from atomic_gang_cli.main import target
 from atomic_gang_cli.why import Seen, verdict
 
 UID = "wl-uid"
@@ -83,7 +84,7 @@ def pool(*conds: dict[str, Any], claim: str = f"{UID}@20261201T120001Z") -> dict
 
 def seen(wl: dict[str, Any] | None = None, p: dict[str, Any] | None = None, **kw: Any) -> Seen:
     return Seen(
-        job=kw.pop("j", job()),
+        owner=kw.pop("j", job()),
         workload=wl,
         check_name=CHECK if wl else "",
         check=kw.pop("check", ACTIVE),
@@ -307,3 +308,36 @@ def test_a_requeued_workload_says_which_attempt_it_is() -> None:
     )
     first = workload(RESERVED)
     assert "attempt" not in render(seen(first)).splitlines()[1]
+
+
+def a_jobset(**conditions: str) -> dict[str, Any]:
+    return {**job(**conditions), "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"}
+
+
+def test_a_jobset_is_named_as_a_jobset_and_done_by_its_own_condition() -> None:
+    waiting = seen(workload(RESERVED), j=a_jobset())
+    assert render(waiting).splitlines()[0] == (
+        "JobSet team-a/train: gang 4×p4d.24xlarge, pool train-4"
+    )
+    assert timeline(waiting)[0].who == "JobSet"
+    done = verdict(seen(j=a_jobset(Completed="12:10:00")))
+    assert (done.waiting, done.reason) == (False, "the JobSet is Completed")
+    # A Job's "Complete" is not a JobSet's word for done.
+    assert verdict(seen(workload(RESERVED), j=a_jobset(Complete="12:10:00"))).waiting
+
+
+@pytest.mark.parametrize(
+    ("arg", "found"),
+    [
+        ("team-a/train", ("Job", "team-a", "train")),
+        ("job/team-a/train", ("Job", "team-a", "train")),
+        ("jobset/team-a/allreduce", ("JobSet", "team-a", "allreduce")),
+        ("JobSet/team-a/allreduce", ("JobSet", "team-a", "allreduce")),
+        ("train", None),
+        ("pod/team-a/train", None),
+        ("jobset/team-a/", None),
+        ("a/b/c/d", None),
+    ],
+)
+def test_explain_takes_a_job_or_a_jobset(arg: str, found: tuple[str, str, str] | None) -> None:
+    assert target(arg) == found
