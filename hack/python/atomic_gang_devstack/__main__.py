@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m atomic_gang_devstack",
         description="Local Kubernetes control plane (etcd, kube-apiserver, KCM, scheduler, kwok, "
-        "Kueue) plus our webhook and Kueue objects, as plain processes on 127.0.0.1.",
+        "the JobSet controller, Kueue) plus our webhook and Kueue objects, as plain processes on "
+        "127.0.0.1.",
     )
     p.add_argument(
         "--state-dir",
@@ -87,6 +88,11 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--no-webhook", action="store_true", help="skip our validating webhook")
     up.add_argument("--no-queues", action="store_true", help="skip the Kueue objects")
     up.add_argument(
+        "--no-jobset",
+        action="store_true",
+        help="skip the JobSet CRD and controller (and Kueue's JobSet integration)",
+    )
+    up.add_argument(
         "--keep-on-failure",
         action="store_true",
         help="leave started processes running when a component fails",
@@ -105,6 +111,7 @@ def _up(args: argparse.Namespace) -> int:
         # In-cluster, the chart brings the webhook, the controller and the Kueue objects.
         webhook=not (args.no_webhook or in_cluster),
         queues=not (args.no_queues or in_cluster),
+        jobset=not args.no_jobset,
         check_stand_in=args.provisioners == 0 and not in_cluster,
         fake_nodes=args.fake_nodes,
         cloud=True,

@@ -30,6 +30,10 @@ class StackOptions(BaseModel):
     kubeconfig_out: Path | None = Field(default=None, description="Copy of the admin kubeconfig.")
     webhook: bool = Field(default=True, description="Start and register our validating webhook.")
     queues: bool = Field(default=True, description="Create the AdmissionCheck and the queues.")
+    jobset: bool = Field(
+        default=True,
+        description="The JobSet CRD and controller, and Kueue's JobSet integration.",
+    )
     check_stand_in: bool = Field(
         default=True,
         description="Mark the AdmissionCheck Active ourselves, until the provisioner does it.",

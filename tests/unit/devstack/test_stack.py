@@ -45,13 +45,9 @@ def test_default_stack_order(tmp_path: Path) -> None:
     assert _names(waves(default_components(opts))) == [
         ["etcd", "atomic-gang-webhook"],
         ["kube-apiserver"],
-        ["kube-controller-manager", "kube-scheduler", "kwok", "kueue"],
-        [
-            "atomic-gang-webhook-registration",
-            "atomic-gang-node-policy",
-            "kueue-queues",
-            "fake-nodes",
-        ],
+        ["kube-controller-manager", "kube-scheduler", "kwok", "jobset-crd"],
+        ["jobset", "kueue", "atomic-gang-node-policy", "fake-nodes"],
+        ["atomic-gang-webhook-registration", "kueue-queues"],
     ]
 
 
@@ -62,6 +58,14 @@ def test_optional_components_can_be_left_out(tmp_path: Path) -> None:
     assert "atomic-gang-node-policy" not in names
     assert "kueue-queues" not in names
     assert "fake-nodes" not in names
+
+
+def test_without_jobset_kueue_starts_on_the_apiserver_alone(tmp_path: Path) -> None:
+    opts = StackOptions(state_dir=tmp_path, jobset=False)
+    comps = {c.name: c for c in default_components(opts)}
+    assert "jobset-crd" not in comps
+    assert "jobset" not in comps
+    assert comps["kueue"].needs == ("kube-apiserver",)
 
 
 def test_state_round_trips(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from atomic_gang_devstack.components.incluster import (
     CertManagerCrds,
     ChartRelease,
 )
+from atomic_gang_devstack.components.jobset import JobSetController, JobSetCrd
 from atomic_gang_devstack.components.kueue import Kueue
 from atomic_gang_devstack.components.kwok import FakeNodes, Kwok
 from atomic_gang_devstack.components.node import Containerd, Kubelet, NodeHost, NodeImages
@@ -39,8 +40,10 @@ def default_components(options: StackOptions) -> list[Component]:
         ControllerManager(),
         Scheduler(),
         Kwok(),
-        Kueue(),
     ]
+    if options.jobset:  # the CRD first: Kueue's JobSet integration needs it at start
+        comps += [JobSetCrd(), JobSetController()]
+    comps.append(Kueue(jobset=options.jobset))
     if options.webhook:
         comps += [GangWebhook(), WebhookRegistration(), GangNodePolicy()]
     if options.queues:

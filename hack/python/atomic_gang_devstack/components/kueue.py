@@ -6,27 +6,40 @@ Its rotator keeps a pre-seeded Secret whose CA carries the DNS name
 ``kueue-ca`` and whose server certificate is valid for the webhook Service
 name; ours also covers 127.0.0.1, the address the apiserver really dials. The
 rotator never writes ``certDir`` (in a pod, kubelet mounts the Secret there),
-so we write the same pair into it before the manager starts.
+so we write the same pair into it before the manager starts. With the JobSet
+integration on (``batch/job`` is always on), the JobSet CRD is installed first.
 """
 
 from __future__ import annotations
 
 import ssl
+from typing import ClassVar
 
 import yaml
 
 from atomic_gang_devstack import kueue_manifests as km
 from atomic_gang_devstack import pki, waits
 from atomic_gang_devstack.component import Context, ProcessComponent
+from atomic_gang_devstack.components.jobset import JobSetCrd
 
 FEATURE_GATES = "VisibilityOnDemand=false"  # its API server exits when it cannot serve
+JOB_FRAMEWORK = "batch/job"
+JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
 
 
 class Kueue(ProcessComponent):
     name = "kueue"
-    needs = ("kube-apiserver",)
+    needs: ClassVar[tuple[str, ...]] = ("kube-apiserver",)
     ready_timeout = 120.0
     _tls: ssl.SSLContext | None = None
+
+    def __init__(self, *, jobset: bool = False) -> None:
+        """``jobset``: the JobSet integration too; Kueue then starts once the JobSet CRD is
+        installed (a framework whose CRD is missing is set up late or not at all)."""
+        self.frameworks: tuple[str, ...] = (JOB_FRAMEWORK,)
+        if jobset:
+            self.frameworks += (JOBSET_FRAMEWORK,)
+            self.needs = ("kube-apiserver", JobSetCrd.name)  # type: ignore[misc]
 
     def prepare(self, ctx: Context) -> None:
         d = ctx.dir / "kueue"
@@ -39,11 +52,14 @@ class Kueue(ProcessComponent):
             qps=ctx.options.control_plane_qps,
             concurrency=km.chart_concurrency(chart),
             pods_ready_timeout=ctx.options.pods_ready_timeout,
+            frameworks=self.frameworks,
         )
         (d / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
         # Ports and paths only reach the chart's ConfigMap (dropped), so the
         # rendering is cached with placeholders and reused across launches.
-        chart_config = km.manager_config(health_port=0, webhook_port=0, cert_dir=d)
+        chart_config = km.manager_config(
+            health_port=0, webhook_port=0, cert_dir=d, frameworks=self.frameworks
+        )
         rendered = km.cached_render(
             ctx.bins.path("helm"), chart, chart_config, ctx.bins.root / "rendered"
         )
