@@ -21,6 +21,8 @@ CLUSTER_QUEUE = "atomic-gang-cluster-queue"
 LOCAL_QUEUE = "atomic-gang-queue"
 WEBHOOK_CONFIG = "atomic-gang-webhook"
 WEBHOOK_NAME = "jobs.atomic-gang.k8s.aws"
+JOBSET_WEBHOOK_NAME = "jobsets.atomic-gang.k8s.aws"
+JOBSETS = ("jobset.x-k8s.io", "v1alpha2", "jobsets")  # (group, version, resource)
 WEBHOOK_PATH = "/validate/batch/v1/job"
 EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "kueue-system")
 PROBE_VALUE = "devstack-probe-not-a-number"
@@ -108,37 +110,52 @@ def active_condition(now: str) -> Obj:
 
 
 def validating_webhook(*, url: str, ca_pem: bytes, timeout_seconds: int = 5) -> Obj:
-    """Our fail-closed ValidatingWebhookConfiguration, pointing at a URL."""
+    """Our fail-closed ValidatingWebhookConfiguration, pointing at a URL: one webhook
+    for Jobs, one for JobSets, both on the one endpoint (the request's kind says which)."""
+    kinds = ((WEBHOOK_NAME, "batch", "v1", "jobs"), (JOBSET_WEBHOOK_NAME, *JOBSETS))
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": WEBHOOK_CONFIG},
         "webhooks": [
+            _webhook(name, group, version, resource, url, ca_pem, timeout_seconds)
+            for name, group, version, resource in kinds
+        ],
+    }
+
+
+def _webhook(
+    name: str,
+    group: str,
+    version: str,
+    resource: str,
+    url: str,
+    ca_pem: bytes,
+    timeout_seconds: int,
+) -> Obj:
+    return {
+        "name": name,
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
+        "failurePolicy": "Fail",
+        "sideEffects": "None",
+        "timeoutSeconds": timeout_seconds,
+        "namespaceSelector": {
+            "matchExpressions": [
+                {
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "NotIn",
+                    "values": list(EXCLUDED_NAMESPACES),
+                }
+            ]
+        },
+        "rules": [
             {
-                "name": WEBHOOK_NAME,
-                "admissionReviewVersions": ["v1"],
-                "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
-                "failurePolicy": "Fail",
-                "sideEffects": "None",
-                "timeoutSeconds": timeout_seconds,
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {
-                            "key": "kubernetes.io/metadata.name",
-                            "operator": "NotIn",
-                            "values": list(EXCLUDED_NAMESPACES),
-                        }
-                    ]
-                },
-                "rules": [
-                    {
-                        "apiGroups": ["batch"],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": ["jobs"],
-                        "scope": "Namespaced",
-                    }
-                ],
+                "apiGroups": [group],
+                "apiVersions": [version],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": [resource],
+                "scope": "Namespaced",
             }
         ],
     }
