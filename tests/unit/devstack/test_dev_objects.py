@@ -26,22 +26,27 @@ def test_admission_check_is_ours() -> None:
 
 def test_webhook_fails_closed_on_url_with_ca_bundle() -> None:
     vwc = dev.validating_webhook(url="https://127.0.0.1:9/validate/batch/v1/job", ca_pem=b"CA")
-    (hook,) = vwc["webhooks"]
-    assert hook["failurePolicy"] == "Fail"
-    assert hook["sideEffects"] == "None"
-    assert hook["clientConfig"] == {
-        "url": "https://127.0.0.1:9/validate/batch/v1/job",
-        "caBundle": base64.b64encode(b"CA").decode(),
-    }
-    (rule,) = hook["rules"]
-    assert rule["operations"] == ["CREATE", "UPDATE"]
-    assert (rule["apiGroups"], rule["apiVersions"], rule["resources"]) == (
-        ["batch"],
-        ["v1"],
-        ["jobs"],
-    )
-    excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
-    assert "kube-system" in excluded
+    jobs, jobsets = vwc["webhooks"]
+    assert (jobs["name"], jobsets["name"]) == (dev.WEBHOOK_NAME, dev.JOBSET_WEBHOOK_NAME)
+    for hook in (jobs, jobsets):
+        assert hook["failurePolicy"] == "Fail"
+        assert hook["sideEffects"] == "None"
+        assert hook["clientConfig"] == {
+            "url": "https://127.0.0.1:9/validate/batch/v1/job",
+            "caBundle": base64.b64encode(b"CA").decode(),
+        }
+        excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
+        assert "kube-system" in excluded
+    rules = [
+        (r["apiGroups"], r["apiVersions"], r["resources"])
+        for h in (jobs, jobsets)
+        for r in h["rules"]
+    ]
+    assert rules == [
+        (["batch"], ["v1"], ["jobs"]),
+        (["jobset.x-k8s.io"], ["v1alpha2"], ["jobsets"]),
+    ]
+    assert {r["operations"][1] for h in (jobs, jobsets) for r in h["rules"]} == {"UPDATE"}
 
 
 def test_dev_settings_are_valid_settings() -> None:
