@@ -37,12 +37,17 @@ def _reviews(obj: Mapping[str, Any]) -> tuple[Review, Review]:
 
 
 def review(
-    obj: Mapping[str, Any], settings: GangSettings, *, namespace: str | None = None
+    obj: Mapping[str, Any],
+    settings: GangSettings,
+    *,
+    namespace: str | None = None,
+    user: str = "",
 ) -> Findings | None:
     """The CREATE verdict: None for an object that is not a gang and reaches for no gang
-    node, else its violations and warnings."""
+    node, else its violations and warnings. ``user`` is who creates it ("" when no one
+    does, as in ``atomic-gang validate``)."""
     create, _ = _reviews(obj)
-    return create(obj, settings, namespace=namespace)
+    return create(obj, settings, namespace=namespace, user=user)
 
 
 def review_update(

@@ -1,6 +1,6 @@
 """Job-level rules on top of the annotations: the queue label, count parity, the pod
-template's reach for gang nodes, one pod per node, and on UPDATE the immutability of
-the gang contract.
+template's reach for gang nodes (and the JobSet controller's pinned Jobs), one pod per
+node, and on UPDATE the immutability of the gang contract.
 
 Input is a raw batch/v1 Job as JSON-decoded dicts. A structurally broken object
 raises :class:`MalformedJobError` (a bad request, not a bad Job).
@@ -15,11 +15,15 @@ from typing import Any, NamedTuple
 from atomic_gang import keys, patterns, placement, template
 from atomic_gang.errors import Collector, GangValidationError, Violation, clip
 from atomic_gang.keys import PREFIX
-from atomic_gang.objects import MalformedJobError, field_map, pod_spec
+from atomic_gang.objects import MalformedJobError, field_list, field_map, items, pod_spec
 from atomic_gang.parse import annotation_field, gang_rules, label_field, ours
 from atomic_gang.pool_access import listed_for
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import GangSpec
+
+# A JobSet's controlling ownerReference: (jobset.API_VERSION, jobset.KIND), which imports
+# this module.
+JOBSET_OWNER = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 
 
 class Findings(NamedTuple):
@@ -207,14 +211,44 @@ def packed_verdict(warning: str, field: str, s: GangSettings, out: Collector) ->
     return ""
 
 
+def controllers(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(apiVersion, kind) of each ownerReference marked ``controller`` (the API server
+    allows at most one)."""
+    meta = field_map(obj, "metadata", "object")
+    where = "metadata.ownerReferences"
+    refs = items(field_list(meta, "ownerReferences", "metadata"), where)
+    return [
+        (str(r.get("apiVersion", "")), str(r.get("kind", "")))
+        for r in refs
+        if r.get("controller") is True
+    ]
+
+
+def by_jobset_controller(job: Mapping[str, Any], user: str, settings: GangSettings) -> bool:
+    """The JobSet controller (``settings.jobSetUsername``) writing a Job that a JobSet
+    controls: the one writer besides Kueue whose Job templates may carry gang node
+    claims, pinned (``template.pinned``). It copies them from its JobSet's replicatedJob
+    templates, where only Kueue can have put them: the webhook refuses them in a JobSet
+    on CREATE, and on UPDATE by anyone but Kueue. The owner alone proves nothing (the
+    writer sets ownerReferences), the requester is what tenants cannot forge: a
+    tenant's Job with a JobSet owner and the JobSet's labels is judged like any other."""
+    return user == settings.jobSetUsername and controllers(job) == [JOBSET_OWNER]
+
+
 def review_job(
-    job: Mapping[str, Any], settings: GangSettings, *, namespace: str | None = None
+    job: Mapping[str, Any],
+    settings: GangSettings,
+    *,
+    namespace: str | None = None,
+    user: str = "",
 ) -> Findings | None:
     """The CREATE verdict: None for a Job that is not ours (no gang keys, and a template
     that does not reach for gang nodes), else every violation (none when valid) and
     warnings. With the Job's ``namespace``, a pool name the admin reserved for other
-    namespaces is refused too. MalformedJobError for a broken object."""
-    found = _collect(job, settings, namespace)
+    namespaces is refused too. ``user`` is who creates it ("" when no one does, as in
+    ``atomic-gang validate``): the JobSet controller may create its JobSet's Jobs pinned
+    to the gang (``by_jobset_controller``). MalformedJobError for a broken object."""
+    found = _collect(job, settings, namespace, may_pin=by_jobset_controller(job, user, settings))
     if found is None:
         return None
     out, _resolved, warning = found
@@ -244,7 +278,11 @@ def _resolved(job: Mapping[str, Any], settings: GangSettings) -> tuple[str, dict
 
 
 def _collect(
-    job: Mapping[str, Any], settings: GangSettings, namespace: str | None = None
+    job: Mapping[str, Any],
+    settings: GangSettings,
+    namespace: str | None = None,
+    *,
+    may_pin: bool = False,
 ) -> tuple[Collector, tuple[str, dict[str, Any]] | None, str] | None:
     """None when not ours, else (violations, resolved fields or None, warning)."""
     found = read_maps(job, trim=True)
@@ -252,7 +290,7 @@ def _collect(
     pod = pod_spec(spec)
     out = Collector()
     if not found.annotations and not found.labels:
-        template.check_create(pod, out)
+        template.check_create(pod, out, may_pin=may_pin)
         return (out, None, "") if out.violations else None
     resolved = gang_rules(found.annotations, found.labels, settings, out)
     _no_gang_roles(found, out)
@@ -261,7 +299,7 @@ def _collect(
     check_elastic(found, out)
     # Parity even when other rules failed: every violation at once.
     _parity(spec, found.annotations.get(keys.COUNT, ""), out)
-    template.check_create(pod, out)
+    template.check_create(pod, out, may_pin=may_pin)
     return out, resolved, _spreads(job, spec, pod, settings, out)
 
 
@@ -270,12 +308,18 @@ def review_job_update(
 ) -> Findings | None:
     """The UPDATE verdict: None when neither version is ours. The gang keys are
     immutable once Kueue sized the Job, the queue label and count parity must still
-    hold, and only Kueue (``settings.kueueUsername``) may add gang node claims."""
+    hold, and only Kueue (``settings.kueueUsername``) may add gang node claims, or the
+    JobSet controller pinning its JobSet's Job as it resumes it (``by_jobset_controller``)."""
     was, now = read_maps(old, trim=False), read_maps(new, trim=False)
     old_spec, new_spec = field_map(old, "spec", "oldObject"), field_map(new, "spec", "object")
     out = Collector()
-    by_kueue = user == settings.kueueUsername
-    template.check_update(pod_spec(old_spec), pod_spec(new_spec), by_kueue=by_kueue, out=out)
+    template.check_update(
+        pod_spec(old_spec),
+        pod_spec(new_spec),
+        by_kueue=user == settings.kueueUsername,
+        may_pin=by_jobset_controller(new, user, settings),
+        out=out,
+    )
     gang = bool(was.annotations or was.labels or now.annotations or now.labels)
     if not gang:
         return Findings(tuple(out.violations), out.omitted) if out.violations else None

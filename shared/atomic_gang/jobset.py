@@ -198,9 +198,14 @@ def _collect(
 
 
 def review_jobset(
-    jobset: Mapping[str, Any], settings: GangSettings, *, namespace: str | None = None
+    jobset: Mapping[str, Any],
+    settings: GangSettings,
+    *,
+    namespace: str | None = None,
+    user: str = "",
 ) -> Findings | None:
-    """The CREATE verdict for a JobSet, as ``review_job`` gives one for a Job."""
+    """The CREATE verdict for a JobSet, as ``review_job`` gives one for a Job. Whoever
+    ``user`` is, a JobSet's templates may not claim gang nodes when it is created."""
     found = _collect(jobset, settings, namespace)
     if found is None:
         return None

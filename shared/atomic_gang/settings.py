@@ -33,6 +33,7 @@ from atomic_gang.settings_sections import (
 
 __all__ = [
     "DEFAULT_CONTROLLER_NAME",
+    "DEFAULT_JOBSET_USERNAME",
     "DEFAULT_KUEUE_USERNAME",
     "AcquireRetry",
     "CapacityBlock",
@@ -49,6 +50,7 @@ __all__ = [
 
 DEFAULT_CONTROLLER_NAME = "atomic-gang.k8s.aws/ec2-atomic"
 DEFAULT_KUEUE_USERNAME = "system:serviceaccount:kueue-system:kueue-controller-manager"
+DEFAULT_JOBSET_USERNAME = "system:serviceaccount:jobset-system:jobset-controller-manager"
 
 
 class SettingsError(ValueError):
@@ -101,6 +103,14 @@ class GangSettings(BaseSettings):
         default=DEFAULT_KUEUE_USERNAME,
         min_length=1,
         description="Kueue's identity: the only user that may add gang node selectors to a Job.",
+    )
+    jobSetUsername: str = Field(
+        default=DEFAULT_JOBSET_USERNAME,
+        min_length=1,
+        description=(
+            "The JobSet controller's identity: the only user that may create or update a "
+            "JobSet's Jobs with gang node claims, and only pinned to one pool and group."
+        ),
     )
     reapIntervalSeconds: int = Field(default=120, ge=1)
     joinDeadlineSeconds: int = Field(default=600, ge=1)

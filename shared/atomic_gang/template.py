@@ -6,8 +6,10 @@ or an empty key with operator ``Exists``, which tolerates every taint; effect em
 group label (``nodeSelector``, or a required or preferred node-affinity expression).
 Only Kueue puts those into a Job's template, when it admits the Job with our
 podSetUpdates. So a CREATE that carries one is denied, and so is an UPDATE that adds or
-drops one unless Kueue makes it. The chart's
-ValidatingAdmissionPolicy holds Pods to the same rule (templates/gang-node-policy.yaml).
+drops one unless Kueue makes it. One writer copies them on: the JobSet controller, into
+the Jobs of a JobSet Kueue admitted, and only ``pinned`` (to one pool and its group).
+The chart's ValidatingAdmissionPolicy holds Pods to the same rule
+(templates/gang-node-policy.yaml).
 """
 
 from __future__ import annotations
@@ -120,23 +122,54 @@ def claims(pod: Mapping[str, Any]) -> list[Claim]:
     return out
 
 
+def pinned(pod: Mapping[str, Any]) -> bool:
+    """The pod spec selects a pool and a group (``nodeSelector``, as our podSetUpdates
+    do), and every ``Equal`` toleration of the gang taint names that pool. The chart's
+    gang-node policy calls a Pod ``pinned`` by the same test."""
+    selector = field_map(pod, "nodeSelector", BASE)
+    pool, group = selector.get(keys.POOL), selector.get(keys.GROUP)
+    if not pool or not group:
+        return False
+    where = f"{BASE}.tolerations"
+    for i, t in enumerate(items(_bounded(field_list(pod, "tolerations", BASE), where), where)):
+        here = f"{where}[{i}]"
+        if field_str(t, "key", here) != keys.GANG_TAINT:
+            continue
+        operator = field_str(t, "operator", here) or "Equal"
+        if operator == "Equal" and field_str(t, "value", here) != pool:
+            return False
+    return True
+
+
 def _report(claim: Claim, out: Collector) -> None:
     message, hint = _WHY[claim.reason]
     out.add(claim.key, claim.reason, message, claim.value, hint, claim.field)
 
 
-def check_create(pod: Mapping[str, Any], out: Collector) -> None:
-    for claim in claims(pod):
+def check_create(pod: Mapping[str, Any], out: Collector, *, may_pin: bool = False) -> None:
+    """Every claim is denied; with ``may_pin`` (the JobSet controller creating its
+    JobSet's Job) a ``pinned`` template's claims pass."""
+    found = claims(pod)
+    if may_pin and found and pinned(pod):
+        return
+    for claim in found:
         _report(claim, out)
 
 
 def check_update(
-    old_pod: Mapping[str, Any], new_pod: Mapping[str, Any], *, by_kueue: bool, out: Collector
+    old_pod: Mapping[str, Any],
+    new_pod: Mapping[str, Any],
+    *,
+    by_kueue: bool,
+    out: Collector,
+    may_pin: bool = False,
 ) -> None:
     """Only Kueue changes a Job's claims: an UPDATE by anyone else that adds one, or
     drops one (the pods would lose their pinning to the gang's pool and group), is
-    denied."""
-    if by_kueue:
+    denied. With ``may_pin`` (the JobSet controller resuming its JobSet's Job, with the
+    claims Kueue merged into the JobSet) any change that leaves the template ``pinned``
+    passes."""
+    if by_kueue or (may_pin and pinned(new_pod)):
         return
     new, old = claims(new_pod), claims(old_pod)
     before, after = {c.identity for c in old}, {c.identity for c in new}

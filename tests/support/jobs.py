@@ -135,3 +135,59 @@ def gang_jobset(
         "metadata": {**base["metadata"], "annotations": ann},
         "spec": {"replicatedJobs": replicated},
     }
+
+
+JOBSET_CONTROLLER = "system:serviceaccount:jobset-system:jobset-controller-manager"
+# What Kueue merges into an admitted gang role's pod template: our podSetUpdate.
+PINNED_POD: dict[str, Any] = {
+    "nodeSelector": {k.POOL: "pretrain-p4d", k.GROUP: "pretrain-p4d-g7"},
+    "tolerations": [{"key": k.GANG_TAINT, "operator": "Equal", "value": "pretrain-p4d"}],
+}
+
+
+def jobset_job(
+    jobset: dict[str, Any] | None = None,
+    *,
+    role: str = "workers",
+    index: int = 0,
+    pod: dict[str, Any] | None = None,
+    suspend: bool = False,
+) -> dict[str, Any]:
+    """The Job the JobSet controller (sigs.k8s.io/jobset v0.12.0, ``constructJob``)
+    makes for replica ``index`` of ``role``: the replicatedJob's Job template, JobSet's
+    labels, and the JobSet as its controller owner. ``pod`` is merged into its pod spec
+    (``PINNED_POD`` for the Job of an admitted gang role)."""
+    js = jobset or gang_jobset()
+    js_name = js["metadata"]["name"]
+    (rj,) = [r for r in js["spec"]["replicatedJobs"] if r["name"] == role]
+    name = f"{js_name}-{role}-{index}"
+    labels = {
+        "jobset.sigs.k8s.io/jobset-name": js_name,
+        "jobset.sigs.k8s.io/replicatedjob-name": role,
+        "jobset.sigs.k8s.io/job-index": str(index),
+        "jobset.sigs.k8s.io/restart-attempt": "0",
+    }
+    spec = copy.deepcopy(rj["template"]["spec"])
+    spec["suspend"] = suspend
+    spec["template"].setdefault("metadata", {})["labels"] = dict(labels)
+    spec["template"]["spec"].update(copy.deepcopy(pod or {}))
+    owner = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "name": js_name,
+        "uid": "6f1c2a4e-0b7d-4c1e-9a53-2d8e1f0c7b11",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": labels,
+            "annotations": dict(labels),
+            "ownerReferences": [owner],
+        },
+        "spec": spec,
+    }

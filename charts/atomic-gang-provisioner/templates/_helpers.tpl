@@ -115,6 +115,7 @@ app.kubernetes.io/component: {{ .component }}
   "manageJobsWithoutQueueName" $v.manageJobsWithoutQueueName
   "requireOnePodPerNode" $v.requireOnePodPerNode
   "kueueUsername" $v.kueueUsername
+  "jobSetUsername" $v.jobSetUsername
   "reapIntervalSeconds" $v.reapIntervalSeconds
   "joinDeadlineSeconds" $v.joinDeadlineSeconds
   "acquireAttemptsBeforeRetry" $v.acquireAttemptsBeforeRetry

@@ -154,13 +154,15 @@ def _text(value: Any) -> str:
 
 def decide(req: ReviewRequest, settings: GangSettings) -> Decision:
     """CREATE: validate any Job or JobSet that carries our keys or reaches for gang nodes.
-    UPDATE: gang keys are immutable, and only Kueue may add gang node claims. The
+    UPDATE: gang keys are immutable, and only Kueue may add gang node claims. Either way
+    the JobSet controller may pin its JobSet's Jobs to the gang Kueue admitted. The
     allowlists are those of the request's namespace (``namespaceAllowlists``)."""
     scoped = settings.for_namespace(req.namespace)
     obj = _typed(req.obj or {}, req.kind)
     try:
         if req.old is None:
-            return _verdict(review(obj, scoped, namespace=req.namespace), "Valid")
+            found = review(obj, scoped, namespace=req.namespace, user=req.user)
+            return _verdict(found, "Valid")
         found = review_update(_typed(req.old, req.kind), obj, scoped, user=req.user)
         return _verdict(found, "Unchanged")
     except MalformedJobError as err:

@@ -39,6 +39,7 @@ CUSTOM: dict[str, Any] = {
         "retryPeriodSeconds": 4,
     },
     "iam": {"selfManageInstanceProfile": True},
+    "jobSetUsername": "system:serviceaccount:batch-system:jobset",
     "kueue": {
         "clusterQueue": {"nominalQuota": {"cpu": 512, "memory": "2Ti", "nvidia.com/gpu": "64"}},
         "localQueueNamespaces": ["team-a", "team-b"],

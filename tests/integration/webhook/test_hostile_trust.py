@@ -18,14 +18,24 @@ import httpx
 import pytest
 
 from atomic_gang import keys as k
-from tests.support.jobs import gang_job, one_pod_per_node, plain_job
+from tests.support.jobs import (
+    JOBSET_CONTROLLER,
+    PINNED_POD,
+    gang_job,
+    gang_jobset,
+    jobset_job,
+    one_pod_per_node,
+    plain_job,
+)
 from tests.support.reviews import review
 from tests.support.webhook_proc import SETTINGS_YAML, run_webhook
 
 PATH = "/validate/batch/v1/job"
 KUEUE = "system:serviceaccount:kueue-system:kueue-controller-manager"
+JOBSET = "system:serviceaccount:batch-system:jobset"  # a JobSet installed elsewhere
 AMI = "ami-0123456789abcdef0"
 STRICT_YAML = SETTINGS_YAML + (
+    f"jobSetUsername: {JOBSET}\n"
     f'allowedAmiIds: ["{AMI}", "ami-0aa*"]\n'
     'allowedSubnets: ["subnet-0123456789abcdef0"]\n'
     'allowedCapacityReservationIds: ["cr-0123456789abcdef0"]\n'
@@ -178,6 +188,33 @@ def test_update_adding_gang_selectors_is_denied_unless_kueue_makes_it(
     assert _response(strict, old, operation="UPDATE", old=new, user=KUEUE)["allowed"] is True
     dropped = _response(strict, old, operation="UPDATE", old=new)
     assert {"ReservedSelectorKey", "ReservedToleration"} <= _reasons(dropped)
+
+
+def test_only_the_jobset_controller_pins_a_jobsets_jobs(strict: httpx.Client) -> None:
+    """The Jobs of an admitted gang JobSet carry the claims Kueue merged into it. The
+    JobSet controller named by jobSetUsername may create them, or resume them,
+    pinned; a tenant's Job forging the JobSet owner and labels is denied, and so is
+    the default identity the settings file replaced."""
+    job = jobset_job(pod=PINNED_POD)
+    assert _response(strict, job, user=JOBSET)["allowed"] is True
+    for user in ("alice", JOBSET_CONTROLLER, KUEUE):
+        assert _reasons(_response(strict, job, user=user)) == {
+            "ReservedSelectorKey",
+            "ReservedToleration",
+        }, user
+    suspended = jobset_job(suspend=True)
+    resumed = _response(strict, job, operation="UPDATE", old=suspended, user=JOBSET)
+    assert resumed["allowed"] is True, resumed
+    forged = _response(strict, job, operation="UPDATE", old=suspended, user="alice")
+    assert _reasons(forged) == {"ReservedSelectorKey", "ReservedToleration"}
+    unpinned = jobset_job(pod={"nodeSelector": {k.POOL: "pretrain-p4d"}})
+    assert _reasons(_response(strict, unpinned, user=JOBSET)) == {"ReservedSelectorKey"}
+    jobset = gang_jobset()
+    jobset["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"].update(PINNED_POD)
+    assert _reasons(_response(strict, jobset, user=JOBSET)) == {
+        "ReservedSelectorKey",
+        "ReservedToleration",
+    }
 
 
 def test_update_may_not_move_parallelism_away_from_count(strict: httpx.Client) -> None:

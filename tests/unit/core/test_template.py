@@ -94,9 +94,11 @@ def test_malformed_templates_are_malformed(pod: dict[str, Any]) -> None:
         template.claims(_pod(**pod))
 
 
-def _update(old: dict[str, Any], new: dict[str, Any], *, by_kueue: bool = False) -> list[str]:
+def _update(
+    old: dict[str, Any], new: dict[str, Any], *, by_kueue: bool = False, may_pin: bool = False
+) -> list[str]:
     out = Collector()
-    template.check_update(old, new, by_kueue=by_kueue, out=out)
+    template.check_update(old, new, by_kueue=by_kueue, may_pin=may_pin, out=out)
     return [v.reason for v in out.violations]
 
 
@@ -111,3 +113,92 @@ def test_only_kueue_adds_or_drops_claims_anyone_may_keep_them() -> None:
     moved = _pod(nodeSelector={k.POOL: "other"}, tolerations=[{"key": k.GANG_TAINT}])
     # Moving to another pool adds one claim and drops one: both are Kueue's to make.
     assert _update(admitted, moved) == ["ReservedSelectorKey", "ReservedSelectorKey"]
+
+
+_PINNED = {k.POOL: "p", k.GROUP: "p-g1"}
+_OURS = {"key": k.GANG_TAINT, "operator": "Equal", "value": "p"}
+
+
+@pytest.mark.parametrize(
+    ("pod", "pinned"),
+    [
+        pytest.param({"nodeSelector": _PINNED, "tolerations": [_OURS]}, True, id="podsetupdate"),
+        pytest.param({"nodeSelector": _PINNED}, True, id="selector-only"),
+        pytest.param(
+            {"nodeSelector": _PINNED, "tolerations": [{"key": k.GANG_TAINT, "value": "p"}]},
+            True,
+            id="operator-defaults-to-equal",
+        ),
+        pytest.param(
+            {"nodeSelector": _PINNED, "tolerations": [{"key": k.GANG_TAINT, "operator": "Exists"}]},
+            True,  # a ResourceFlavor's toleration: the selector still holds the pod to p
+            id="flavor-exists",
+        ),
+        pytest.param(
+            {"nodeSelector": _PINNED, "tolerations": [{"operator": "Exists"}]},
+            True,  # as the gang-node policy judges a Pod
+            id="tolerate-all-with-selector",
+        ),
+        pytest.param({"nodeSelector": {k.POOL: "p"}, "tolerations": [_OURS]}, False, id="pool"),
+        pytest.param({"nodeSelector": {k.GROUP: "p-g1"}}, False, id="group-only"),
+        pytest.param({"nodeSelector": {k.POOL: "", k.GROUP: "g"}}, False, id="empty-pool"),
+        pytest.param({"tolerations": [_OURS]}, False, id="toleration-only"),
+        pytest.param({"tolerations": [{"operator": "Exists"}]}, False, id="tolerate-all-alone"),
+        pytest.param(
+            {"nodeSelector": _PINNED, "tolerations": [_OURS, {**_OURS, "value": "q"}]},
+            False,
+            id="another-pools-toleration",
+        ),
+        pytest.param(
+            {
+                "nodeSelector": _PINNED,
+                "tolerations": [{**_OURS, "operator": ""}, {"key": k.GANG_TAINT, "value": "q"}],
+            },
+            False,
+            id="empty-operator-is-equal",
+        ),
+        pytest.param(
+            {"affinity": _required(_expr(k.POOL, values=["p"]), _expr(k.GROUP, values=["g"]))},
+            False,  # pinned means the nodeSelector our podSetUpdates write
+            id="affinity-instead-of-selector",
+        ),
+    ],
+)
+def test_pinned_is_the_gang_node_policys_test(pod: dict[str, Any], pinned: bool) -> None:
+    assert template.pinned(_pod(**pod)) is pinned
+
+
+def _create(pod: dict[str, Any], *, may_pin: bool) -> list[str]:
+    out = Collector()
+    template.check_create(pod, out, may_pin=may_pin)
+    return [v.reason for v in out.violations]
+
+
+def test_a_pinned_template_passes_only_for_the_writer_that_may_pin() -> None:
+    admitted = _pod(nodeSelector=_PINNED, tolerations=[_OURS])
+    assert _create(admitted, may_pin=False) == [
+        "ReservedSelectorKey",
+        "ReservedSelectorKey",
+        "ReservedToleration",
+    ]
+    assert _create(admitted, may_pin=True) == []
+    half = _pod(nodeSelector={k.POOL: "p"}, tolerations=[_OURS])
+    assert _create(half, may_pin=True) == ["ReservedSelectorKey", "ReservedToleration"]
+    assert _create(_pod(), may_pin=True) == []
+
+
+def test_the_writer_that_may_pin_may_pin_or_repin_and_nothing_else() -> None:
+    bare = _pod()
+    admitted = _pod(nodeSelector=_PINNED, tolerations=[_OURS])
+    assert _update(bare, admitted, may_pin=True) == []  # the JobSet controller's resume
+    regrouped = _pod(nodeSelector={k.POOL: "p", k.GROUP: "p-g2"}, tolerations=[_OURS])
+    assert _update(admitted, regrouped, may_pin=True) == []  # resumed on a fresh gang
+    assert _update(admitted, admitted, may_pin=True) == []  # its suspend keeps the claims
+    foreign = _pod(nodeSelector=_PINNED, tolerations=[_OURS, {**_OURS, "value": "q"}])
+    assert _update(admitted, foreign, may_pin=True) == ["ReservedToleration"]
+    # Dropping the claims leaves nothing pinned: only Kueue may.
+    assert _update(admitted, bare, may_pin=True) == [
+        "ReservedSelectorKey",
+        "ReservedSelectorKey",
+        "ReservedToleration",
+    ]

@@ -19,6 +19,7 @@ def test_defaults_allow_any_choice_but_cap_the_lifetime() -> None:
     assert s.manageJobsWithoutQueueName is False
     assert s.requireOnePodPerNode is False
     assert s.kueueUsername == "system:serviceaccount:kueue-system:kueue-controller-manager"
+    assert s.jobSetUsername == "system:serviceaccount:jobset-system:jobset-controller-manager"
 
 
 @pytest.mark.parametrize(
@@ -37,6 +38,7 @@ def test_defaults_allow_any_choice_but_cap_the_lifetime() -> None:
             "defaults: {maxLifetime: 200h}\n", "defaults.maxLifetime must be > 0 and <=", id="cap"
         ),
         pytest.param("kueueUsername: ''\n", "kueueUsername", id="empty-kueue-user"),
+        pytest.param("jobSetUsername: ''\n", "jobSetUsername", id="empty-jobset-user"),
     ],
 )
 def test_bad_tenant_settings_name_the_field(tmp_path: Path, yaml_text: str, needle: str) -> None:

@@ -15,7 +15,16 @@ from atomic_gang_webhook.review import (
     decide,
     parse_review,
 )
-from tests.support.jobs import gang_job, gang_jobset, one_pod_per_node, plain_job, settings
+from tests.support.jobs import (
+    JOBSET_CONTROLLER,
+    PINNED_POD,
+    gang_job,
+    gang_jobset,
+    jobset_job,
+    one_pod_per_node,
+    plain_job,
+    settings,
+)
 from tests.support.reviews import body, review
 
 S = settings()
@@ -266,3 +275,38 @@ def test_a_kind_we_do_not_serve_is_a_bad_request() -> None:
                 kind={"group": "jobset.x-k8s.io", "version": "v1alpha2", "kind": "JobSet"},
             )
         )
+
+
+def _decided(obj: dict[str, Any], user: str, **kw: Any) -> tuple[str, str]:
+    decision = decide(parse_review(body(obj, user=user, **kw)), S)
+    return decision.verdict, decision.reason
+
+
+def test_the_requester_decides_whether_a_jobsets_pinned_job_may_be_created() -> None:
+    """The userInfo of a CREATE reaches the review: the JobSet controller's Job for an
+    admitted JobSet passes, the same Job (JobSet owner, labels, name) from a tenant
+    does not."""
+    job = jobset_job(pod=PINNED_POD)
+    assert _decided(job, JOBSET_CONTROLLER) == ("allowed", "NotAGang")
+    assert _decided(job, "alice") == ("denied", "ReservedSelectorKey")
+    unpinned = jobset_job(pod={"tolerations": PINNED_POD["tolerations"]})
+    assert _decided(unpinned, JOBSET_CONTROLLER) == ("denied", "ReservedToleration")
+
+
+def test_the_jobset_controller_resumes_a_jobsets_job_with_the_pin() -> None:
+    old, new = jobset_job(suspend=True), jobset_job(pod=PINNED_POD)
+    assert _decided(new, JOBSET_CONTROLLER, operation="UPDATE", old=old) == (
+        "allowed",
+        "NotAGang",
+    )
+    assert _decided(new, "alice", operation="UPDATE", old=old) == (
+        "denied",
+        "ReservedSelectorKey",
+    )
+
+
+def test_a_jobset_claiming_gang_nodes_is_denied_even_from_the_jobset_controller() -> None:
+    js = gang_jobset()
+    js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"].update(PINNED_POD)
+    for user in ("alice", JOBSET_CONTROLLER):
+        assert _decided(js, user) == ("denied", "ReservedSelectorKey"), user
