@@ -118,28 +118,25 @@ def validating_webhook(*, url: str, ca_pem: bytes, timeout_seconds: int = 5) -> 
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": WEBHOOK_CONFIG},
         "webhooks": [
-            _webhook(name, group, version, resource, url, ca_pem, timeout_seconds)
+            _webhook(
+                name, (group, version, resource), url=url, ca_pem=ca_pem, timeout=timeout_seconds
+            )
             for name, group, version, resource in kinds
         ],
     }
 
 
 def _webhook(
-    name: str,
-    group: str,
-    version: str,
-    resource: str,
-    url: str,
-    ca_pem: bytes,
-    timeout_seconds: int,
+    name: str, collection: tuple[str, str, str], *, url: str, ca_pem: bytes, timeout: int
 ) -> Obj:
+    group, version, resource = collection
     return {
         "name": name,
         "admissionReviewVersions": ["v1"],
         "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
         "failurePolicy": "Fail",
         "sideEffects": "None",
-        "timeoutSeconds": timeout_seconds,
+        "timeoutSeconds": timeout,
         "namespaceSelector": {
             "matchExpressions": [
                 {
