@@ -1,6 +1,7 @@
 """The make targets of docs/development.md: ``make build`` (the wheel, checked),
 ``make run`` (the controller with a settings file against the current kubeconfig's
-cluster) and ``make manifests`` / ``make generate`` (the CRD from the models)."""
+cluster), ``make manifests`` / ``make generate`` (the CRD from the models) and the
+story ``make demo STORY=...`` tells (what it would run)."""
 
 from __future__ import annotations
 
@@ -85,3 +86,18 @@ def test_manifests_and_generate_regenerate_the_crd(target: str) -> None:
     done = make(target)
     assert done.returncode == 0, done.stderr
     assert CRD.read_text() == render()
+
+
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        pytest.param((), "-m atomic_gang_devstack.demo", id="job-by-default"),
+        pytest.param(("STORY=jobset",), "-m atomic_gang_devstack.demo --story jobset", id="jobset"),
+    ],
+)
+def test_make_demo_passes_the_story(args: tuple[str, ...], command: str) -> None:
+    """``make -n``: what the target would run, without starting the stack."""
+    done = make("-n", "demo", *args)
+    assert done.returncode == 0, done.stderr
+    demo_line = done.stdout.splitlines()[-1]
+    assert demo_line.rstrip().endswith(command), demo_line

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from atomic_gang_devstack.demo import __main__ as demo
+from atomic_gang_devstack.demo.samples import Sample
 from atomic_gang_devstack.waits import ComponentFailedError
 
 
@@ -48,7 +49,7 @@ class StubBins:
         pass
 
 
-def _interrupt(*_: object) -> None:
+def _interrupt(*_: object, **__: object) -> None:
     raise KeyboardInterrupt
 
 
@@ -80,7 +81,7 @@ def test_ctrl_c_during_the_story_tears_down_and_closes_clients(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     made = _stub(monkeypatch, None)
-    monkeypatch.setattr(demo, "_show_setup", lambda ctx: None)
+    monkeypatch.setattr(demo, "_show_setup", lambda ctx, sample: None)
     monkeypatch.setattr(demo, "fakeaws_endpoint", lambda ctx: "http://127.0.0.1:1")
     monkeypatch.setattr(demo, "ControlClient", StubControl)
     monkeypatch.setattr(demo, "_watch", _interrupt)
@@ -97,3 +98,54 @@ def test_a_failed_start_tears_down_and_exits_1(
     made = _stub(monkeypatch, ComponentFailedError("kueue", "log tail"))
     assert demo.main(["--state-dir", str(tmp_path)]) == 1
     assert [s.downs for s in made] == [1]
+
+
+def test_help_documents_the_stories(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # argparse would break the file names at a hyphen
+    with pytest.raises(SystemExit) as done:
+        demo.main(["--help"])
+    assert done.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--story {job,jobset}" in out
+    assert "(default: job)" in out
+    assert "hack/demo/allreduce-jobset.yaml" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "story", "ordinary_nodes"),
+    [
+        pytest.param([], "job", 0, id="default"),
+        pytest.param(["--story", "jobset"], "jobset", 1, id="jobset"),
+    ],
+)
+def test_the_story_picks_the_sample_and_its_ordinary_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    story: str,
+    ordinary_nodes: int,
+) -> None:
+    made = _stub(monkeypatch, None)
+    told: list[str] = []
+
+    def run(ctx: object, timeout: float, *, sample: Sample) -> int:
+        told.append(sample.story)
+        return 0
+
+    monkeypatch.setattr(demo, "run", run)
+    assert demo.main(["--state-dir", str(tmp_path), *argv]) == 0
+    assert told == [story]
+    assert made[0].options.fake_nodes == ordinary_nodes
+
+
+def test_the_jobset_story_is_not_told_in_cluster(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = _stub(monkeypatch, None)
+    with pytest.raises(SystemExit) as done:
+        demo.main(["--state-dir", str(tmp_path), "--story", "jobset", "--in-cluster"])
+    assert done.value.code == 2
+    assert made == []  # refused before anything starts
+    assert "--in-cluster tells the job story only" in capsys.readouterr().err

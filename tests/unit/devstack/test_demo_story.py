@@ -1,4 +1,5 @@
-"""The demo's narration over a scripted run: lines, milestones and the final checks."""
+"""The demo's narration over scripted runs of both samples (a gang Job, a gang JobSet
+with a driver off the gang): lines, milestones and the final checks."""
 
 from __future__ import annotations
 
@@ -6,10 +7,19 @@ import itertools
 from dataclasses import replace
 
 from atomic_gang_devstack.demo.observe import NodeState, PodState, Snapshot
+from atomic_gang_devstack.demo.samples import JOB, JOBSET, Sample
 from atomic_gang_devstack.demo.story import Story
 
 IDS = ("i-1", "i-2")
 GROUP = "p-g1"
+SAMPLE = replace(JOB, pool="p", count=2)
+# The JobSet sample scaled to the script: 2 workers pods on the gang, a driver off it.
+JOBSET_SAMPLE = replace(JOBSET, pool="p", count=2)
+JOB_PODS = {f"pod-{n}": PodState(phase="Running", node=f"ip-{n}") for n in range(2)}
+JOBSET_PODS = {
+    **{f"js-workers-{n}": PodState("Running", f"ip-{n}", role="workers") for n in range(2)},
+    "js-driver-0": PodState("Running", "kwok-node-0", role="driver"),
+}
 
 
 def _nodes(ready: int, total: int = 2) -> dict[str, NodeState]:
@@ -19,23 +29,36 @@ def _nodes(ready: int, total: int = 2) -> dict[str, NodeState]:
     }
 
 
-def _script() -> list[Snapshot]:
+def _script(
+    pods: dict[str, PodState] = JOB_PODS, pod_sets: tuple[str, ...] = ("main",)
+) -> list[Snapshot]:
     s0 = Snapshot()
     s1 = replace(s0, quota_reserved=True, check_state="Pending", pool_phase="Acquiring")
     s2 = replace(s1, pool_phase="Joining", instance_ids=IDS, group=GROUP, live_instances=2)
     s3 = replace(s2, nodes=_nodes(1, 1))
-    s4 = replace(s3, nodes=_nodes(2), check_state="Ready", admitted=True, pool_phase="Satisfied")
-    pods = {f"pod-{n}": PodState(phase="Running", node=f"ip-{n}") for n in range(2)}
+    s4 = replace(
+        s3,
+        nodes=_nodes(2),
+        check_state="Ready",
+        check_message="2/2 nodes Ready",
+        check_pod_sets=pod_sets,
+        admitted=True,
+        pool_phase="Satisfied",
+    )
     s5 = replace(s4, pods=pods)
-    done = {k: PodState(phase="Succeeded", node=v.node) for k, v in pods.items()}
-    s6 = replace(s5, pods=done, job_complete=True, pool_phase="KeepWarm", keep_warm_until="T")
+    done = {k: replace(v, phase="Succeeded") for k, v in pods.items()}
+    s6 = replace(s5, pods=done, completed=True, pool_phase="KeepWarm", keep_warm_until="T")
     s7 = replace(s6, pool_phase="Idle", pool_events=(("KeepWarmExpired", "releasing"),))
     s8 = replace(s7, live_instances=0, nodes={})
     return [s0, s1, s2, s3, s4, s5, s6, s7, s8]
 
 
-def _play(snaps: list[Snapshot]) -> tuple[Story, list[str]]:
-    story, lines = Story(pool="p", count=2), []
+def _jobset_script() -> list[Snapshot]:
+    return _script(JOBSET_PODS, pod_sets=("workers",))
+
+
+def _play(snaps: list[Snapshot], sample: Sample = SAMPLE) -> tuple[Story, list[str]]:
+    story, lines = Story(sample), []
     story.mark("applied", 0.0)
     for t, (prev, cur) in enumerate(itertools.pairwise(snaps), start=1):
         lines += story.update(prev, cur, float(t))
@@ -66,8 +89,13 @@ def test_a_good_run_reads_well_and_passes_every_check() -> None:
         "releasing",
         "released",
     ]
+    assert "check Ready: 2/2 nodes Ready (podSetUpdates for main)" in lines
+    assert "Job complete" in lines
     summary = story.summary({"RunInstances": 1})
     assert "AWS calls by the provisioner for this Job: RunInstances 1" in summary
+    assert "     0.0  Job applied (kubectl apply)" in summary
+    assert "     5.0  all 2 pods Running on the gang" in summary
+    assert len(story.checks()) == 3  # a Job has no role off the gang
 
 
 def test_admission_before_all_nodes_ready_fails_the_check() -> None:
@@ -110,3 +138,63 @@ def test_fewer_pods_than_the_gang_fail_the_placement_check() -> None:
 def test_a_good_run_names_the_distinct_nodes() -> None:
     story, _ = _play(_script())
     assert story.checks()[1] == "ok    every pod ran on a node of the gang (2 nodes, one pod each)"
+
+
+def test_a_good_jobset_run_narrates_both_roles_and_passes_every_check() -> None:
+    story, lines = _play(_jobset_script(), JOBSET_SAMPLE)
+    assert "check Ready: 2/2 nodes Ready (podSetUpdates for workers)" in lines
+    assert "pod js-workers-1 → ip-1 (workers, a gang node)" in lines
+    assert "pod js-driver-0 → kwok-node-0 (driver, an ordinary node)" in lines
+    assert "JobSet completed" in lines
+    assert story.done
+    assert story.checks() == [
+        "ok    admitted only after 2/2 nodes were Ready",
+        "ok    every workers pod ran on a node of the gang (2 nodes, one pod each)",
+        "ok    the driver pod ran on no gang node (kwok-node-0)",
+        "ok    released: no instance of the pool left in EC2",
+    ]
+    assert story.ok
+    summary = story.summary({"RunInstances": 1})
+    assert "     0.0  JobSet applied (kubectl apply)" in summary
+    assert "     5.0  all 2 workers pods Running on the gang" in summary
+    assert "     5.0  driver pod Running on an ordinary node" in summary
+    assert "     6.0  JobSet completed" in summary
+    assert "AWS calls by the provisioner for this JobSet: RunInstances 1" in summary
+
+
+def test_the_driver_on_a_gang_node_fails_the_off_gang_check() -> None:
+    snaps = _jobset_script()
+    for i in range(5, len(snaps)):  # the driver lands on ip-0, beside a worker
+        pods = dict(snaps[i].pods)
+        pods["js-driver-0"] = replace(pods["js-driver-0"], node="ip-0")
+        snaps[i] = replace(snaps[i], pods=pods)
+    story, lines = _play(snaps, JOBSET_SAMPLE)
+    assert "pod js-driver-0 → ip-0 (driver, a gang node)" in lines
+    assert story.checks()[1].startswith("ok")  # the workers themselves are placed well
+    assert story.checks()[2] == "FAIL  the driver pod ran on no gang node (ip-0)"
+    assert "ordinary-running" not in story.milestones
+    assert not story.ok
+
+
+def test_a_driver_never_scheduled_fails_the_off_gang_check() -> None:
+    snaps = _jobset_script()
+    for i in range(5, len(snaps)):
+        pods = {k: v for k, v in snaps[i].pods.items() if k != "js-driver-0"}
+        snaps[i] = replace(snaps[i], pods=pods)
+    story, _ = _play(snaps, JOBSET_SAMPLE)
+    assert story.checks()[2] == "FAIL  the driver pod ran on no gang node (never scheduled)"
+    assert not story.ok
+
+
+def test_the_driver_does_not_count_toward_the_gang() -> None:
+    """One worker missing: the driver's pod does not make up the gang's count."""
+    snaps = _jobset_script()
+    for i in range(5, len(snaps)):
+        pods = {k: v for k, v in snaps[i].pods.items() if k != "js-workers-1"}
+        snaps[i] = replace(snaps[i], pods=pods)
+    story, _ = _play(snaps, JOBSET_SAMPLE)
+    assert "pods-running" not in story.milestones
+    assert story.checks()[1] == (
+        "FAIL  every workers pod ran on a node of the gang (1 nodes, one pod each)"
+    )
+    assert not story.ok

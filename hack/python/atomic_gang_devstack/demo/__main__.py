@@ -14,6 +14,7 @@ from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components import default_components
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint
 from atomic_gang_devstack.demo.observe import Observer, Snapshot
+from atomic_gang_devstack.demo.samples import JOB, SAMPLES, Sample
 from atomic_gang_devstack.demo.story import Story
 from atomic_gang_devstack.kubectl import KubectlError
 from atomic_gang_devstack.stack import Stack
@@ -22,13 +23,20 @@ from atomic_gang_devstack.waits import ComponentFailedError
 from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_provisioner.kube import KubeClient
 
-JOB_FILE = REPO_ROOT / "hack" / "demo" / "allreduce-pretrain.yaml"
-JOB, NAMESPACE, POOL, COUNT = "allreduce-pretrain", "default", "pretrain-p4d", 4
 CONTROLLER_KEY = "testing"  # the provisioner's (dummy) access key id in the call log
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="make demo", description=__doc__)
+    p.add_argument(
+        "--story",
+        choices=sorted(SAMPLES),
+        default=JOB.story,
+        help="which sample to apply and narrate (default: %(default)s); "
+        + "; ".join(
+            f"{s.story} ({s.file.relative_to(REPO_ROOT)}): {s.about}" for s in SAMPLES.values()
+        ),
+    )
     p.add_argument("--state-dir", type=Path, default=REPO_ROOT / ".dev" / "demo")
     p.add_argument("--timeout", type=float, default=300, help="give up after this many seconds")
     p.add_argument("-v", "--verbose", action="store_true", help="show the launcher's log")
@@ -36,12 +44,12 @@ def _parser() -> argparse.ArgumentParser:
         "--in-cluster",
         action="store_true",
         help="run the webhook and the controller as pods of our images on a real kubelet node,"
-        " installed with helm (make demo-cluster; needs root)",
+        " installed with helm (make demo-cluster; needs root; the job story only)",
     )
     return p
 
 
-def _options(state_dir: Path, *, in_cluster: bool = False) -> StackOptions:
+def _options(state_dir: Path, sample: Sample, *, in_cluster: bool = False) -> StackOptions:
     return StackOptions(
         state_dir=state_dir.resolve(),
         kubeconfig_out=state_dir.resolve() / "kubeconfig",
@@ -54,6 +62,7 @@ def _options(state_dir: Path, *, in_cluster: bool = False) -> StackOptions:
         real_node=in_cluster,
         in_cluster=in_cluster,
         provisioners=0 if in_cluster else 2,
+        fake_nodes=sample.ordinary_nodes,  # where the pods off the gang run
         nodesim=True,
         boot_delay=2.0,
         boot_jitter=3.0,
@@ -66,28 +75,27 @@ def say(t: float | None, text: str) -> None:
     print(f"{stamp} {text}", flush=True)
 
 
-def _show_setup(ctx: Context) -> None:
+def _show_setup(ctx: Context, sample: Sample) -> None:
     kc = ctx.options.kubeconfig_out
     where = "as pods on a real node (helm)" if ctx.options.in_cluster else "as processes"
+    jobset = ", JobSet" if ctx.options.jobset else ""
     say(
         None,
-        f"control plane, Kueue, moto, webhook and 2 provisioners {where}, simulator: ready in "
-        f"{ctx.state.ready_seconds:.0f}s (KUBECONFIG={kc})",
+        f"control plane, Kueue{jobset}, moto, webhook and 2 provisioners {where}, simulator: "
+        f"ready in {ctx.state.ready_seconds:.0f}s (KUBECONFIG={kc})",
     )
     out = ctx.kubectl.run("get", "admissioncheck,resourceflavor,clusterqueue,localqueue", "-A")
     for line in filter(None, out.stdout.splitlines()):
         say(None, "  " + line)
-    say(None, f"$ kubectl apply -f {JOB_FILE.relative_to(REPO_ROOT)}")
+    say(None, f"$ kubectl apply -f {sample.file.relative_to(REPO_ROOT)}")
 
 
-def _watch(ctx: Context, timeout: float) -> Story:
+def _watch(ctx: Context, sample: Sample, *, timeout: float) -> Story:
     kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
-    observer = Observer(
-        kube=kube, endpoint=fakeaws_endpoint(ctx), job=JOB, namespace=NAMESPACE, pool=POOL
-    )
-    story, prev = Story(pool=POOL, count=COUNT), Snapshot()
+    observer = Observer(kube=kube, endpoint=fakeaws_endpoint(ctx), sample=sample)
+    story, prev = Story(sample), Snapshot()
     try:
-        ctx.kubectl.run("apply", "-f", str(JOB_FILE))
+        ctx.kubectl.run("apply", "-f", str(sample.file))
         t0 = time.monotonic()
         story.mark("applied", 0.0)
         while not story.done and time.monotonic() - t0 < timeout:
@@ -109,12 +117,12 @@ def _controller_calls(control: ControlClient) -> dict[str, int]:
     return dict(counts)
 
 
-def run(ctx: Context, timeout: float) -> int:
-    _show_setup(ctx)
+def run(ctx: Context, timeout: float, *, sample: Sample = JOB) -> int:
+    _show_setup(ctx, sample)
     control = ControlClient(fakeaws_endpoint(ctx))
     try:
-        control.clear_calls()  # from here on the log holds this Job's calls only
-        story = _watch(ctx, timeout)
+        control.clear_calls()  # from here on the log holds this sample's calls only
+        story = _watch(ctx, sample, timeout=timeout)
         for line in story.summary(_controller_calls(control)):
             print(line, flush=True)
     finally:
@@ -125,15 +133,19 @@ def run(ctx: Context, timeout: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    sample = SAMPLES[args.story]
+    if args.in_cluster and sample is not JOB:
+        parser.error(f"--in-cluster tells the {JOB.story} story only, not --story {sample.story}")
     level = logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s devstack %(message)s")
-    options = _options(args.state_dir, in_cluster=args.in_cluster)
+    options = _options(args.state_dir, sample, in_cluster=args.in_cluster)
     stack = Stack(options, default_components(options))
     try:
         Bins.load().ensure(CONTROL_PLANE + (NODE if options.real_node else ()))
         say(None, "starting the local stack (about 20-40 s) ...")
-        return run(stack.up(), args.timeout)
+        return run(stack.up(), args.timeout, sample=sample)
     except KeyboardInterrupt:
         print("\ninterrupted: tearing everything down", flush=True)
         return 130

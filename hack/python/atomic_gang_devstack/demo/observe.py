@@ -1,9 +1,10 @@
-"""What the demo watches: one snapshot of the Job's world per poll.
+"""What the demo watches: one snapshot of the sample's world per poll.
 
-The pool (GangNodePool), the Workload's admission check, the gang's Nodes and
-the Job's pods come from the apiserver; the live managed instances from the
-simulated EC2 (one DescribeInstances, signed with the demo's own access key
-so the call log keeps it apart from the controller's).
+The pool (GangNodePool), the Workload's admission check, the gang's Nodes, the
+sample (a Job or a JobSet, see :mod:`.samples`) and its pods come from the
+apiserver; the live managed instances from the simulated EC2 (one
+DescribeInstances, signed with the demo's own access key so the call log keeps
+it apart from the controller's).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import boto3
 
 from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
+from atomic_gang_devstack.demo.samples import Sample
 from atomic_gang_provisioner.kube import KubeClient, NotFoundError, Resource
 from atomic_gang_provisioner.kube.resource import EVENTS
-from atomic_gang_provisioner.resources import JOBS, NODES, POOLS, WORKLOADS
+from atomic_gang_provisioner.resources import NODES, POOLS, WORKLOADS
 
 PODS = Resource("", "v1", "pods", namespaced=True, kind="Pod")
 DEMO_KEY = "demo"  # the demo's access key id in the call log
@@ -35,6 +37,7 @@ class NodeState:
 class PodState:
     phase: str
     node: str
+    role: str = ""  # the sample's role label on the pod ("" for a Job's)
 
 
 @dataclass(frozen=True)
@@ -45,10 +48,11 @@ class Snapshot:
     keep_warm_until: str = ""
     check_state: str = ""
     check_message: str = ""
+    check_pod_sets: tuple[str, ...] = ()  # the PodSets our podSetUpdates name
     quota_reserved: bool = False
     admitted: bool = False
     finished: bool = False
-    job_complete: bool = False
+    completed: bool = False  # the sample's done condition is True
     nodes: dict[str, NodeState] = field(default_factory=dict)
     pods: dict[str, PodState] = field(default_factory=dict)
     live_instances: int = 0
@@ -61,8 +65,8 @@ def _condition(obj: dict[str, Any], kind: str) -> bool:
 
 
 class Observer:
-    def __init__(self, *, kube: KubeClient, endpoint: str, job: str, namespace: str, pool: str):
-        self.kube, self.job, self.namespace, self.pool = kube, job, namespace, pool
+    def __init__(self, *, kube: KubeClient, endpoint: str, sample: Sample):
+        self.kube, self.sample, self.pool = kube, sample, sample.pool
         self.ec2 = boto3.client(
             "ec2",
             endpoint_url=endpoint,
@@ -75,7 +79,7 @@ class Observer:
         return Snapshot(
             **self._pool(),
             **self._workload(),
-            job_complete=self._job_complete(),
+            completed=self._completed(),
             nodes=self._nodes(),
             pods=self._pods(),
             live_instances=self._live(),
@@ -95,8 +99,8 @@ class Observer:
         }
 
     def _workload(self) -> dict[str, Any]:
-        items = self.kube.list(WORKLOADS, namespace=self.namespace).items
-        mine = [w for w in items if w["metadata"]["name"].startswith(f"job-{self.job}-")]
+        items = self.kube.list(WORKLOADS, namespace=self.sample.namespace).items
+        mine = [w for w in items if self.sample.owns_workload(w["metadata"]["name"])]
         if not mine:
             return {}
         wl = mine[0]
@@ -107,16 +111,19 @@ class Observer:
         return {
             "check_state": str(check.get("state", "")),
             "check_message": str(check.get("message", "")),
+            "check_pod_sets": tuple(str(u["name"]) for u in check.get("podSetUpdates") or ()),
             "quota_reserved": _condition(wl, "QuotaReserved"),
             "admitted": _condition(wl, "Admitted"),
             "finished": _condition(wl, "Finished"),
         }
 
-    def _job_complete(self) -> bool:
+    def _completed(self) -> bool:
+        s = self.sample
         try:
-            return _condition(self.kube.get(JOBS, self.job, namespace=self.namespace), "Complete")
+            obj = self.kube.get(s.resource, s.name, namespace=s.namespace)
         except NotFoundError:
             return False
+        return _condition(obj, s.done_condition)
 
     def _nodes(self) -> dict[str, NodeState]:
         out = {}
@@ -132,12 +139,13 @@ class Observer:
         return out
 
     def _pods(self) -> dict[str, PodState]:
-        selector = f"batch.kubernetes.io/job-name={self.job}"
-        pods = self.kube.list(PODS, namespace=self.namespace, label_selector=selector).items
+        s = self.sample
+        pods = self.kube.list(PODS, namespace=s.namespace, label_selector=s.pod_selector).items
         return {
             p["metadata"]["name"]: PodState(
                 phase=str((p.get("status") or {}).get("phase", "")),
                 node=str((p.get("spec") or {}).get("nodeName") or ""),
+                role=str((p["metadata"].get("labels") or {}).get(s.role_label, "")),
             )
             for p in pods
         }
