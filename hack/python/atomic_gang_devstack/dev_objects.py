@@ -46,7 +46,8 @@ def resource_flavor() -> Obj:
         "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
         "metadata": {"name": RESOURCE_FLAVOR},
-        "spec": {"tolerations": [{"key": keys.GANG_TAINT, "operator": "Exists"}]},
+        # A quota bucket only, as the chart's: the podSetUpdates pin the gang roles.
+        "spec": {},
     }
 
 

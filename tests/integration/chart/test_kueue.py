@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from atomic_gang import keys
 from atomic_gang.settings import DEFAULT_CONTROLLER_NAME
 from tests.integration.chart.render import Rendered
 
@@ -15,14 +14,12 @@ def test_admission_check_names_our_controller(default: Rendered) -> None:
     assert check["spec"] == {"controllerName": DEFAULT_CONTROLLER_NAME}
 
 
-def test_flavor_matches_gang_nodes_without_our_selector_keys(default: Rendered) -> None:
+def test_flavor_is_a_quota_bucket_that_claims_no_gang_node(default: Rendered) -> None:
+    """Kueue gives a flavor's nodeLabels and tolerations to every PodSet: a JobSet's
+    driver would be held to gang nodes. The podSetUpdates pin the gang roles alone."""
     spec = default.one("ResourceFlavor")["spec"]
 
-    assert spec["nodeLabels"] == {keys.MANAGED: "true"}
-    # No effect: the gang taint is NoExecute, NoSchedule on nodes launched before.
-    assert spec["tolerations"] == [{"key": keys.GANG_TAINT, "operator": "Exists"}]
-    # podSetUpdates set pool and group; a flavor label on those keys would collide.
-    assert not set(spec["nodeLabels"]) & set(keys.SELECTOR_KEYS)
+    assert spec == {}
 
 
 def test_cluster_queue_quota_and_check(default: Rendered, renders: dict[str, Rendered]) -> None:

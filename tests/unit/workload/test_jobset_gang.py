@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -155,3 +156,38 @@ def test_the_gang_is_the_sum_of_replicas_times_pods_over_the_gang_roles(
     assert podsets.mismatch(gang, wl) == ""
     grown = view(owned_by_jobset({r[0]: r[1] * r[2] + 1 for r in roles}))
     assert podsets.mismatch(gang, grown).startswith("CountMismatch")
+
+
+def _assigned(wl: dict[str, Any], flavors: dict[str, str]) -> dict[str, Any]:
+    wl["status"]["admission"] = {
+        "podSetAssignments": [{"name": p, "flavors": {"cpu": f}} for p, f in flavors.items()]
+    }
+    return wl
+
+
+def test_a_driver_on_a_flavor_that_claims_gang_nodes_is_rejected_naming_both() -> None:
+    wl = _assigned(owned_by_jobset(DRIVER_AND_WORKERS), {"driver": "gang", "workers": "gang"})
+    plan = run(wl, owner=gang_jobset(), claiming_flavors=frozenset({"gang"}))
+    (update,) = plan.checks
+    assert update.state == "Rejected"
+    assert "PodSet driver on ResourceFlavor gang" in update.message
+    assert "workers" not in update.message.split(":")[0]
+    assert plan.create_pool is None
+    # The same flavor under the gang roles alone is fine: only the others are held.
+    fine = _assigned(owned_by_jobset(DRIVER_AND_WORKERS), {"driver": "plain", "workers": "gang"})
+    assert run(fine, owner=gang_jobset(), claiming_flavors=frozenset({"gang"})).create_pool
+
+
+@pytest.mark.parametrize(
+    ("spec", "claims"),
+    [
+        ({}, False),
+        ({"nodeLabels": {"node.kubernetes.io/instance-type": "p4d.24xlarge"}}, False),
+        ({"nodeLabels": {keys.MANAGED: "true"}}, True),
+        ({"tolerations": [{"key": keys.GANG_TAINT, "operator": "Exists"}]}, True),
+        ({"tolerations": [{"operator": "Exists"}]}, True),
+        ({"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}, False),
+    ],
+)
+def test_which_flavors_claim_gang_nodes(spec: dict[str, Any], claims: bool) -> None:
+    assert podsets.flavor_claims_gang_nodes(spec) is claims

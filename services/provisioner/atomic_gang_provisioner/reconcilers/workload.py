@@ -24,7 +24,7 @@ from atomic_gang_provisioner.reconcilers.context import Cache, Context
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from atomic_gang_provisioner.resources import JOBS, JOBSETS, KUEUE_API, POOLS, WORKLOADS
 from atomic_gang_provisioner.runtime import Result
-from atomic_gang_provisioner.workload import decision
+from atomic_gang_provisioner.workload import decision, podsets
 from atomic_gang_provisioner.workload.plan import (
     CheckUpdate,
     Claimant,
@@ -79,6 +79,7 @@ class WorkloadReconciler:
                 pool=pool,
                 claimant=self._claimant(pool, wl),
                 flavor_labels=self._flavor_labels(wl),
+                claiming_flavors=self._claiming_flavors(wl),
                 settings=self.ctx.settings,
                 now=self.ctx.now(),
                 failed_retry_seconds=int(self.ctx.knobs.backoff_max),
@@ -156,6 +157,15 @@ class WorkloadReconciler:
         if other is None or (other.get("metadata") or {}).get("uid") != claim.uid:
             return "absent"
         return "active" if view(other).in_play else "inactive"
+
+    def _claiming_flavors(self, wl: WorkloadView) -> frozenset[str]:
+        return frozenset(
+            name
+            for name in wl.flavors
+            if podsets.flavor_claims_gang_nodes(
+                (self.ctx.flavors.get(name) or {}).get("spec") or {}
+            )
+        )
 
     def _flavor_labels(self, wl: WorkloadView) -> dict[str, str]:
         labels: dict[str, str] = {}

@@ -58,7 +58,9 @@ def decide(inp: Inputs) -> WorkloadPlan:
         return set_check(inp, current, "Rejected", f"Invalid gang {kind}: {err}")
     if gang is None:
         return set_check(inp, current, "Rejected", _not_a_gang(inp, kind))
-    mismatch = podsets.mismatch(gang, inp.wl)
+    mismatch = podsets.mismatch(gang, inp.wl) or podsets.others_on_gang_flavors(
+        gang, inp.wl, inp.claiming_flavors
+    )
     if mismatch:
         return set_check(inp, current, "Rejected", mismatch)
     return _with_pool(inp, current, gang)

@@ -55,6 +55,8 @@ class Inputs:
     pool: GangNodePool | None
     claimant: Claimant = "absent"
     flavor_labels: Mapping[str, str] = field(default_factory=dict)
+    # The Workload's ResourceFlavors that select gang nodes or tolerate the gang taint.
+    claiming_flavors: frozenset[str] = frozenset()
     settings: GangSettings
     now: datetime
     retry_seconds: int = 30  # Retry of a Workload whose pool another one uses

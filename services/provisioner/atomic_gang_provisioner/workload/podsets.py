@@ -7,6 +7,10 @@ cannot launch the wrong N."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from atomic_gang import keys, template
 from atomic_gang.devices import extended_requests
 from atomic_gang.gang_object import Gang
 from atomic_gang_provisioner.workload.view import WorkloadView
@@ -30,6 +34,41 @@ def mismatch(gang: Gang, wl: WorkloadView) -> str:
         f"CountMismatch: count is {gang.spec.count} but the Workload's gang PodSets hold "
         f"{pods} pods ({roles}); one gang node per pod, so the two must be equal. Set the "
         f"count to {pods}, or change the gang roles or the replicas"
+    )
+
+
+def flavor_claims_gang_nodes(flavor_spec: Mapping[str, Any]) -> bool:
+    """Whether a ResourceFlavor's spec selects gang nodes (our managed, pool or group
+    label) or tolerates the gang taint: what Kueue gives every PodSet on it."""
+    labels = flavor_spec.get("nodeLabels") or {}
+    pod = {"nodeSelector": labels, "tolerations": flavor_spec.get("tolerations") or []}
+    return keys.MANAGED in labels or bool(template.claims(pod))
+
+
+def others_on_gang_flavors(gang: Gang, wl: WorkloadView, claiming: Collection[str]) -> str:
+    """Why the PodSets outside the gang cannot run ("" when they can): Kueue gives each
+    PodSet its flavor's nodeLabels and tolerations, and a flavor that selects gang
+    nodes or tolerates the gang taint (``claiming``) would hold a JobSet's driver to
+    gang nodes, where the gang-node policy refuses its pods."""
+    roles = {r.name for r in gang.roles}
+    found = sorted(
+        {
+            (name, flavor)
+            for name, flavors in wl.pod_set_flavors.items()
+            if name not in roles
+            for flavor in flavors
+            if flavor in claiming
+        }
+    )
+    if not found:
+        return ""
+    named = ", ".join(f"PodSet {p} on ResourceFlavor {f}" for p, f in found)
+    return (
+        f"{named}: the flavor selects gang nodes or tolerates the gang taint, so pods "
+        f"outside the gang roles ({', '.join(sorted(roles))}) would be held to gang nodes, "
+        "where the gang-node policy refuses them. Remove the flavor's gang nodeLabels and "
+        "toleration (the chart's flavor carries none: the podSetUpdates pin the gang "
+        "roles), or list these roles in atomic-gang.k8s.aws/gang-roles"
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
@@ -54,6 +54,8 @@ class WorkloadView:
     owner: OwnerRef | None
     job_uid_label: str
     flavors: tuple[str, ...]
+    # PodSet name -> the ResourceFlavors Kueue assigned it (once quota is reserved).
+    pod_set_flavors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     elastic: bool = False  # a Workload slice of an elastic Job (Kueue's test: "true")
 
     @property
@@ -119,6 +121,16 @@ def _owner(meta: Mapping[str, Any]) -> OwnerRef | None:
     )
 
 
+def _pod_set_flavors(status: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    admission = status.get("admission") or {}
+    return {
+        str(psa.get("name", "")): tuple(
+            sorted({str(v) for v in (psa.get("flavors") or {}).values()})
+        )
+        for psa in admission.get("podSetAssignments") or []
+    }
+
+
 def _flavors(status: Mapping[str, Any]) -> tuple[str, ...]:
     admission = status.get("admission") or {}
     names: set[str] = set()
@@ -148,5 +160,6 @@ def view(wl: Mapping[str, Any]) -> WorkloadView:
         owner=_owner(meta),
         job_uid_label=str((meta.get("labels") or {}).get(JOB_UID_LABEL, "")),
         flavors=_flavors(status),
+        pod_set_flavors=_pod_set_flavors(status),
         elastic=(meta.get("annotations") or {}).get(ELASTIC_ANNOTATION) == "true",
     )
