@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import yaml
 
 from atomic_gang_devstack import dev_objects
-from atomic_gang_provisioner.kube import KubeClient
+from atomic_gang_provisioner.kube import KubeClient, NotFoundError, Resource
 from atomic_gang_provisioner.resources import WORKLOADS
 from tests.e2e.system.harness import System
 from tests.support.scrape import Scrape
+from tests.support.wait import wait_for
 
 CHECK = dev_objects.ADMISSION_CHECK
 PROVISIONER = "atomic-gang-provisioner-0"
@@ -95,3 +98,36 @@ def workload_of(system: System, namespace: str, owner_uid: str) -> dict[str, Any
         if any(r.get("uid") == owner_uid for r in refs):
             return dict(wl)
     return None
+
+
+WEBHOOK_CONFIGS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    namespaced=False,
+    kind="ValidatingWebhookConfiguration",
+)
+
+
+@contextlib.contextmanager
+def webhook_off(kueue: System) -> Iterator[None]:
+    """Our ValidatingWebhookConfiguration removed for the block (as an operator who turned
+    the webhook off would leave it), then restored and enforced again."""
+    saved = kueue.kube.get(WEBHOOK_CONFIGS, dev_objects.WEBHOOK_CONFIG)
+    probe = yaml.safe_dump(dev_objects.probe_job("default"))
+
+    def enforced() -> bool:
+        done = kueue.kubectl.run("create", "--dry-run=server", "-f", "-", stdin=probe, check=False)
+        return done.returncode != 0 and dev_objects.PROBE_VALUE in done.stderr
+
+    kueue.kube.delete(WEBHOOK_CONFIGS, dev_objects.WEBHOOK_CONFIG)
+    try:
+        wait_for(lambda: not enforced(), timeout=30, what="our webhook no longer called")
+        yield
+    finally:
+        with contextlib.suppress(NotFoundError):
+            kueue.kube.delete(WEBHOOK_CONFIGS, dev_objects.WEBHOOK_CONFIG)
+        meta = saved["metadata"]
+        saved["metadata"] = {k: meta[k] for k in ("name", "labels", "annotations") if k in meta}
+        kueue.kube.create(WEBHOOK_CONFIGS, saved)
+        wait_for(enforced, timeout=30, what="our webhook enforced again")

@@ -6,8 +6,6 @@ switched off, the provisioner rejects its Workload."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,10 +14,10 @@ import yaml
 from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.bins import Bins
-from atomic_gang_provisioner.kube import NotFoundError, Resource
+from atomic_gang_provisioner.kube import Resource
 from atomic_gang_provisioner.resources import WORKLOADS
 from tests.e2e.kueue_contract.conftest import unique
-from tests.e2e.kueue_contract.harness import Seen, WorkloadLog, workload_of
+from tests.e2e.kueue_contract.harness import Seen, WorkloadLog, webhook_off, workload_of
 from tests.e2e.system.harness import System, sample_job
 from tests.support.wait import wait_for
 
@@ -27,13 +25,6 @@ pytestmark = pytest.mark.e2e
 
 LWS = Resource(
     "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", namespaced=True, kind="LeaderWorkerSet"
-)
-WEBHOOK_CONFIGS = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "validatingwebhookconfigurations",
-    namespaced=False,
-    kind="ValidatingWebhookConfiguration",
 )
 # All of the ClusterQueue's CPU and GPUs: a second such Workload gets quota only once the
 # first one's is freed.
@@ -179,30 +170,6 @@ def test_an_elastic_gang_job_is_denied_by_the_webhook(kueue: System, namespace: 
     assert done.returncode != 0
     assert "[ElasticGang]" in done.stderr
     assert keys.ELASTIC_JOB in done.stderr
-
-
-@contextlib.contextmanager
-def webhook_off(kueue: System) -> Iterator[None]:
-    """Our ValidatingWebhookConfiguration removed for the block (as an operator who turned
-    the webhook off would leave it), then restored and enforced again."""
-    saved = kueue.kube.get(WEBHOOK_CONFIGS, dev_objects.WEBHOOK_CONFIG)
-    probe = yaml.safe_dump(dev_objects.probe_job("default"))
-
-    def enforced() -> bool:
-        done = kueue.kubectl.run("create", "--dry-run=server", "-f", "-", stdin=probe, check=False)
-        return done.returncode != 0 and dev_objects.PROBE_VALUE in done.stderr
-
-    kueue.kube.delete(WEBHOOK_CONFIGS, dev_objects.WEBHOOK_CONFIG)
-    try:
-        wait_for(lambda: not enforced(), timeout=30, what="our webhook no longer called")
-        yield
-    finally:
-        with contextlib.suppress(NotFoundError):
-            kueue.kube.delete(WEBHOOK_CONFIGS, dev_objects.WEBHOOK_CONFIG)
-        meta = saved["metadata"]
-        saved["metadata"] = {k: meta[k] for k in ("name", "labels", "annotations") if k in meta}
-        kueue.kube.create(WEBHOOK_CONFIGS, saved)
-        wait_for(enforced, timeout=30, what="our webhook enforced again")
 
 
 def test_with_the_webhook_off_the_provisioner_rejects_an_elastic_gang(
