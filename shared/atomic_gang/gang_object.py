@@ -11,7 +11,7 @@ from atomic_gang.job import Findings, review_job, review_job_update, validate_jo
 from atomic_gang.jobset import API_VERSION as JOBSET_API
 from atomic_gang.jobset import KIND as JOBSET_KIND
 from atomic_gang.jobset import review_jobset, review_jobset_update, validate_jobset
-from atomic_gang.objects import MalformedJobError, field_map, pod_spec
+from atomic_gang.objects import MalformedJobError
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import GangSpec
 
@@ -61,20 +61,15 @@ def review_update(
 JOB_POD_SET = "main"  # the one PodSet Kueue makes for a batch/v1 Job
 
 
-class GangRole(NamedTuple):
-    """A PodSet of the gang's Workload whose pods each get one gang node."""
-
-    name: str  # the PodSet's name: "main" for a Job, the replicatedJob's for a JobSet
-    pods: int
-    pod: Mapping[str, Any]  # its pod spec: what each of those pods asks of a Node
-
-
 class Gang(NamedTuple):
     """A valid gang object of any kind we serve, as the provisioner needs it."""
 
     kind: str  # "Job" or "JobSet"
     spec: GangSpec
-    roles: tuple[GangRole, ...]
+    # The gang roles: the PodSets of its Workload whose pods each get one gang node
+    # ("main" for a Job, replicatedJob names for a JobSet). Their pods and what each
+    # asks of a Node are read from the Workload's PodSets, as Kueue admits them.
+    roles: tuple[str, ...]
 
 
 def validate(obj: Mapping[str, Any], settings: GangSettings) -> Gang | None:
@@ -86,10 +81,8 @@ def validate(obj: Mapping[str, Any], settings: GangSettings) -> Gang | None:
         found = validate_jobset(obj, settings)
         if found is None:
             return None
-        roles = tuple(GangRole(r.name, r.pods, r.pod) for r in found.roles)
-        return Gang(kind, found.spec, roles)
+        return Gang(kind, found.spec, tuple(r.name for r in found.roles))
     spec = validate_job(obj, settings)
     if spec is None:
         return None
-    pod = pod_spec(field_map(obj, "spec", "object"))
-    return Gang(kind, spec, (GangRole(JOB_POD_SET, spec.count, pod),))
+    return Gang(kind, spec, (JOB_POD_SET,))

@@ -58,12 +58,15 @@ def workload(
 
 
 def sized(wl: dict[str, Any], owner: dict[str, Any] | None) -> dict[str, Any]:
-    """The Workload as Kueue sizes it from its owner Job: one PodSet "main" of
-    ``parallelism`` pods (the fixture's own PodSets when there is no Job to size from)."""
-    parallelism = ((owner or {}).get("spec") or {}).get("parallelism")
+    """The Workload as Kueue makes it from its owner Job: one PodSet "main" of
+    ``parallelism`` pods with the Job's pod template (the fixture's own PodSets when
+    there is no Job to size from)."""
+    spec = (owner or {}).get("spec") or {}
+    parallelism = spec.get("parallelism")
     if owner is None or owner.get("kind", "Job") != "Job" or parallelism is None:
         return wl
-    return {**wl, "spec": {**wl["spec"], "podSets": [{"name": "main", "count": parallelism}]}}
+    main = {"name": "main", "count": parallelism, "template": spec.get("template") or {}}
+    return {**wl, "spec": {**wl["spec"], "podSets": [main]}}
 
 
 def run(wl: dict[str, Any] | None = None, **kw: Any) -> WorkloadPlan:

@@ -26,11 +26,21 @@ JOBSET_OWNER = {
 }
 
 
+GPU_POD = {
+    "spec": {"containers": [{"name": "w", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+}
+CPU_POD = {"spec": {"containers": [{"name": "d"}]}}
+
+
 def owned_by_jobset(pod_sets: dict[str, int], **kw: Any) -> dict[str, Any]:
-    """The Workload Kueue makes for a JobSet: one PodSet per replicatedJob."""
+    """The Workload Kueue makes for a JobSet: one PodSet per replicatedJob (the driver's
+    pods ask for no GPU, every other role's for 8)."""
     wl = workload(**kw)
     wl["metadata"]["ownerReferences"] = [JOBSET_OWNER]
-    wl["spec"]["podSets"] = [{"name": n, "count": c} for n, c in pod_sets.items()]
+    wl["spec"]["podSets"] = [
+        {"name": n, "count": c, "template": CPU_POD if n == "driver" else GPU_POD}
+        for n, c in pod_sets.items()
+    ]
     return wl
 
 
@@ -151,7 +161,7 @@ def test_the_gang_is_the_sum_of_replicas_times_pods_over_the_gang_roles(
     )
     gang = validate(jobset, settings())
     assert gang is not None
-    assert sorted(r.name for r in gang.roles) == sorted(chosen)
+    assert sorted(gang.roles) == sorted(chosen)
     wl = view(owned_by_jobset({r[0]: r[1] * r[2] for r in roles}))
     assert podsets.mismatch(gang, wl) == ""
     grown = view(owned_by_jobset({r[0]: r[1] * r[2] + 1 for r in roles}))

@@ -121,7 +121,7 @@ def _claim(inp: Inputs, gang: Gang) -> Claim:
         uid=inp.wl.uid,
         owner=_owner_named(inp, gang),
         claimedAt=inp.now,
-        resources=podsets.largest_requests(gang),
+        resources=podsets.largest_requests(gang, inp.wl),
     )
 
 
@@ -158,7 +158,7 @@ def _with_pool(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:
         return replace(deleting, requeue_after=5.0)
     claim = pool.spec.claim
     if claim is not None and claim.uid == inp.wl.uid:
-        return _claimed(inp, current, pool, _role_names(gang))
+        return _claimed(inp, current, pool, gang.roles)
     conflict, new_shape = _shape_check(
         pool, spec, own=pool.spec.ownerNamespace in (None, inp.wl.namespace)
     )
@@ -198,10 +198,6 @@ def _may_use_reservation(inp: Inputs, pool: GangNodePool) -> bool:
     if not held or reported.holds_nothing(pool):
         return True
     return patterns.allowed(held, inp.settings.allowedCapacityReservationIds)
-
-
-def _role_names(gang: Gang) -> tuple[str, ...]:
-    return tuple(r.name for r in gang.roles)
 
 
 def _create(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:

@@ -11,7 +11,6 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from atomic_gang import keys, template
-from atomic_gang.devices import extended_requests
 from atomic_gang.gang_object import Gang
 from atomic_gang_provisioner.workload.view import WorkloadView
 
@@ -19,17 +18,17 @@ from atomic_gang_provisioner.workload.view import WorkloadView
 def mismatch(gang: Gang, wl: WorkloadView) -> str:
     """Why the Workload's PodSets do not hold exactly the gang ("" when they do)."""
     found = ", ".join(f"{name}: {count}" for name, count in wl.pod_sets.items()) or "none"
-    missing = [r.name for r in gang.roles if r.name not in wl.pod_sets]
+    missing = [r for r in gang.roles if r not in wl.pod_sets]
     if missing:
         names = ", ".join(repr(n) for n in missing)
         return (
             f"expected a PodSet named {names} for the gang's {gang.kind} "
             f"(the Workload's PodSets: {found})"
         )
-    pods = sum(wl.pod_sets[r.name] for r in gang.roles)
+    pods = sum(wl.pod_sets[r] for r in gang.roles)
     if pods == gang.spec.count:
         return ""
-    roles = "; ".join(f"{r.name}: {wl.pod_sets[r.name]} pods" for r in gang.roles)
+    roles = "; ".join(f"{r}: {wl.pod_sets[r]} pods" for r in gang.roles)
     return (
         f"CountMismatch: count is {gang.spec.count} but the Workload's gang PodSets hold "
         f"{pods} pods ({roles}); one gang node per pod, so the two must be equal. Set the "
@@ -50,7 +49,7 @@ def others_on_gang_flavors(gang: Gang, wl: WorkloadView, claiming: Collection[st
     PodSet its flavor's nodeLabels and tolerations, and a flavor that selects gang
     nodes or tolerates the gang taint (``claiming``) would hold a JobSet's driver to
     gang nodes, where the gang-node policy refuses its pods."""
-    roles = {r.name for r in gang.roles}
+    roles = set(gang.roles)
     found = sorted(
         {
             (name, flavor)
@@ -72,10 +71,11 @@ def others_on_gang_flavors(gang: Gang, wl: WorkloadView, claiming: Collection[st
     )
 
 
-def largest_requests(gang: Gang) -> dict[str, int]:
-    """What the largest gang pod asks of a Node, resource by resource."""
+def largest_requests(gang: Gang, wl: WorkloadView) -> dict[str, int]:
+    """What the largest gang pod asks of a Node, resource by resource, read from the
+    PodSets Kueue admits (for a TrainJob, only they know the runtime's pods)."""
     out: dict[str, int] = {}
     for role in gang.roles:
-        for name, amount in extended_requests(role.pod).items():
+        for name, amount in wl.pod_set_requests.get(role, {}).items():
             out[name] = max(out.get(name, 0), amount)
     return dict(sorted(out.items()))

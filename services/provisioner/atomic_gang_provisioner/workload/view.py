@@ -6,6 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from atomic_gang.devices import extended_requests
+from atomic_gang.objects import MalformedJobError
+
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 ELASTIC_ANNOTATION = "kueue.x-k8s.io/elastic-job"  # Kueue copies it from the Job
 
@@ -51,6 +54,8 @@ class WorkloadView:
     conditions: Mapping[str, str]  # type -> status
     checks: tuple[CheckState, ...]
     pod_sets: Mapping[str, int]  # PodSet name -> its count of pods
+    # PodSet name -> the extended resources one of its pods asks for (nvidia.com/gpu, ...)
+    pod_set_requests: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     owner: OwnerRef | None
     job_uid_label: str
     flavors: tuple[str, ...]
@@ -121,6 +126,15 @@ def _owner(meta: Mapping[str, Any]) -> OwnerRef | None:
     )
 
 
+def _requests(pod_set: Mapping[str, Any]) -> dict[str, int]:
+    """What one pod of a PodSet asks of a Node ({} for a template we cannot read: Kueue
+    validated it, so that is a Workload written by hand)."""
+    try:
+        return extended_requests(((pod_set.get("template") or {}).get("spec")) or {})
+    except MalformedJobError:
+        return {}
+
+
 def _pod_set_flavors(status: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     admission = status.get("admission") or {}
     return {
@@ -161,5 +175,6 @@ def view(wl: Mapping[str, Any]) -> WorkloadView:
         job_uid_label=str((meta.get("labels") or {}).get(JOB_UID_LABEL, "")),
         flavors=_flavors(status),
         pod_set_flavors=_pod_set_flavors(status),
+        pod_set_requests={str(p.get("name", "")): _requests(p) for p in spec.get("podSets") or []},
         elastic=(meta.get("annotations") or {}).get(ELASTIC_ANNOTATION) == "true",
     )
