@@ -3,8 +3,10 @@ and the event handlers look up."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from atomic_gang import keys
-from atomic_gang_provisioner.kube import Informer, KubeClient, by_label, by_owner_uid
+from atomic_gang_provisioner.kube import Informer, KubeClient, Resource, by_label, by_owner_uid
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX, PHASE_INDEX, phase_index
 from atomic_gang_provisioner.reconcilers.workload import (
@@ -18,7 +20,6 @@ from atomic_gang_provisioner.reconcilers.workload import (
 from atomic_gang_provisioner.resources import (
     ADMISSION_CHECKS,
     JOBS,
-    JOBSETS,
     NODES,
     POOLS,
     RESOURCE_FLAVORS,
@@ -30,10 +31,11 @@ POOL_INDEXERS = {CLAIM_INDEX: claim_index, PHASE_INDEX: phase_index}
 
 
 def informers(
-    client: KubeClient, *, resync_seconds: float, jobsets: bool = False
+    client: KubeClient, *, resync_seconds: float, owners: Collection[Resource] = ()
 ) -> dict[str, Informer]:
     """The caches, with the indexes the reconcilers and the event handlers look up;
-    ``jobsets``: the apiserver serves JobSets (a cache of those with our pool label)."""
+    ``owners``: the owner kinds beside Jobs the apiserver serves (JobSets, TrainJobs),
+    each cached by its plural, only those with our pool label."""
     resync = resync_seconds  # the objects whose changes other objects do not announce
     found = {
         "pools": Informer(
@@ -57,8 +59,8 @@ def informers(
         "checks": Informer(client, ADMISSION_CHECKS, resync_seconds=resync),
         "flavors": Informer(client, RESOURCE_FLAVORS),
     }
-    if jobsets:  # the gang JobSets, found as the Jobs are: by the pool label
-        found["jobsets"] = Informer(
-            client, JOBSETS, label_selector=keys.POOL, indexers={JOB_UID_INDEX: job_uid_index}
+    for res in owners:  # the gang owners, found as the Jobs are: by the pool label
+        found[res.plural] = Informer(
+            client, res, label_selector=keys.POOL, indexers={JOB_UID_INDEX: job_uid_index}
         )
     return found

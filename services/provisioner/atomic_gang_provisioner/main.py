@@ -21,12 +21,18 @@ from atomic_gang_provisioner.cloud.batcher import Windows
 from atomic_gang_provisioner.cloud.budget import BucketSpec, BudgetLimits
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.httpserver import serve
-from atomic_gang_provisioner.kube import KubeClient, KubeConfigError, KubeError, NotFoundError
+from atomic_gang_provisioner.kube import (
+    KubeClient,
+    KubeConfigError,
+    KubeError,
+    NotFoundError,
+    Resource,
+)
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.metrics_access import ApiserverReviewer, MetricsAccess
 from atomic_gang_provisioner.reconcilers.context import CloudHealth, Faults
-from atomic_gang_provisioner.resources import CONFIG_MAPS, JOBSETS, KUEUE
+from atomic_gang_provisioner.resources import CONFIG_MAPS, CUSTOM_OWNERS, KUEUE
 
 log = logging.getLogger("atomic_gang_provisioner")
 PROG = "atomic-gang-provisioner"
@@ -74,14 +80,21 @@ def _check_kueue(client: KubeClient) -> None:
         raise SettingsError(why)
 
 
-def _serves_jobsets(client: KubeClient) -> bool:
-    """Whether the apiserver serves JobSets now: then their owner cache runs. Without
-    the JobSet CRD there is no JobSet to serve; one installed later is read by a GET."""
-    try:
-        return JOBSETS.version in client.served_versions(JOBSETS.group)
-    except KubeError as exc:
-        log.warning("could not read JobSet's API discovery", extra={"error": str(exc)})
-        return False
+def _served_owners(client: KubeClient) -> tuple[Resource, ...]:
+    """The owner kinds beside Jobs (JobSets, TrainJobs) the apiserver serves now: their
+    caches run. Without a kind's CRD there is no object of it to serve; one installed
+    later is read by a GET."""
+    served = []
+    for res in CUSTOM_OWNERS:
+        try:
+            if res.version in client.served_versions(res.group):
+                served.append(res)
+        except KubeError as exc:
+            log.warning(
+                "could not read an owner API's discovery",
+                extra={"group": res.group, "error": str(exc)},
+            )
+    return tuple(served)
 
 
 def _metrics_access(server: ServerSettings, client: KubeClient) -> MetricsAccess | None:
@@ -140,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         cloud=_cloud(settings, server, client, metrics),
         metrics=metrics,
         faults=Faults(crash_after_launch=os.environ.get(CRASH_AFTER_LAUNCH) == "1"),
-        jobsets=_serves_jobsets(client),
+        owners=_served_owners(client),
     )
     health = manager.ctx.cloud_health
     http = serve(

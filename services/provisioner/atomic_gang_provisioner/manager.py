@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from atomic_gang import GangSettings, keys
@@ -24,6 +24,7 @@ from atomic_gang_provisioner.kube import (
     KubeClient,
     LeaderElectionConfig,
     LeaderElector,
+    Resource,
     object_key,
 )
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
@@ -62,10 +63,11 @@ class Manager:
         cloud: CloudProvider,
         metrics: ProvisionerMetrics,
         faults: Faults | None = None,
-        jobsets: bool = False,
+        owners: Collection[Resource] = (),
     ) -> None:
         self.settings, self.server, self.client, self.metrics = settings, server, client, metrics
-        self.informers = informers(client, resync_seconds=server.resync_seconds, jobsets=jobsets)
+        self.owner_kinds = tuple(owners)
+        self.informers = informers(client, resync_seconds=server.resync_seconds, owners=owners)
         self.recorder = EventRecorder(client, component=COMPONENT)
         self.leading = threading.Event()
         self.ctx = self._context(cloud, faults or Faults())
@@ -93,7 +95,7 @@ class Manager:
             metrics=self.metrics,
             leading=self._is_leading,
             faults=faults,
-            jobsets=i.get("jobsets"),
+            owners={r.plural: i[r.plural] for r in self.owner_kinds},
         )
 
     def _reaper(self, cloud: CloudProvider) -> Reaper:
@@ -174,8 +176,8 @@ class Manager:
         i["workloads"].add_handlers(_changes(self.on_workload, self.on_workload_update))
         i["nodes"].add_handlers(_changes(self.on_node, self.on_node_update))
         i["jobs"].add_handlers(_changes(self.on_owner, self.on_owner_update))
-        if "jobsets" in i:
-            i["jobsets"].add_handlers(_changes(self.on_owner, self.on_owner_update))
+        for res in self.owner_kinds:  # JobSets, TrainJobs: owners as a Job is
+            i[res.plural].add_handlers(_changes(self.on_owner, self.on_owner_update))
         i["checks"].add_handlers(Handlers.for_all(self.on_check))
         self._wire_observers()
 

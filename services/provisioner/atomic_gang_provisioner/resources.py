@@ -22,6 +22,11 @@ RESOURCE_FLAVORS = Resource(
 JOBS = Resource("batch", "v1", "jobs", namespaced=True, kind="Job")
 JOBSET_GROUP = "jobset.x-k8s.io"
 JOBSETS = Resource(JOBSET_GROUP, "v1alpha2", "jobsets", namespaced=True, kind="JobSet")
+TRAINJOBS = Resource(
+    "trainer.kubeflow.org", "v1alpha1", "trainjobs", namespaced=True, kind="TrainJob"
+)
+# The owners we serve beside Jobs, each watched when the apiserver serves it at start-up.
+CUSTOM_OWNERS = (JOBSETS, TRAINJOBS)
 NODES = Resource("", "v1", "nodes", namespaced=False, kind="Node")
 # kube-system/aws-auth: read (only that one ConfigMap) to check a CONFIG_MAP cluster's mapRoles.
 CONFIG_MAPS = Resource("", "v1", "configmaps", namespaced=True, kind="ConfigMap")

@@ -8,6 +8,7 @@ from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.kube import KubeClient
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
+from atomic_gang_provisioner.resources import JOBSETS, TRAINJOBS
 from atomic_gang_provisioner.runtime import WorkQueue
 from tests.support.jobs import settings
 from tests.support.kubefakes import NoCloud, RecordingTransport
@@ -268,3 +269,27 @@ def test_the_claimant_of_a_pool_just_satisfied_goes_before_the_workloads_queued(
     m.on_claimant_changed("ns/a", "Satisfied")  # already queued: moves up
     order = [q.get(timeout=0) for _ in range(4)]
     assert order == ["ns/d", "ns/a", "ns/b", "ns/c"]
+
+
+def test_an_owner_kind_the_apiserver_serves_is_cached_and_enqueues_its_workload() -> None:
+    """JobSets and TrainJobs are owners as Jobs are: a cache of those with our pool
+    label each, when served, and a change of one enqueues the Workload it owns."""
+    m = Manager(
+        settings=settings(),
+        server=ServerSettings(),
+        client=KubeClient(RecordingTransport()),
+        cloud=NoCloud(),
+        metrics=ProvisionerMetrics.create(),
+        owners=(JOBSETS, TRAINJOBS),
+    )
+    assert {"jobsets", "trainjobs"} <= set(m.informers)
+    assert set(m.ctx.owners) == {"jobsets", "trainjobs"}
+    wl = workload("js")
+    wl["metadata"]["ownerReferences"] = [
+        {"kind": "JobSet", "name": "allreduce", "uid": "u-js", "controller": True}
+    ]
+    m.informers["workloads"].store.upsert("ns/js", wl)
+    jobset = {**job(1), "metadata": {**job(1)["metadata"], "uid": "u-js"}}
+    m.informers["jobsets"]._apply({"type": "ADDED", "object": jobset})
+    assert queued(m.controllers["workload"].queue) == ["ns/js"]
+    assert "jobsets" not in manager().informers  # not served: no cache, no watch

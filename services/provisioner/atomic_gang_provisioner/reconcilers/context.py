@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -91,9 +91,9 @@ class Context:
     now: Callable[[], datetime] = _utcnow
     faults: Faults = field(default_factory=Faults)
     cloud_health: CloudHealth = field(default_factory=CloudHealth)
-    # The gang JobSets; None when the apiserver did not serve JobSets at start-up (an
-    # owner JobSet is then read by a GET).
-    jobsets: Cache | None = None
+    # The gang owners beside Jobs, by plural ("jobsets", "trainjobs"): only the kinds the
+    # apiserver served at start-up (an owner of another kind is read by a GET).
+    owners: Mapping[str, Cache] = field(default_factory=dict)
 
     def must_lead(self) -> None:
         if not self.leading():

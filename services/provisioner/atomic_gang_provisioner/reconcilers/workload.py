@@ -22,7 +22,13 @@ from atomic_gang_provisioner.kube.resource import Resource
 from atomic_gang_provisioner.kube.types import meta
 from atomic_gang_provisioner.reconcilers.context import Cache, Context
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
-from atomic_gang_provisioner.resources import JOBS, JOBSETS, KUEUE_API, POOLS, WORKLOADS
+from atomic_gang_provisioner.resources import (
+    CUSTOM_OWNERS,
+    JOBS,
+    KUEUE_API,
+    POOLS,
+    WORKLOADS,
+)
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.workload import decision, podsets
 from atomic_gang_provisioner.workload.plan import (
@@ -91,10 +97,12 @@ class WorkloadReconciler:
     def _sources(self) -> dict[tuple[str, str], tuple[Resource, Cache | None]]:
         """(API group, kind) of a served owner -> where to read it: its collection, and
         the cache of the ones with our pool label (None: read by a GET)."""
-        return {
-            ("batch", "Job"): (JOBS, self.ctx.jobs),
-            (JOBSETS.group, JOBSETS.kind): (JOBSETS, self.ctx.jobsets),
+        found: dict[tuple[str, str], tuple[Resource, Cache | None]] = {
+            ("batch", "Job"): (JOBS, self.ctx.jobs)
         }
+        for res in CUSTOM_OWNERS:
+            found[(res.group, res.kind)] = (res, self.ctx.owners.get(res.plural))
+        return found
 
     def _owner(self, wl: WorkloadView) -> tuple[Mapping[str, Any] | None, str]:
         """(the owner Job or JobSet or None, why it could not be read: "" when it was
