@@ -1,7 +1,7 @@
-"""``atomic-gang explain [jobset/]<namespace>/<name>``: a short timeline and the one
-reason a gang Job or JobSet waits.
+"""``atomic-gang explain [jobset/|trainjob/]<namespace>/<name>``: a short timeline and
+the one reason a gang Job, JobSet or TrainJob waits.
 
-``gather`` reads the Job (or JobSet), its Workload (by owner), our AdmissionCheck (the
+``gather`` reads the object, its Workload (by owner), our AdmissionCheck (the
 one of the Workload's checks whose controllerName is ours), its pool (the pool label)
 and the Events of all three; ``timeline`` and ``render`` are pure. Exit 0 once
 explained (waiting or not), 1 for no such object, 2 for an unreadable cluster.
@@ -34,8 +34,8 @@ class Entry:
 def gather(
     reader: Reader, namespace: str, name: str, *, controller_name: str, kind: str = "Job"
 ) -> Seen | None:
-    """What the cluster says of the gang ``kind`` (Job or JobSet) ``namespace/name``."""
-    job = reader.jobset(namespace, name) if kind == "JobSet" else reader.job(namespace, name)
+    """What the cluster says of the gang ``kind`` (Job, JobSet, TrainJob) ``namespace/name``."""
+    job = reader.job(namespace, name) if kind == "Job" else reader.custom(kind, namespace, name)
     if job is None:
         return None
     uid = (job.get("metadata") or {}).get("uid")

@@ -18,7 +18,11 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 POOLS = ("atomic-gang.k8s.aws", "v1alpha1", "gangnodepools")
-JOBSETS = ("jobset.x-k8s.io", "v1alpha2")
+# (group, version, plural) of the gang objects read as custom objects.
+CUSTOM = {
+    "JobSet": ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+    "TrainJob": ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
+}
 # Where the provisioner records Events of a cluster-scoped GangNodePool.
 CLUSTER_EVENTS_NAMESPACE = "default"
 
@@ -69,12 +73,14 @@ class Reader:
 
         return self._read(f"job {namespace}/{name}", get, None)
 
-    def jobset(self, namespace: str, name: str) -> Obj | None:
-        custom = client.CustomObjectsApi(self.api)
+    def custom(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """A JobSet or TrainJob (``kind``)."""
+        group, version, plural = CUSTOM[kind]
+        api = client.CustomObjectsApi(self.api)
         return self._read(
-            f"jobset {namespace}/{name}",
+            f"{kind.lower()} {namespace}/{name}",
             lambda: cast(
-                Obj, custom.get_namespaced_custom_object(*JOBSETS, namespace, "jobsets", name)
+                Obj, api.get_namespaced_custom_object(group, version, namespace, plural, name)
             ),
             None,
         )

@@ -47,29 +47,30 @@ def _parser() -> argparse.ArgumentParser:
 def _explain_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     e = sub.add_parser(
         "explain",
-        help="why is my gang Job or JobSet pending? a timeline and the one reason it waits",
+        help="why is my gang Job, JobSet or TrainJob pending? a timeline and the one reason",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Read the Job (or JobSet), its Kueue Workload, our AdmissionCheck on it, its\n"
+            "Read the Job (JobSet, TrainJob), its Kueue Workload, our AdmissionCheck on it, its\n"
             "GangNodePool and the Events of all three; print a short timeline and the one\n"
             "reason it waits: quota, capacity shortfall n/K, waiting for a capacity block\n"
             "to start, joining k/N, or a permanent error and its fix.\n\n"
-            "Needs only read access: get jobs (or jobsets), list workloads and events in its\n"
-            "namespace, get admissionchecks and gangnodepools (cluster-scoped), and list\n"
+            "Needs only read access: get jobs (jobsets, trainjobs), list workloads and events\n"
+            "in its namespace, get admissionchecks and gangnodepools (cluster-scoped), and list\n"
             "events in 'default' for the pool's Events (docs/operations.md: RBAC).\n"
             "What RBAC forbids is reported, not fatal.\n\n"
-            "exit status: 0 explained, 1 no such Job or JobSet, 2 cluster unreachable\n\n"
+            "exit status: 0 explained, 1 no such object, 2 cluster unreachable\n\n"
             "examples:\n"
             "  atomic-gang explain team-a/train-llm\n"
             "  atomic-gang explain jobset/team-a/allreduce\n"
+            "  atomic-gang explain trainjob/team-a/llama\n"
             "  atomic-gang explain --kubeconfig ~/.kube/prod --context eks-prod team-a/train-llm"
         ),
     )
     e.add_argument(
         "job",
-        metavar="[jobset/]NAMESPACE/NAME",
-        help="the Job as <namespace>/<name> (or job/<namespace>/<name>), or the JobSet as "
-        "jobset/<namespace>/<name>",
+        metavar="[jobset/|trainjob/]NAMESPACE/NAME",
+        help="the Job as <namespace>/<name> (or job/<namespace>/<name>), the JobSet as "
+        "jobset/<namespace>/<name>, the TrainJob as trainjob/<namespace>/<name>",
     )
     e.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     e.add_argument("--context", help="kubeconfig context (default: the current one)")
@@ -81,11 +82,13 @@ def _explain_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     e.add_argument("--limit", type=int, default=15, help="timeline entries shown (newest)")
 
 
-KINDS = {"job": "Job", "jobset": "JobSet"}  # the prefix of explain's argument -> kind
+# the prefix of explain's argument -> kind
+KINDS = {"job": "Job", "jobset": "JobSet", "trainjob": "TrainJob"}
 
 
 def target(arg: str) -> tuple[str, str, str] | None:
-    """(kind, namespace, name) of ``[job/|jobset/]namespace/name``; None when malformed."""
+    """(kind, namespace, name) of ``[job/|jobset/|trainjob/]namespace/name``; None when
+    malformed."""
     parts = arg.split("/")
     if len(parts) == 3 and parts[0].lower() in KINDS:
         kind, namespace, name = KINDS[parts[0].lower()], parts[1], parts[2]
@@ -100,8 +103,8 @@ def _explain(args: argparse.Namespace) -> int:
     found = target(args.job)
     if found is None:
         sys.stderr.write(
-            f"atomic-gang explain: {args.job!r} is not <namespace>/<name> or "
-            "jobset/<namespace>/<name>\n"
+            f"atomic-gang explain: {args.job!r} is not <namespace>/<name>, "
+            "jobset/<namespace>/<name> or trainjob/<namespace>/<name>\n"
         )
         return 2
     kind, namespace, name = found

@@ -21,9 +21,9 @@ Obj = Mapping[str, Any]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Seen:
-    """Everything read for one gang Job or JobSet."""
+    """Everything read for one gang Job, JobSet or TrainJob."""
 
-    owner: Obj  # the Job or JobSet
+    owner: Obj  # the Job, JobSet or TrainJob
     workload: Obj | None = None
     check_name: str = ""  # our AdmissionCheck's name on the Workload; "" if none is ours
     check: Obj | None = None  # that AdmissionCheck object
@@ -50,13 +50,18 @@ def _true(obj: Obj | None, type_: str) -> Obj | None:
     return found if found is not None and found.get("status") == "True" else None
 
 
-# The conditions that say a Job or a JobSet is done.
-FINISHED = {"Job": ("Complete", "Failed"), "JobSet": ("Completed", "Failed")}
+# The conditions that say a gang object is done, by kind.
+FINISHED = {
+    "Job": ("Complete", "Failed"),
+    "JobSet": ("Completed", "Failed"),
+    "TrainJob": ("Complete", "Failed"),
+}
 
 
 def kind_of(owner: Obj) -> str:
-    """ "JobSet" for a JobSet, else "Job" (what the reader returned names its kind)."""
-    return "JobSet" if owner.get("kind") == "JobSet" else "Job"
+    """The owner's kind, as the reader returned it ("Job" when it names none)."""
+    kind = str(owner.get("kind") or "Job")
+    return kind if kind in FINISHED else "Job"
 
 
 def check_state(seen: Seen) -> Obj | None:

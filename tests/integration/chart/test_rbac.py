@@ -26,6 +26,7 @@ CLUSTER_RULES = {
     ("", "nodes"): {"get", "list", "watch", "patch"},
     ("batch", "jobs"): {"get", "list", "watch"},
     ("jobset.x-k8s.io", "jobsets"): {"get", "list", "watch"},
+    ("trainer.kubeflow.org", "trainjobs"): {"get", "list", "watch"},
     ("", "events"): {"create", "patch"},
     # /metrics: who holds a scraper's token, and may that user read it?
     ("authentication.k8s.io", "tokenreviews"): {"create"},

@@ -333,6 +333,7 @@ def test_a_jobset_is_named_as_a_jobset_and_done_by_its_own_condition() -> None:
         ("job/team-a/train", ("Job", "team-a", "train")),
         ("jobset/team-a/allreduce", ("JobSet", "team-a", "allreduce")),
         ("JobSet/team-a/allreduce", ("JobSet", "team-a", "allreduce")),
+        ("trainjob/team-a/llama", ("TrainJob", "team-a", "llama")),
         ("train", None),
         ("pod/team-a/train", None),
         ("jobset/team-a/", None),
@@ -341,3 +342,12 @@ def test_a_jobset_is_named_as_a_jobset_and_done_by_its_own_condition() -> None:
 )
 def test_explain_takes_a_job_or_a_jobset(arg: str, found: tuple[str, str, str] | None) -> None:
     assert target(arg) == found
+
+
+def test_a_trainjob_is_named_as_a_trainjob_and_done_by_complete() -> None:
+    trainjob = {**job(Complete="12:10:00"), "kind": "TrainJob"}
+    done = verdict(seen(j=trainjob))
+    assert (done.waiting, done.reason) == (False, "the TrainJob is Complete")
+    assert render(seen(workload(RESERVED), j={**job(), "kind": "TrainJob"})).startswith(
+        "TrainJob team-a/train:"
+    )
