@@ -1,6 +1,8 @@
-"""One entry point for every kind of gang object we serve: a batch/v1 Job or a
-jobset.x-k8s.io/v1alpha2 JobSet. The webhook, ``atomic-gang validate`` and the
-provisioner judge an object through here, whatever its kind."""
+"""One entry point for every kind of gang object we serve: a batch/v1 Job, a
+jobset.x-k8s.io/v1alpha2 JobSet or a trainer.kubeflow.org/v1alpha1 TrainJob. The
+webhook, ``atomic-gang validate`` and the provisioner judge an object through here,
+whatever its kind. The webhook and the CLI also judge the Trainer's runtimes here: no
+gang, but their templates reach every TrainJob's pods."""
 
 from __future__ import annotations
 
@@ -14,13 +16,28 @@ from atomic_gang.jobset import review_jobset, review_jobset_update, validate_job
 from atomic_gang.objects import MalformedJobError
 from atomic_gang.settings import GangSettings
 from atomic_gang.spec import GangSpec
+from atomic_gang.trainjob import API_VERSION as TRAINER_API
+from atomic_gang.trainjob import KIND as TRAINJOB_KIND
+from atomic_gang.trainjob import (
+    RUNTIME_KINDS,
+    review_runtime,
+    review_runtime_update,
+    review_trainjob,
+    review_trainjob_update,
+)
 
 Review = Callable[..., Findings | None]
 KINDS: dict[tuple[str, str], tuple[Review, Review]] = {  # kind -> (create, update)
     ("batch/v1", "Job"): (review_job, review_job_update),
     (JOBSET_API, JOBSET_KIND): (review_jobset, review_jobset_update),
+    (TRAINER_API, TRAINJOB_KIND): (review_trainjob, review_trainjob_update),
 }
 SERVED = ", ".join(f"{api} {kind}" for api, kind in KINDS)
+# Reviewed, never a gang: TrainingRuntime and ClusterTrainingRuntime.
+RUNTIMES: dict[tuple[str, str], tuple[Review, Review]] = {
+    (TRAINER_API, kind): (review_runtime, review_runtime_update) for kind in RUNTIME_KINDS
+}
+REVIEWED = ", ".join(f"{api} {kind}" for api, kind in (*KINDS, *RUNTIMES))
 
 
 def kind_of(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -36,6 +53,15 @@ def _reviews(obj: Mapping[str, Any]) -> tuple[Review, Review]:
     return found
 
 
+def _reviewed(obj: Mapping[str, Any]) -> tuple[Review, Review]:
+    """A gang kind's reviews, or a runtime's."""
+    found = KINDS.get(kind_of(obj)) or RUNTIMES.get(kind_of(obj))
+    if found is None:
+        api, kind = kind_of(obj)
+        raise MalformedJobError(f"{api} {kind} is not a kind we review ({REVIEWED})")
+    return found
+
+
 def review(
     obj: Mapping[str, Any],
     settings: GangSettings,
@@ -46,7 +72,7 @@ def review(
     """The CREATE verdict: None for an object that is not a gang and reaches for no gang
     node, else its violations and warnings. ``user`` is who creates it ("" when no one
     does, as in ``atomic-gang validate``)."""
-    create, _ = _reviews(obj)
+    create, _ = _reviewed(obj)
     return create(obj, settings, namespace=namespace, user=user)
 
 
@@ -54,7 +80,7 @@ def review_update(
     old: Mapping[str, Any], new: Mapping[str, Any], settings: GangSettings, *, user: str
 ) -> Findings | None:
     """The UPDATE verdict (both versions are of one kind)."""
-    _, update = _reviews(new)
+    _, update = _reviewed(new)
     return update(old, new, settings, user=user)
 
 

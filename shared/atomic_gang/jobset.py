@@ -7,7 +7,8 @@ it, of ``replicas × min(parallelism, completions)`` pods. The gang is the pods 
 replicatedJobs that ``atomic-gang.k8s.aws/gang-roles`` lists (default: all of them):
 each gets one gang node; the others (a CPU driver, a coordinator) schedule on the
 cluster's ordinary nodes. Everything on the JobSet's metadata means what it means on
-a Job.
+a Job. The JobSet the Kubeflow Trainer builds for a TrainJob is no gang of its own (the
+TrainJob is); it may carry Kueue's claims from the Trainer only (``by_trainer``).
 
 Input is a raw ``jobset.x-k8s.io/v1alpha2`` JobSet as JSON-decoded dicts; a
 structurally broken object raises :class:`MalformedJobError`.
@@ -26,6 +27,7 @@ from atomic_gang.job import (
     check_immutable,
     check_pool_reserved,
     check_queued,
+    controllers,
     packed_verdict,
     read_maps,
 )
@@ -39,6 +41,9 @@ KIND = "JobSet"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 ROLE_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 MAX_ROLES = 64  # JobSet allows far fewer in practice; bounds the work of a hostile one
+# A TrainJob's controlling ownerReference: (trainjob.API_VERSION, trainjob.KIND), which
+# imports this module.
+TRAINJOB_OWNER = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
 
 
 class Role(NamedTuple):
@@ -144,10 +149,21 @@ def _moved(found: list[Violation], role: Role, start: int) -> None:
             found[i] = v._replace(field=f"{role.field}.template.{v.field}")
 
 
-def _templates(all_roles: tuple[Role, ...], out: Collector) -> None:
+def by_trainer(jobset: Mapping[str, Any], user: str, settings: GangSettings) -> bool:
+    """The Kubeflow Trainer (``settings.trainerUsername``) writing the JobSet a TrainJob
+    controls: the one writer besides Kueue whose JobSet templates may carry gang node
+    claims, pinned (``template.pinned``), or drop them all. It builds them from the
+    TrainJob's runtime and runtime patches, where only Kueue can have put claims: the
+    webhook refuses them in a runtime whoever asks, and in a TrainJob's patches on
+    CREATE and on UPDATE by anyone but Kueue. The owner proves nothing (the writer sets
+    ownerReferences); the requester is what tenants cannot forge."""
+    return user == settings.trainerUsername and controllers(jobset) == [TRAINJOB_OWNER]
+
+
+def _templates(all_roles: tuple[Role, ...], out: Collector, *, may_pin: bool = False) -> None:
     for role in all_roles:
         start = len(out.violations)
-        template.check_create(role.pod, out)
+        template.check_create(role.pod, out, may_pin=may_pin)
         _moved(out.violations, role, start)
 
 
@@ -174,7 +190,11 @@ def _spread_role(jobset_name: str, role: Role) -> bool:
 
 
 def _collect(
-    jobset: Mapping[str, Any], settings: GangSettings, namespace: str | None
+    jobset: Mapping[str, Any],
+    settings: GangSettings,
+    namespace: str | None,
+    *,
+    may_pin: bool = False,
 ) -> tuple[Collector, tuple[str, dict[str, Any]] | None, tuple[Role, ...], str] | None:
     """None when not ours, else (violations, resolved fields or None, gang roles,
     warning)."""
@@ -182,7 +202,7 @@ def _collect(
     all_roles = roles(jobset)
     out = Collector()
     if not found.annotations and not found.labels:
-        _templates(all_roles, out)
+        _templates(all_roles, out, may_pin=may_pin)
         return (out, None, (), "") if out.violations else None
     ann = dict(found.annotations)
     raw_roles = ann.pop(keys.GANG_ROLES, None)
@@ -192,7 +212,7 @@ def _collect(
     check_queued(found, settings, out)
     check_elastic(found, out)
     _parity(gang, found.annotations.get(keys.COUNT, ""), out)
-    _templates(all_roles, out)
+    _templates(all_roles, out, may_pin=may_pin)
     warning = _spreads(jobset, gang, settings, out)
     return out, resolved, gang, warning
 
@@ -204,9 +224,11 @@ def review_jobset(
     namespace: str | None = None,
     user: str = "",
 ) -> Findings | None:
-    """The CREATE verdict for a JobSet, as ``review_job`` gives one for a Job. Whoever
-    ``user`` is, a JobSet's templates may not claim gang nodes when it is created."""
-    found = _collect(jobset, settings, namespace)
+    """The CREATE verdict for a JobSet, as ``review_job`` gives one for a Job. A
+    JobSet's templates may not claim gang nodes when it is created, save from the
+    Trainer building an admitted TrainJob's JobSet, pinned (``by_trainer``)."""
+    may_pin = by_trainer(jobset, user, settings)
+    found = _collect(jobset, settings, namespace, may_pin=may_pin)
     if found is None:
         return None
     out, _resolved, _gang, warning = found
@@ -236,15 +258,22 @@ def review_jobset_update(
     old: Mapping[str, Any], new: Mapping[str, Any], settings: GangSettings, *, user: str
 ) -> Findings | None:
     """The UPDATE verdict: the gang keys are immutable, the queue label and count parity
-    hold, and only Kueue changes the templates' gang node claims."""
+    hold, and only Kueue changes the templates' gang node claims, or the Trainer
+    resuming (pinned) or suspending (no claims) its TrainJob's JobSet (``by_trainer``)."""
     was, now = read_maps(old, trim=False), read_maps(new, trim=False)
     old_roles, new_roles = {r.name: r for r in roles(old)}, roles(new)
     out = Collector()
+    trainer = by_trainer(new, user, settings)
     for role in new_roles:
         before = old_roles.get(role.name)
         start = len(out.violations)
         template.check_update(
-            before.pod if before else {}, role.pod, by_kueue=user == settings.kueueUsername, out=out
+            before.pod if before else {},
+            role.pod,
+            by_kueue=user == settings.kueueUsername,
+            may_pin=trainer,
+            may_clear=trainer,
+            out=out,
         )
         _moved(out.violations, role, start)
     if not (was.annotations or was.labels or now.annotations or now.labels):

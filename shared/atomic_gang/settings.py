@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_CONTROLLER_NAME",
     "DEFAULT_JOBSET_USERNAME",
     "DEFAULT_KUEUE_USERNAME",
+    "DEFAULT_TRAINER_USERNAME",
     "AcquireRetry",
     "CapacityBlock",
     "Defaults",
@@ -51,6 +52,11 @@ __all__ = [
 DEFAULT_CONTROLLER_NAME = "atomic-gang.k8s.aws/ec2-atomic"
 DEFAULT_KUEUE_USERNAME = "system:serviceaccount:kueue-system:kueue-controller-manager"
 DEFAULT_JOBSET_USERNAME = "system:serviceaccount:jobset-system:jobset-controller-manager"
+# Kubeflow Trainer's manifests (manifests/overlays/manager) install its controller's
+# ServiceAccount as kubeflow-system/kubeflow-trainer-controller-manager.
+DEFAULT_TRAINER_USERNAME = (
+    "system:serviceaccount:kubeflow-system:kubeflow-trainer-controller-manager"
+)
 
 
 class SettingsError(ValueError):
@@ -110,6 +116,15 @@ class GangSettings(BaseSettings):
         description=(
             "The JobSet controller's identity: the only user that may create or update a "
             "JobSet's Jobs with gang node claims, and only pinned to one pool and group."
+        ),
+    )
+    trainerUsername: str = Field(
+        default=DEFAULT_TRAINER_USERNAME,
+        min_length=1,
+        description=(
+            "The Kubeflow Trainer controller's identity: the only user that may create or "
+            "update a TrainJob's JobSet with gang node claims, and only pinned to one pool "
+            "and group."
         ),
     )
     reapIntervalSeconds: int = Field(default=120, ge=1)

@@ -6,8 +6,9 @@ or an empty key with operator ``Exists``, which tolerates every taint; effect em
 group label (``nodeSelector``, or a required or preferred node-affinity expression).
 Only Kueue puts those into a Job's template, when it admits the Job with our
 podSetUpdates. So a CREATE that carries one is denied, and so is an UPDATE that adds or
-drops one unless Kueue makes it. One writer copies them on: the JobSet controller, into
-the Jobs of a JobSet Kueue admitted, and only ``pinned`` (to one pool and its group).
+drops one unless Kueue makes it. Two writers copy them on, and only ``pinned`` (to one
+pool and its group): the JobSet controller, into the Jobs of a JobSet Kueue admitted,
+and the Kubeflow Trainer, into the JobSet of a TrainJob Kueue admitted.
 The chart's ValidatingAdmissionPolicy holds Pods to the same rule
 (templates/gang-node-policy.yaml).
 """
@@ -148,7 +149,8 @@ def _report(claim: Claim, out: Collector) -> None:
 
 def check_create(pod: Mapping[str, Any], out: Collector, *, may_pin: bool = False) -> None:
     """Every claim is denied; with ``may_pin`` (the JobSet controller creating its
-    JobSet's Job) a ``pinned`` template's claims pass."""
+    JobSet's Job, the Trainer its TrainJob's JobSet) a ``pinned`` template's claims
+    pass."""
     found = claims(pod)
     if may_pin and found and pinned(pod):
         return
@@ -163,15 +165,19 @@ def check_update(
     by_kueue: bool,
     out: Collector,
     may_pin: bool = False,
+    may_clear: bool = False,
 ) -> None:
     """Only Kueue changes a Job's claims: an UPDATE by anyone else that adds one, or
     drops one (the pods would lose their pinning to the gang's pool and group), is
     denied. With ``may_pin`` (the JobSet controller resuming its JobSet's Job, with the
     claims Kueue merged into the JobSet) any change that leaves the template ``pinned``
-    passes."""
+    passes; with ``may_clear`` (the Trainer suspending its TrainJob's JobSet once Kueue
+    took its claims back) so does one that leaves it no claim at all."""
     if by_kueue or (may_pin and pinned(new_pod)):
         return
     new, old = claims(new_pod), claims(old_pod)
+    if may_clear and not new:
+        return
     before, after = {c.identity for c in old}, {c.identity for c in new}
     for claim in new:
         if claim.identity not in before:

@@ -191,3 +191,121 @@ def jobset_job(
         },
         "spec": spec,
     }
+
+
+TRAINER_CONTROLLER = "system:serviceaccount:kubeflow-system:kubeflow-trainer-controller-manager"
+KUEUE_PATCH = "kueue.x-k8s.io/manager"  # the manager of the runtime patch Kueue writes
+
+
+def runtime_patch(
+    roles: dict[str, dict[str, Any]] | None = None, *, manager: str = KUEUE_PATCH
+) -> dict[str, Any]:
+    """A TrainJob runtime patch whose replicatedJob ``roles`` (name -> pod spec patch)
+    merge into the runtime's templates; by default Kueue's admission of the trainer
+    nodes (``PINNED_POD`` for ``node``), as Kueue v0.19.1 writes our podSetUpdates."""
+    roles = {"node": PINNED_POD} if roles is None else roles
+    return {
+        "manager": manager,
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": role,
+                            "template": {"spec": {"template": {"spec": copy.deepcopy(pod)}}},
+                        }
+                        for role, pod in roles.items()
+                    ]
+                }
+            }
+        },
+    }
+
+
+def gang_trainjob(
+    *,
+    count: int = 4,
+    num_nodes: int | None = 4,
+    gpus: bool = True,
+    annotations: dict[str, str | None] | None = None,
+    labels: dict[str, str | None] | None = None,
+    patches: list[dict[str, Any]] | None = None,
+    suspend: bool | None = None,
+    name: str = "allreduce-trainjob",
+) -> dict[str, Any]:
+    """A TrainJob on the torch runtime (``torch-distributed``) with the sample Job's gang
+    keys: ``num_nodes`` trainer nodes (None leaves numNodes to the runtime), each asking
+    for 8 GPUs when ``gpus``; ``None`` values in ``annotations``/``labels`` delete a key."""
+    base = gang_job(count=count, annotations=annotations, labels=labels, name=name)
+    trainer: dict[str, Any] = {"image": "trainer:latest"}
+    if num_nodes is not None:
+        trainer["numNodes"] = num_nodes
+    if gpus:
+        trainer["resourcesPerNode"] = {"limits": {"nvidia.com/gpu": "8"}}
+    spec: dict[str, Any] = {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer}
+    if patches is not None:
+        spec["runtimePatches"] = copy.deepcopy(patches)
+    if suspend is not None:
+        spec["suspend"] = suspend
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": copy.deepcopy(base["metadata"]),
+        "spec": spec,
+    }
+
+
+def trainer_jobset(
+    trainjob: dict[str, Any] | None = None,
+    *,
+    pod: dict[str, Any] | None = None,
+    suspend: bool = False,
+) -> dict[str, Any]:
+    """The JobSet the Kubeflow Trainer (v2.2.1, the jobset plugin's ``Build``) applies for
+    a TrainJob on the torch runtime: named after it, labels and annotations from the
+    runtime's and the patches' JobSet metadata (none here, so none of the TrainJob's),
+    one ``node`` replicatedJob of 1 replica × numNodes pods, the TrainJob as its
+    controller owner. ``pod`` is merged into its pod spec (``PINNED_POD`` once Kueue
+    admitted the TrainJob and patched it with our podSetUpdate)."""
+    tj = trainjob or gang_trainjob()
+    nodes = tj["spec"].get("trainer", {}).get("numNodes", 1)
+    pod_spec: dict[str, Any] = {
+        "containers": [{"name": "node", "image": "trainer:latest"}],
+        **copy.deepcopy(pod or {}),
+    }
+    owner = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "name": tj["metadata"]["name"],
+        "uid": "0c6b3e52-6d2f-4f4e-8a51-7e0d9b2c4a10",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": tj["metadata"]["name"],
+            "namespace": "default",
+            "ownerReferences": [owner],
+        },
+        "spec": {
+            "suspend": suspend,
+            "replicatedJobs": [
+                {
+                    "name": "node",
+                    "replicas": 1,
+                    "template": {
+                        "metadata": {
+                            "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+                        },
+                        "spec": {
+                            "parallelism": nodes,
+                            "completions": nodes,
+                            "template": {"spec": pod_spec},
+                        },
+                    },
+                }
+            ],
+        },
+    }

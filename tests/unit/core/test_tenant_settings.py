@@ -20,6 +20,9 @@ def test_defaults_allow_any_choice_but_cap_the_lifetime() -> None:
     assert s.requireOnePodPerNode is False
     assert s.kueueUsername == "system:serviceaccount:kueue-system:kueue-controller-manager"
     assert s.jobSetUsername == "system:serviceaccount:jobset-system:jobset-controller-manager"
+    assert s.trainerUsername == (
+        "system:serviceaccount:kubeflow-system:kubeflow-trainer-controller-manager"
+    )
 
 
 @pytest.mark.parametrize(
@@ -39,6 +42,7 @@ def test_defaults_allow_any_choice_but_cap_the_lifetime() -> None:
         ),
         pytest.param("kueueUsername: ''\n", "kueueUsername", id="empty-kueue-user"),
         pytest.param("jobSetUsername: ''\n", "jobSetUsername", id="empty-jobset-user"),
+        pytest.param("trainerUsername: ''\n", "trainerUsername", id="empty-trainer-user"),
     ],
 )
 def test_bad_tenant_settings_name_the_field(tmp_path: Path, yaml_text: str, needle: str) -> None:
