@@ -8,6 +8,11 @@ from typing import Any
 
 JOB_KIND = {"group": "batch", "version": "v1", "kind": "Job"}
 JOBSET_KIND = {"group": "jobset.x-k8s.io", "version": "v1alpha2", "kind": "JobSet"}
+TRAINER_KINDS = {
+    kind: {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": kind}
+    for kind in ("TrainJob", "TrainingRuntime", "ClusterTrainingRuntime")
+}
+KINDS = {"Job": JOB_KIND, "JobSet": JOBSET_KIND, **TRAINER_KINDS}
 RESOURCES = {"Job": "jobs", "JobSet": "jobsets"}
 
 
@@ -20,11 +25,11 @@ def review(
     user: str = "tester",
     kind: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """An AdmissionReview of ``obj``; its kind is ``kind`` (default: a JobSet for an
-    object that says it is one, else a Job)."""
+    """An AdmissionReview of ``obj``; its kind is ``kind`` (default: the kind the object
+    names, when we review it, else a Job)."""
     if kind is None:
         named = obj.get("kind") if isinstance(obj, dict) else None
-        kind = JOBSET_KIND if named == "JobSet" else JOB_KIND
+        kind = KINDS.get(named, JOB_KIND) if isinstance(named, str) else JOB_KIND
     request: dict[str, Any] = {
         "uid": uid or str(uuid.uuid4()),
         "kind": kind,

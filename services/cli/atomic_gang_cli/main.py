@@ -20,11 +20,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser(
         "validate",
-        help="check the gang annotations of every Job in YAML files",
+        help="check the gang annotations of every Job, JobSet and TrainJob in YAML files",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Check every Job (and CronJob jobTemplate) in multi-document YAML files with\n"
-            "the same rules as the admission webhook. One line per violation:\n"
+            "Check every Job, JobSet and TrainJob (and CronJob jobTemplate, and Kubeflow\n"
+            "Trainer runtime) in multi-document YAML files with the same rules as the\n"
+            "admission webhook. One line per violation:\n"
             "  <file>:<kind>/<name>: <annotation-key>: <message>\n\n"
             "exit status: 0 all valid, 1 some invalid, 2 unreadable input or settings\n\n"
             "examples:\n"

@@ -1,9 +1,10 @@
-"""``atomic-gang validate``: check every Job and JobSet in multi-document YAML files.
+"""``atomic-gang validate``: check every gang object in multi-document YAML files.
 
 Prints one line per violation, ``<file>:<kind>/<name>: <key>: <message>``, and the
-webhook's warnings on stderr. Jobs, JobSets, CronJobs (their ``jobTemplate``) and
-``kind: List`` items are checked; other kinds are skipped. Exit 0 = all valid,
-1 = some invalid, 2 = unreadable.
+webhook's warnings on stderr. Jobs, JobSets, TrainJobs, CronJobs (their ``jobTemplate``),
+Kubeflow Trainer runtimes (their templates may claim no gang node) and ``kind: List``
+items are checked; other kinds are skipped. Exit 0 = all valid, 1 = some invalid,
+2 = unreadable.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from atomic_gang.gang_object import review
 from atomic_gang.jobset import API_VERSION as JOBSET_API
 from atomic_gang.jobset import KIND as JOBSET_KIND
 from atomic_gang.objects import MalformedJobError
+from atomic_gang.trainjob import API_VERSION as TRAINER_API
+from atomic_gang.trainjob import KIND as TRAINJOB_KIND
+from atomic_gang.trainjob import RUNTIME_KINDS
 
 
 class UnreadableError(Exception):
@@ -46,7 +50,7 @@ def _documents(path: str) -> list[Any]:
 
 
 def _jobs(doc: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """(kind/name, job-shaped mapping) for every Job inside ``doc``."""
+    """(kind/name, object) for every object inside ``doc`` we judge."""
     if not isinstance(doc, Mapping):
         return
     kind = doc.get("kind")
@@ -57,6 +61,8 @@ def _jobs(doc: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
         yield f"Job/{name}", doc
     elif kind == JOBSET_KIND and doc.get("apiVersion") == JOBSET_API:
         yield f"JobSet/{name}", doc
+    elif kind in (TRAINJOB_KIND, *RUNTIME_KINDS) and doc.get("apiVersion") == TRAINER_API:
+        yield f"{kind}/{name}", doc
     elif kind == "CronJob":
         spec = doc.get("spec")
         template = spec.get("jobTemplate") if isinstance(spec, Mapping) else None
@@ -68,7 +74,7 @@ def _jobs(doc: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
 
 
 def check_file(path: str, settings: GangSettings) -> tuple[list[Finding], list[Finding]]:
-    """(violations, warnings) of every Job in the file."""
+    """(violations, warnings) of every object in the file we judge."""
     findings: list[Finding] = []
     warnings: list[Finding] = []
     for doc in _documents(path):

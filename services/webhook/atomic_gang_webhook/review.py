@@ -1,8 +1,9 @@
 """Pure AdmissionReview handling: parse the envelope, decide, build the reply.
 
 A malformed request raises :class:`WebhookError` (HTTP 4xx, never a verdict);
-a well-formed review of a bad Job or JobSet yields a denial that lists every
-violation. Nothing here does I/O.
+a well-formed review of a bad Job, JobSet or TrainJob (or of a Trainer runtime that
+reaches for gang nodes) yields a denial that lists every violation. Nothing here does
+I/O.
 """
 
 from __future__ import annotations
@@ -56,8 +57,25 @@ SERVED: dict[tuple[str, str, str], Served] = {
     ("jobset.x-k8s.io", "v1alpha2", "JobSet"): Served(
         "jobset.x-k8s.io/v1alpha2", "JobSet", "jobset.x-k8s.io", "jobsets"
     ),
+    ("trainer.kubeflow.org", "v1alpha1", "TrainJob"): Served(
+        "trainer.kubeflow.org/v1alpha1", "TrainJob", "trainer.kubeflow.org", "trainjobs"
+    ),
+    # No gang: their templates reach every TrainJob's pods (the Trainer copies them).
+    ("trainer.kubeflow.org", "v1alpha1", "TrainingRuntime"): Served(
+        "trainer.kubeflow.org/v1alpha1",
+        "TrainingRuntime",
+        "trainer.kubeflow.org",
+        "trainingruntimes",
+    ),
+    ("trainer.kubeflow.org", "v1alpha1", "ClusterTrainingRuntime"): Served(
+        "trainer.kubeflow.org/v1alpha1",
+        "ClusterTrainingRuntime",
+        "trainer.kubeflow.org",
+        "clustertrainingruntimes",
+    ),
 }
 JOB = SERVED[("batch", "v1", "Job")]
+KINDS_SERVED = ", ".join(f"{s.api_version} {s.kind}" for s in SERVED.values())
 
 
 class ReviewRequest(NamedTuple):  # NamedTuple: immutable, and the cheapest to build
@@ -120,9 +138,7 @@ def parse_review(body: bytes) -> ReviewRequest:
         raise _bad(f"request.uid is longer than {MAX_UID} characters", "MissingUID")
     served = _served(req.get("kind"))
     if served is None:
-        raise _bad(
-            "request.kind must be batch/v1 Job or jobset.x-k8s.io/v1alpha2 JobSet", "NotAJob"
-        )
+        raise _bad(f"request.kind must be one of {KINDS_SERVED}", "NotAJob")
     operation = req.get("operation")
     if not isinstance(operation, str):
         raise _bad("request.operation is missing")
@@ -153,10 +169,12 @@ def _text(value: Any) -> str:
 
 
 def decide(req: ReviewRequest, settings: GangSettings) -> Decision:
-    """CREATE: validate any Job or JobSet that carries our keys or reaches for gang nodes.
-    UPDATE: gang keys are immutable, and only Kueue may add gang node claims. Either way
-    the JobSet controller may pin its JobSet's Jobs to the gang Kueue admitted. The
-    allowlists are those of the request's namespace (``namespaceAllowlists``)."""
+    """CREATE: validate any Job, JobSet or TrainJob that carries our keys or reaches for
+    gang nodes, and any Trainer runtime that reaches for them. UPDATE: gang keys are
+    immutable, and only Kueue may add gang node claims. Either way the JobSet controller
+    may pin its JobSet's Jobs, and the Trainer its TrainJob's JobSet, to the gang Kueue
+    admitted. The allowlists are those of the request's namespace
+    (``namespaceAllowlists``)."""
     scoped = settings.for_namespace(req.namespace)
     obj = _typed(req.obj or {}, req.kind)
     try:

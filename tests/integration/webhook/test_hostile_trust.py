@@ -21,11 +21,15 @@ from atomic_gang import keys as k
 from tests.support.jobs import (
     JOBSET_CONTROLLER,
     PINNED_POD,
+    TRAINER_CONTROLLER,
     gang_job,
     gang_jobset,
+    gang_trainjob,
     jobset_job,
     one_pod_per_node,
     plain_job,
+    runtime_patch,
+    trainer_jobset,
 )
 from tests.support.reviews import review
 from tests.support.webhook_proc import SETTINGS_YAML, run_webhook
@@ -33,9 +37,11 @@ from tests.support.webhook_proc import SETTINGS_YAML, run_webhook
 PATH = "/validate/batch/v1/job"
 KUEUE = "system:serviceaccount:kueue-system:kueue-controller-manager"
 JOBSET = "system:serviceaccount:batch-system:jobset"  # a JobSet installed elsewhere
+TRAINER = "system:serviceaccount:kubeflow:kubeflow-trainer-controller-manager"  # platform
 AMI = "ami-0123456789abcdef0"
 STRICT_YAML = SETTINGS_YAML + (
     f"jobSetUsername: {JOBSET}\n"
+    f"trainerUsername: {TRAINER}\n"
     f'allowedAmiIds: ["{AMI}", "ami-0aa*"]\n'
     'allowedSubnets: ["subnet-0123456789abcdef0"]\n'
     'allowedCapacityReservationIds: ["cr-0123456789abcdef0"]\n'
@@ -212,6 +218,44 @@ def test_only_the_jobset_controller_pins_a_jobsets_jobs(strict: httpx.Client) ->
     jobset = gang_jobset()
     jobset["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"].update(PINNED_POD)
     assert _reasons(_response(strict, jobset, user=JOBSET)) == {
+        "ReservedSelectorKey",
+        "ReservedToleration",
+    }
+
+
+def test_only_the_trainer_pins_a_trainjobs_jobset(strict: httpx.Client) -> None:
+    """The JobSet of an admitted TrainJob carries the claims Kueue patched into the
+    TrainJob. The Trainer named by trainerUsername may create it, resume it or clear it;
+    a tenant's JobSet forging the TrainJob owner is denied, and so is the default
+    identity the settings file replaced."""
+    jobset = trainer_jobset(pod=PINNED_POD)
+    assert _response(strict, jobset, user=TRAINER)["allowed"] is True
+    for user in ("alice", TRAINER_CONTROLLER, KUEUE, JOBSET):
+        assert _reasons(_response(strict, jobset, user=user)) == {
+            "ReservedSelectorKey",
+            "ReservedToleration",
+        }, user
+    suspended = trainer_jobset(suspend=True)
+    for old, new in ((suspended, jobset), (jobset, suspended)):
+        moved = _response(strict, new, operation="UPDATE", old=old, user=TRAINER)
+        assert moved["allowed"] is True, moved
+        forged = _response(strict, new, operation="UPDATE", old=old, user="alice")
+        assert _reasons(forged) == {"ReservedSelectorKey", "ReservedToleration"}
+    unpinned = trainer_jobset(pod={"tolerations": PINNED_POD["tolerations"]})
+    assert _reasons(_response(strict, unpinned, user=TRAINER)) == {"ReservedToleration"}
+
+
+def test_a_trainjob_gets_its_pin_from_kueue_only(strict: httpx.Client) -> None:
+    queued = gang_trainjob(patches=[runtime_patch({})], suspend=True)
+    assert _response(strict, queued)["allowed"] is True
+    assert _reasons(_response(strict, gang_trainjob(count=3))) == {"CountMismatch"}
+    admitted = gang_trainjob(patches=[runtime_patch()], suspend=False)
+    by_kueue = _response(strict, admitted, operation="UPDATE", old=queued, user=KUEUE)
+    assert by_kueue["allowed"] is True, by_kueue
+    for user in ("alice", TRAINER):
+        forged = _response(strict, admitted, operation="UPDATE", old=queued, user=user)
+        assert _reasons(forged) == {"ReservedSelectorKey", "ReservedToleration"}, user
+    assert _reasons(_response(strict, admitted, user=KUEUE)) == {
         "ReservedSelectorKey",
         "ReservedToleration",
     }

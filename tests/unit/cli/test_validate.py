@@ -11,7 +11,7 @@ import yaml
 
 from atomic_gang import keys as k
 from atomic_gang_cli.main import main
-from tests.support.jobs import gang_job, gang_jobset, one_pod_per_node, plain_job
+from tests.support.jobs import gang_job, gang_jobset, gang_trainjob, one_pod_per_node, plain_job
 
 SETTINGS = """\
 clusterName: my-eks-cluster
@@ -241,3 +241,54 @@ def test_a_jobset_file_is_judged_by_the_jobset_rules(
     (line,) = out.splitlines()
     assert line.startswith(f"{path}:JobSet/short: atomic-gang.k8s.aws/count: must equal the pods")
     assert "workers: 2 replicas × 2 = 4 pods" in line
+
+
+def test_trainjob_and_runtime_files_are_judged_by_the_trainjob_rules(
+    tmp_path: Path, config: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    claiming = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torch-on-gang"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "spec": {
+                                    "template": {
+                                        "spec": {
+                                            "tolerations": [
+                                                {"key": k.GANG_TAINT, "operator": "Exists"}
+                                            ]
+                                        }
+                                    }
+                                }
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    path = _write(
+        tmp_path,
+        "trainjobs.yaml",
+        gang_trainjob(name="ok"),
+        gang_trainjob(name="short", count=3),
+        claiming,
+    )
+    code, out, err = _run(capsys, "validate", "--config", config, str(path))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{path}:TrainJob/short: atomic-gang.k8s.aws/count: must equal "
+        "spec.trainer.numNodes (4) (got '3') [CountMismatch]; the gang is the TrainJob's "
+        "training nodes: set atomic-gang.k8s.aws/count to 4, or numNodes to the count",
+        f"{path}:ClusterTrainingRuntime/torch-on-gang: atomic-gang.k8s.aws/gang: tolerates "
+        "the gang taint atomic-gang.k8s.aws/gang; only Kueue adds that, for the gang that "
+        "owns the nodes (got 'Exists') [ReservedToleration]; remove it; to tolerate other "
+        "taints, name their keys (an empty key with operator Exists tolerates every taint)",
+    ]
+    assert err == ""

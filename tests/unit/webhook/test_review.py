@@ -18,12 +18,16 @@ from atomic_gang_webhook.review import (
 from tests.support.jobs import (
     JOBSET_CONTROLLER,
     PINNED_POD,
+    TRAINER_CONTROLLER,
     gang_job,
     gang_jobset,
+    gang_trainjob,
     jobset_job,
     one_pod_per_node,
     plain_job,
+    runtime_patch,
     settings,
+    trainer_jobset,
 )
 from tests.support.reviews import body, review
 
@@ -266,7 +270,14 @@ def test_a_kind_we_do_not_serve_is_a_bad_request() -> None:
     with pytest.raises(WebhookError) as err:
         parse_review(body(gang_job(), kind=lws))
     assert err.value.status == 400
-    assert "batch/v1 Job or jobset.x-k8s.io/v1alpha2 JobSet" in err.value.message
+    for served in (
+        "batch/v1 Job",
+        "jobset.x-k8s.io/v1alpha2 JobSet",
+        "trainer.kubeflow.org/v1alpha1 TrainJob",
+        "trainer.kubeflow.org/v1alpha1 TrainingRuntime",
+        "trainer.kubeflow.org/v1alpha1 ClusterTrainingRuntime",
+    ):
+        assert served in err.value.message
     mislabelled = gang_job()
     with pytest.raises(WebhookError):
         parse_review(
@@ -310,3 +321,90 @@ def test_a_jobset_claiming_gang_nodes_is_denied_even_from_the_jobset_controller(
     js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"].update(PINNED_POD)
     for user in ("alice", JOBSET_CONTROLLER):
         assert _decided(js, user) == ("denied", "ReservedSelectorKey"), user
+
+
+def test_a_trainjob_is_reviewed_by_the_trainjob_rules_and_denied_as_a_trainjob() -> None:
+    good = parse_review(body(gang_trainjob()))
+    assert good.kind.kind == "TrainJob"
+    assert decide(good, S) == Decision("allowed", "Valid")
+    req = parse_review(body(gang_trainjob(count=3)))
+    decision = decide(req, S)
+    assert (decision.verdict, decision.reason) == ("denied", "CountMismatch")
+    status = build_response(req, decision)["response"]["status"]
+    assert status["message"].startswith(
+        "TrainJob default/allreduce-trainjob has 1 invalid gang setting"
+    )
+    assert "must equal spec.trainer.numNodes (4)" in status["message"]
+    assert (status["details"]["group"], status["details"]["kind"]) == (
+        "trainer.kubeflow.org",
+        "trainjobs",
+    )
+
+
+def test_only_kueue_writes_our_podsetupdate_into_a_trainjob() -> None:
+    queued = gang_trainjob(patches=[runtime_patch({})], suspend=True)
+    admitted = gang_trainjob(patches=[runtime_patch()], suspend=False)
+    assert _decided(admitted, S.kueueUsername, operation="UPDATE", old=queued) == (
+        "allowed",
+        "Unchanged",
+    )
+    assert _decided(admitted, "alice", operation="UPDATE", old=queued) == (
+        "denied",
+        "ReservedSelectorKey",
+    )
+    assert _decided(admitted, S.kueueUsername) == ("denied", "ReservedSelectorKey")
+
+
+def test_the_requester_decides_whether_a_trainjobs_pinned_jobset_may_be_created() -> None:
+    js = trainer_jobset(pod=PINNED_POD)
+    assert _decided(js, TRAINER_CONTROLLER) == ("allowed", "NotAGang")
+    assert _decided(js, "alice") == ("denied", "ReservedSelectorKey")
+    old = trainer_jobset(suspend=True)
+    assert _decided(js, TRAINER_CONTROLLER, operation="UPDATE", old=old) == (
+        "allowed",
+        "NotAGang",
+    )
+    assert _decided(old, TRAINER_CONTROLLER, operation="UPDATE", old=js) == (
+        "allowed",
+        "NotAGang",
+    )
+    assert _decided(js, "alice", operation="UPDATE", old=old) == ("denied", "ReservedSelectorKey")
+
+
+@pytest.mark.parametrize(
+    ("kind", "namespace", "shown"),
+    [
+        pytest.param("TrainingRuntime", "team-a", "team-a/torch", id="namespaced"),
+        pytest.param("ClusterTrainingRuntime", "", "torch", id="cluster"),
+    ],
+)
+def test_a_runtime_that_claims_gang_nodes_is_denied_as_that_runtime(
+    kind: str, namespace: str, shown: str
+) -> None:
+    pod = {"nodeSelector": {k.POOL: "pretrain-p4d"}}
+    runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": kind,
+        "metadata": {"name": "torch"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": "node", "template": {"spec": {"template": {"spec": pod}}}}
+                    ]
+                }
+            }
+        },
+    }
+    raw = review(runtime, user="system:admin")
+    raw["request"]["namespace"] = namespace
+    req = parse_review(json.dumps(raw).encode())
+    assert req.kind.kind == kind
+    decision = decide(req, S)
+    assert (decision.verdict, decision.reason) == ("denied", "ReservedSelectorKey")
+    status = build_response(req, decision)["response"]["status"]
+    assert status["message"].startswith(f"{kind} {shown} has 1 invalid gang setting")
+    assert status["details"]["kind"] == f"{kind.lower()}s"
+    runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"] = {}
+    raw = review(runtime, user="system:admin")
+    assert decide(parse_review(json.dumps(raw).encode()), S) == Decision("allowed", "NotAGang")
