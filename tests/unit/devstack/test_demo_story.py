@@ -198,3 +198,27 @@ def test_the_driver_does_not_count_toward_the_gang() -> None:
         "FAIL  every workers pod ran on a node of the gang (1 nodes, one pod each)"
     )
     assert not story.ok
+
+
+def test_nodes_ready_in_one_poll_count_up() -> None:
+    snaps = _script()
+    del snaps[3]  # both nodes register and turn Ready between two polls
+    _, lines = _play(snaps)
+    assert [line for line in lines if line.startswith("node ") and " Ready (" in line] == [
+        "node ip-0 Ready (1/2)",
+        "node ip-1 Ready (2/2)",
+    ]
+
+
+def test_the_timeline_reads_in_time_order() -> None:
+    story = Story(JOBSET_SAMPLE)
+    story.mark("applied", 0.0)
+    story.mark("pods-running", 5.7)  # the last worker starts after the driver
+    story.mark("ordinary-running", 5.4)
+    story.mark("admitted", 5.4)
+    timeline = story.summary({})[2:5]
+    assert timeline == [
+        "     0.0  JobSet applied (kubectl apply)",
+        "     5.4  Workload admitted",
+        "     5.4  driver pod Running on an ordinary node",
+    ]

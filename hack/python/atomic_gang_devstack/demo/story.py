@@ -118,6 +118,11 @@ class Story:
 
     def _nodes(self, prev: Snapshot, cur: Snapshot, t: float) -> list[str]:
         out = []
+        # Ready k/N counts up over the nodes that turned Ready within this one poll.
+        was_ready = {name for name, n in prev.nodes.items() if n.ready}
+        ready = sum(
+            n.ready and n.group == cur.group for k, n in cur.nodes.items() if k in was_ready
+        )
         for name, node in sorted(cur.nodes.items()):
             old = prev.nodes.get(name)
             if old is None:
@@ -125,7 +130,7 @@ class Story:
                 self.gang_nodes.add(name)
                 out.append(f"node {name} registered ({node.instance_id}, {node.zone})")
             if node.ready and (old is None or not old.ready):
-                ready = sum(1 for n in cur.nodes.values() if n.ready and n.group == cur.group)
+                ready += node.group == cur.group
                 out.append(f"node {name} Ready ({ready}/{self.count})")
                 if ready >= self.count:
                     self.mark("all-ready", t)
@@ -167,9 +172,11 @@ class Story:
             "ordinary": "/".join(self.sample.ordinary_roles) + " pod",
             "done": self.done_line,
         }
-        for key, label in MILESTONES:
-            if key in self.milestones:
-                lines.append(f"  {self.milestones[key]:6.1f}  {label.format(**words)}")
+        reached = [
+            (self.milestones[key], label) for key, label in MILESTONES if key in self.milestones
+        ]
+        for t, label in sorted(reached, key=lambda m: m[0]):  # stable: ties keep their order
+            lines.append(f"  {t:6.1f}  {label.format(**words)}")
         calls_line = f"AWS calls by the provisioner for this {self.sample.kind}: " + _calls(calls)
         lines += ["", *self.checks(), "", calls_line]
         return lines
