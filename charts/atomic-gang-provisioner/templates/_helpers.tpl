@@ -116,6 +116,7 @@ app.kubernetes.io/component: {{ .component }}
   "requireOnePodPerNode" $v.requireOnePodPerNode
   "kueueUsername" $v.kueueUsername
   "jobSetUsername" $v.jobSetUsername
+  "trainerUsername" $v.trainerUsername
   "reapIntervalSeconds" $v.reapIntervalSeconds
   "joinDeadlineSeconds" $v.joinDeadlineSeconds
   "acquireAttemptsBeforeRetry" $v.acquireAttemptsBeforeRetry

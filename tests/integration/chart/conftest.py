@@ -40,6 +40,7 @@ CUSTOM: dict[str, Any] = {
     },
     "iam": {"selfManageInstanceProfile": True},
     "jobSetUsername": "system:serviceaccount:batch-system:jobset",
+    "trainerUsername": "system:serviceaccount:kubeflow:kubeflow-trainer-controller-manager",
     "kueue": {
         "clusterQueue": {"nominalQuota": {"cpu": 512, "memory": "2Ti", "nvidia.com/gpu": "64"}},
         "localQueueNamespaces": ["team-a", "team-b"],
@@ -139,7 +140,11 @@ POSITIVE: dict[str, dict[str, Any] | None] = {
                 "annotations": {"grafana_folder": "ML"},
             },
         },
-        "webhook": {"name": "gang-jobs.example.com"},
+        "webhook": {
+            "name": "gang-jobs.example.com",
+            "trainJobName": "gang-trainjobs.example.com",
+            "trainingRuntimeName": "gang-runtimes.example.com",
+        },
     },
     "no-webhook-no-le": {
         "webhook": {"enabled": False},
@@ -172,6 +177,11 @@ NEGATIVE: dict[str, tuple[dict[str, Any], str]] = {
     "dev-url-plain-http": ({"webhook": {"devUrl": "http://127.0.0.1:9443"}}, "/webhook/devUrl"),
     "bad-integration-mode": ({"integrationMode": "job"}, "/integrationMode"),
     "bad-failure-policy": ({"webhook": {"failurePolicy": "Retry"}}, "/webhook/failurePolicy"),
+    "bad-trainjob-hook-name": (
+        {"webhook": {"trainJobName": "trainjobs"}},
+        "/webhook/trainJobName",
+    ),
+    "empty-trainer-user": ({"trainerUsername": ""}, "/trainerUsername"),
     "bad-runbook-url": (
         {"metrics": {"prometheusRule": {"runbookBaseUrl": "docs/operations.md"}}},
         "/metrics/prometheusRule/runbookBaseUrl",

@@ -73,6 +73,7 @@ def test_custom_values_arrive_unchanged(renders: dict[str, Rendered], tmp_path: 
     assert s.leaderElection.leaseDurationSeconds == 30
     assert s.iam.selfManageInstanceProfile is True
     assert s.jobSetUsername == "system:serviceaccount:batch-system:jobset"
+    assert s.trainerUsername == "system:serviceaccount:kubeflow:kubeflow-trainer-controller-manager"
 
 
 def test_every_positive_render_is_a_settings_file_both_services_accept(

@@ -15,18 +15,28 @@ SVC_DNS = f"{SVC}.{NAMESPACE}.svc"
 PATH = "/validate/batch/v1/job"
 
 
+HOOKS = [
+    "jobs.atomic-gang.k8s.aws",
+    "jobsets.atomic-gang.k8s.aws",
+    "trainjobs.atomic-gang.k8s.aws",
+    "trainingruntimes.atomic-gang.k8s.aws",
+]
+OURS = "'atomic-gang.k8s.aws/'"  # how the match conditions test our keys' prefix
+
+
 def _hooks(r: Rendered) -> list[dict[str, Any]]:
     hooks = r.one("ValidatingWebhookConfiguration")["webhooks"]
-    assert [h["name"] for h in hooks] == ["jobs.atomic-gang.k8s.aws", "jobsets.atomic-gang.k8s.aws"]
+    assert [h["name"] for h in hooks] == HOOKS
     return [dict(h) for h in hooks]
 
 
 def _hook(r: Rendered) -> dict[str, Any]:
-    """The Jobs entry (the JobSets one differs only in its rule and match condition)."""
-    jobs, jobsets = _hooks(r)
-    assert {k: v for k, v in jobs.items() if k not in ("name", "rules", "matchConditions")} == {
-        k: v for k, v in jobsets.items() if k not in ("name", "rules", "matchConditions")
-    }
+    """The Jobs entry (the others differ only in their rule and match condition)."""
+    jobs, *others = _hooks(r)
+    for other in others:
+        assert {k: v for k, v in jobs.items() if k not in ("name", "rules", "matchConditions")} == {
+            k: v for k, v in other.items() if k not in ("name", "rules", "matchConditions")
+        }
     return jobs
 
 
@@ -65,12 +75,12 @@ def test_registration_fails_closed_on_jobs_only(default: Rendered) -> None:
         assert ns in expr["values"]
     # Only Jobs carrying our keys (now or before the UPDATE) are sent.
     (cond,) = hook["matchConditions"]
-    assert cond["expression"].count("'atomic-gang.k8s.aws/'") == 4
+    assert cond["expression"].count(OURS) == 4
     assert "oldObject" in cond["expression"]
 
 
 def test_jobsets_are_registered_with_the_same_endpoint_and_fail_closed(default: Rendered) -> None:
-    _, hook = _hooks(default)
+    _, hook, *_ = _hooks(default)
     assert hook["rules"] == [
         {
             "apiGroups": ["jobset.x-k8s.io"],
@@ -82,12 +92,75 @@ def test_jobsets_are_registered_with_the_same_endpoint_and_fail_closed(default: 
     ]
     assert hook["failurePolicy"] == "Fail"
     (cond,) = hook["matchConditions"]
-    assert cond["expression"].count("'atomic-gang.k8s.aws/'") == 4
+    assert cond["expression"].count(OURS) == 4
     # The replicatedJobs' pod templates are where a JobSet reaches for gang nodes.
     assert (
         "object.spec.?replicatedJobs.orValue([]).exists(rj, rj.?template.?spec.?template.?spec"
         in (cond["expression"])
     )
+
+
+def test_trainjobs_are_registered_with_the_same_endpoint_and_fail_closed(
+    default: Rendered,
+) -> None:
+    _, _, hook, _ = _hooks(default)
+    assert hook["rules"] == [
+        {
+            "apiGroups": ["trainer.kubeflow.org"],
+            "apiVersions": ["v1alpha1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["trainjobs"],
+            "scope": "Namespaced",
+        }
+    ]
+    assert hook["failurePolicy"] == "Fail"
+    (cond,) = hook["matchConditions"]
+    expr = cond["expression"]
+    # Our keys on the TrainJob (4, old and new) and in a patch's JobSet metadata (2).
+    assert expr.count(OURS) == 6
+    assert "oldObject" in expr
+    # The runtime patches' pod templates are where a TrainJob reaches for gang nodes.
+    assert (
+        "object.?spec.?runtimePatches.orValue([]).exists(rp, rp.?trainingRuntimeSpec.?template"
+        ".?spec.?replicatedJobs.orValue([]).exists(rj, rj.?template.?spec.?template.?spec"
+    ) in expr
+    assert "rp.?trainingRuntimeSpec.?template.?metadata.?labels" in expr
+
+
+def test_runtimes_are_registered_cluster_wide_on_their_templates_only(default: Rendered) -> None:
+    """A TrainingRuntime (namespaced) and a ClusterTrainingRuntime (cluster-scoped, so the
+    namespaceSelector does not apply) are sent when their templates reach for gang nodes
+    or their JobSet metadata holds our keys; their own metadata sends nothing."""
+    *_, hook = _hooks(default)
+    assert hook["rules"] == [
+        {
+            "apiGroups": ["trainer.kubeflow.org"],
+            "apiVersions": ["v1alpha1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["trainingruntimes", "clustertrainingruntimes"],
+            "scope": "*",
+        }
+    ]
+    assert hook["failurePolicy"] == "Fail"
+    (cond,) = hook["matchConditions"]
+    expr = cond["expression"]
+    assert "object.metadata" not in expr
+    assert "oldObject" not in expr
+    assert expr.count(OURS) == 2
+    assert expr.startswith(
+        "object.?spec.?template.?spec.?replicatedJobs.orValue([]).exists(rj, "
+        "rj.?template.?spec.?template.?spec.?tolerations"
+    )
+
+
+def test_the_kinds_hook_names_are_values(renders: dict[str, Rendered]) -> None:
+    hooks = renders["alerts-custom"].one("ValidatingWebhookConfiguration")["webhooks"]
+    assert [h["name"] for h in hooks] == [
+        "gang-jobs.example.com",
+        "jobsets.atomic-gang.k8s.aws",
+        "gang-trainjobs.example.com",
+        "gang-runtimes.example.com",
+    ]
 
 
 def test_cert_manager_chain(default: Rendered) -> None:

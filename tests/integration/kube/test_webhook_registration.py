@@ -1,5 +1,6 @@
-"""The chart's webhook registration, Jobs and JobSets, is accepted by a real API server:
-its CEL match conditions compile (a bad one fails only at install time otherwise)."""
+"""The chart's webhook registration (Jobs, JobSets, TrainJobs, the Trainer's runtimes) is
+accepted by a real API server: its CEL match conditions compile (a bad one fails only at
+install time otherwise)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def test_the_registration_compiles_on_the_api_server(control_plane: ControlPlane
     rendered = render(helm_path(), REQUIRED)
     assert rendered.returncode == 0, rendered.stderr
     vwc = rendered.one("ValidatingWebhookConfiguration")
-    assert len(vwc["webhooks"]) == 2
+    assert len(vwc["webhooks"]) == 4
     kubectl = Bins.load().path("kubectl")
     done = subprocess.run(
         [str(kubectl), "--kubeconfig", str(control_plane.kubeconfig), "create",
