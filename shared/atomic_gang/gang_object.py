@@ -24,6 +24,7 @@ from atomic_gang.trainjob import (
     review_runtime_update,
     review_trainjob,
     review_trainjob_update,
+    validate_trainjob,
 )
 
 Review = Callable[..., Findings | None]
@@ -90,10 +91,11 @@ JOB_POD_SET = "main"  # the one PodSet Kueue makes for a batch/v1 Job
 class Gang(NamedTuple):
     """A valid gang object of any kind we serve, as the provisioner needs it."""
 
-    kind: str  # "Job" or "JobSet"
+    kind: str  # "Job", "JobSet" or "TrainJob"
     spec: GangSpec
     # The gang roles: the PodSets of its Workload whose pods each get one gang node
-    # ("main" for a Job, replicatedJob names for a JobSet). Their pods and what each
+    # ("main" for a Job, replicatedJob names for a JobSet or a TrainJob's runtime).
+    # Their pods and what each
     # asks of a Node are read from the Workload's PodSets, as Kueue admits them.
     roles: tuple[str, ...]
 
@@ -108,6 +110,9 @@ def validate(obj: Mapping[str, Any], settings: GangSettings) -> Gang | None:
         if found is None:
             return None
         return Gang(kind, found.spec, tuple(r.name for r in found.roles))
+    if kind == TRAINJOB_KIND:
+        trained = validate_trainjob(obj, settings)
+        return None if trained is None else Gang(kind, trained.spec, trained.roles)
     spec = validate_job(obj, settings)
     if spec is None:
         return None

@@ -7,8 +7,9 @@ at once, so that Kueue deactivates it and frees its quota instead of holding it 
 a Workload we will never serve. An owner that cannot be read is waited for, but
 only for ``ownerWaitSeconds``.
 
-A JobSet is served like a Job: Kueue makes one Workload for it with one PodSet per
-replicatedJob (``podsets`` maps them onto the gang).
+A JobSet or a TrainJob is served like a Job: Kueue makes one Workload for it with one
+PodSet per replicatedJob (of the JobSet, or of the one the TrainJob's runtime builds;
+``podsets`` maps them onto the gang).
 """
 
 from __future__ import annotations
@@ -19,8 +20,14 @@ from atomic_gang_provisioner.timestamps import parse_rfc3339
 from atomic_gang_provisioner.workload.view import CheckState, OwnerRef, WorkloadView
 
 # (API group, kind) of the owners we serve.
-SERVED: tuple[tuple[str, str], ...] = (("batch", "Job"), ("jobset.x-k8s.io", "JobSet"))
-SERVED_TEXT = "batch/v1 Job or a jobset.x-k8s.io/v1alpha2 JobSet"
+SERVED: tuple[tuple[str, str], ...] = (
+    ("batch", "Job"),
+    ("jobset.x-k8s.io", "JobSet"),
+    ("trainer.kubeflow.org", "TrainJob"),
+)
+SERVED_TEXT = (
+    "batch/v1 Job, a jobset.x-k8s.io/v1alpha2 JobSet or a trainer.kubeflow.org/v1alpha1 TrainJob"
+)
 
 
 def unserved(wl: WorkloadView, *, check: str, found_by_label: bool) -> str:
@@ -33,7 +40,7 @@ def unserved(wl: WorkloadView, *, check: str, found_by_label: bool) -> str:
             f"Workload {wl.key} has no owner: the {check} check provisions gang nodes "
             f"only for Workloads that Kueue creates for a {SERVED_TEXT}; a bare Workload "
             "cannot get them. Rejected so that Kueue frees its quota; submit the gang as "
-            "a Job or a JobSet instead"
+            "a Job, a JobSet or a TrainJob instead"
         )
     if (owner.group, owner.kind) in SERVED:
         return ""
