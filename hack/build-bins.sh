@@ -2,11 +2,12 @@
 # Build the pinned upstream control-plane binaries from the Go module proxy and
 # cache each one by version under $ATOMIC_GANG_CACHE/bin (default ~/.cache/atomic-gang).
 # Only what is missing is rebuilt. Usage: hack/build-bins.sh [component...]
-# Components: etcd kube kueue kueue-floor kwok lws helm cert-manager kubelet containerd kube-score promtool registry nodeadm-check jobset
+# Components: etcd kube kueue kueue-floor kwok lws helm cert-manager kubelet containerd kube-score promtool registry nodeadm-check jobset trainer
 # (default: all). kubelet and containerd are the real node's (with runc, the CNI
 # plugins and buildah from Debian's packages: hack/install-node-deps.sh). nodeadm-check
 # is ours (hack/go/nodeadm-userdata) built against the pinned nodeadm.
-# Also links the Kueue, kwok, LWS and JobSet module sources (chart, CRDs, kwok stages) to
+# Also links the Kueue, kwok, LWS, JobSet and Trainer module sources (chart, CRDs, kwok
+# stages, runtimes) to
 # $ATOMIC_GANG_CACHE/<name>-<version>-src. Concurrent runs are serialised by a lock.
 # The pins below are read by hack/python/atomic_gang_devstack/bins.py too.
 set -euo pipefail
@@ -24,6 +25,10 @@ LWS_VERSION=${LWS_VERSION:-v0.9.0}
 # JobSet: its controller (the module root is package main) and its CRD, the kind the
 # webhook reviews besides Jobs; the dev stack runs it. The version Kueue v0.19.1's go.mod names.
 JOBSET_VERSION=${JOBSET_VERSION:-v0.12.0}
+# Kubeflow Trainer v2: its controller (cmd/trainer-controller-manager), which turns a
+# TrainJob into a JobSet, and its CRDs and runtimes; the dev stack runs it. The version
+# Kueue v0.19.1's go.mod names (module github.com/kubeflow/trainer/v2).
+TRAINER_VERSION=${TRAINER_VERSION:-v2.2.1}
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 # The last release whose controller and cainjector are in the root module (chart e2e only).
 CERTMANAGER_VERSION=${CERTMANAGER_VERSION:-v1.11.5}
@@ -184,6 +189,12 @@ build_jobset() {
     "-X sigs.k8s.io/jobset/pkg/version.GitVersion=$JOBSET_VERSION"
   link_src jobset sigs.k8s.io/jobset "$JOBSET_VERSION"  # config/components: CRD, RBAC, webhooks
 }
+# The Trainer controller has no version ldflag (its Dockerfile builds main.go bare).
+build_trainer() {
+  local mod=github.com/kubeflow/trainer/v2
+  build_simple trainer "$mod" "$mod/cmd/trainer-controller-manager" "$TRAINER_VERSION" ""
+  link_src trainer "$mod" "$TRAINER_VERSION"  # manifests/base: CRDs, runtimes, RBAC, webhooks
+}
 # helm with its release Makefile's ldflags: the version, and the Kubernetes version
 # of its client-go (major+1, minor) that `helm template` assumes without --kube-version
 # (unset, helm believes the cluster is v1.20 and kubeVersion: >=1.30 refuses to render).
@@ -293,7 +304,7 @@ build_cert_manager() {
 }
 
 components=("$@")
-ALL=(etcd kube kueue kueue-floor kwok lws helm cert-manager kubelet containerd kube-score promtool registry nodeadm-check jobset)
+ALL=(etcd kube kueue kueue-floor kwok lws helm cert-manager kubelet containerd kube-score promtool registry nodeadm-check jobset trainer)
 [[ ${#components[@]} == 0 ]] && components=("${ALL[@]}")
 for c in "${components[@]}"; do
   declare -F "build_${c//-/_}" >/dev/null || { log "unknown component '$c' (${ALL[*]})"; exit 2; }

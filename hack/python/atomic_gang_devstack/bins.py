@@ -32,6 +32,7 @@ BINARIES: dict[str, tuple[str, str]] = {
     "kueue": ("KUEUE", "kueue"),
     "kwok": ("KWOK", "kwok"),
     "jobset": ("JOBSET", "jobset"),  # its controller (the module root's main package)
+    "trainer": ("TRAINER", "trainer"),  # Kubeflow Trainer's cmd/trainer-controller-manager
     "helm": ("HELM", "helm"),
     # Only the chart e2e tests run these (the webhook's certMode=certManager, for real).
     "cert-manager-controller": ("CERTMANAGER", "cert-manager"),
@@ -49,8 +50,15 @@ BINARIES: dict[str, tuple[str, str]] = {
     # A container registry on loopback: make docker-push's destination (e2e).
     "registry": ("REGISTRY", "registry"),
 }
-# Module source trees the build script links (name -> pin): charts, CRDs, kwok's stages.
-SOURCES: dict[str, str] = {"kueue": "KUEUE", "kwok": "KWOK", "lws": "LWS", "jobset": "JOBSET"}
+# Module source trees the build script links (name -> pin): charts, CRDs, kwok's stages,
+# the Trainer's runtimes.
+SOURCES: dict[str, str] = {
+    "kueue": "KUEUE",
+    "kwok": "KWOK",
+    "lws": "LWS",
+    "jobset": "JOBSET",
+    "trainer": "TRAINER",
+}
 # What most of the stack needs; the real node's binaries are asked for by name.
 CONTROL_PLANE: tuple[str, ...] = tuple(
     n
@@ -115,8 +123,8 @@ class Bins:
         return self.root / "bin" / f"{name}-{self.version(name)}{suffix}"
 
     def source(self, module: str) -> Path:
-        """Module source tree (``kueue``, ``kwok``, ``lws`` or ``jobset``) linked by the build
-        script."""
+        """Module source tree (``kueue``, ``kwok``, ``lws``, ``jobset`` or ``trainer``) linked
+        by the build script."""
         return self.root / f"{module}-{self.pins[SOURCES[module]]}-src"
 
     def ensure_sources(self, modules: tuple[str, ...]) -> None:

@@ -41,6 +41,7 @@ def test_pins_are_in_the_ranges_issue_3_asks_for() -> None:
     assert pins["HELM"].startswith("v3.")
     assert pins["KUEUE"] == "v0.19.1"
     assert pins["KUEUE_FLOOR"] == "v0.18.3"  # the spec's floor, tested beside the default
+    assert pins["TRAINER"] == "v2.2.1"  # the Kubeflow Trainer both Kueues' go.mod name
 
 
 def test_the_floor_bins_name_the_floor_kueue_and_keep_every_other_pin() -> None:
@@ -57,7 +58,8 @@ def _stub_script(tmp_path: Path, b: bins.Bins, *, builds: bool = True) -> Path:
     body = f'#!/bin/sh\necho "$@" >> {tmp_path / "calls.txt"}\n'
     if builds:
         body += f'for f in {b.root}/bin/*.todo; do [ -e "$f" ] && mv "$f" "${{f%.todo}}"; done\n'
-        body += f"mkdir -p {b.source('kueue')} {b.source('kwok')} {b.source('jobset')}\n"
+        sources = " ".join(str(b.source(m)) for m in ("kueue", "kwok", "jobset", "trainer"))
+        body += f"mkdir -p {sources}\n"
     script.write_text(body + "exit 0\n", encoding="utf-8")
     script.chmod(0o755)
     return script
@@ -76,7 +78,7 @@ def _cache(
             path = path.with_name(path.name + ".todo")
         path.write_text("#!/bin/sh\n", encoding="utf-8")
         path.chmod(0o755)
-    for module in ("kueue", "kwok", "jobset"):
+    for module in ("kueue", "kwok", "jobset", "trainer"):
         if module not in no_src:
             b.source(module).mkdir()
     return b
@@ -106,6 +108,8 @@ def test_ensure_does_not_run_the_build_when_the_cache_is_complete(
         pytest.param(("kubectl", "kwok"), (), "kube kwok", id="kube-group-and-kwok"),
         pytest.param((), ("kueue",), "kueue", id="source-link-only"),
         pytest.param(("jobset",), ("jobset",), "jobset", id="jobset-controller-and-source"),
+        pytest.param(("trainer",), ("trainer",), "trainer", id="trainer-controller-and-source"),
+        pytest.param((), ("trainer",), "trainer", id="trainer-source-link-only"),
         pytest.param(
             ("cert-manager-cainjector", "helm"), (), "cert-manager helm", id="helm-and-cert-manager"
         ),
