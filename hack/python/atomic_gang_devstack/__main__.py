@@ -35,8 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m atomic_gang_devstack",
         description="Local Kubernetes control plane (etcd, kube-apiserver, KCM, scheduler, kwok, "
-        "the JobSet controller, Kueue) plus our webhook and Kueue objects, as plain processes on "
-        "127.0.0.1.",
+        "the JobSet and Trainer controllers, Kueue) plus our webhook and Kueue objects, as "
+        "plain processes on 127.0.0.1.",
     )
     p.add_argument(
         "--state-dir",
@@ -90,7 +90,14 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--no-jobset",
         action="store_true",
-        help="skip the JobSet CRD and controller (and Kueue's JobSet integration)",
+        help="skip the JobSet CRD and controller (and Kueue's JobSet integration); "
+        "implies --no-trainer",
+    )
+    up.add_argument(
+        "--no-trainer",
+        action="store_true",
+        help="skip Kubeflow Trainer's CRDs, controller and runtimes (and Kueue's TrainJob "
+        "integration)",
     )
     up.add_argument(
         "--keep-on-failure",
@@ -112,6 +119,7 @@ def _up(args: argparse.Namespace) -> int:
         webhook=not (args.no_webhook or in_cluster),
         queues=not (args.no_queues or in_cluster),
         jobset=not args.no_jobset,
+        trainer=not (args.no_trainer or args.no_jobset),
         check_stand_in=args.provisioners == 0 and not in_cluster,
         fake_nodes=args.fake_nodes,
         cloud=True,

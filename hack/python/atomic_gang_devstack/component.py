@@ -21,6 +21,8 @@ from atomic_gang_devstack.kubectl import Kubectl
 from atomic_gang_devstack.ports import PortPicker
 from atomic_gang_devstack.state import StackOptions, StackState
 
+SA_TOKEN_HOURS = 24 * 365
+
 
 @dataclass
 class Context:
@@ -97,6 +99,19 @@ class Context:
         crt, key = cert.write(self.pki_dir, f"client-{stem}")
         cfg = kubeconfig.kubeconfig(
             server=self.apiserver_url, ca_file=self.ca_file, cert_file=crt, key_file=key, user=user
+        )
+        return kubeconfig.write(self.dir / "kubeconfigs" / f"{stem}.yaml", cfg)
+
+    def service_account_kubeconfig(self, stem: str, namespace: str, name: str) -> Path:
+        """A kubeconfig with a token of the ServiceAccount ``namespace/name`` (TokenRequest,
+        valid for a year): the identity a pod of it would have. For names a client
+        certificate cannot carry (an X.509 common name has at most 64 characters)."""
+        token = self.kubectl.run(
+            "create", "token", name, "-n", namespace, f"--duration={SA_TOKEN_HOURS}h"
+        ).stdout.strip()
+        user = f"system:serviceaccount:{namespace}:{name}"
+        cfg = kubeconfig.token_kubeconfig(
+            server=self.apiserver_url, ca_file=self.ca_file, token=token, user=user
         )
         return kubeconfig.write(self.dir / "kubeconfigs" / f"{stem}.yaml", cfg)
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from atomic_gang_devstack.procs import ProcRecord
 
@@ -33,6 +33,13 @@ class StackOptions(BaseModel):
     jobset: bool = Field(
         default=True,
         description="The JobSet CRD and controller, and Kueue's JobSet integration.",
+    )
+    trainer: bool = Field(
+        default=True,
+        description=(
+            "Kubeflow Trainer's CRDs, controller and runtimes, and Kueue's TrainJob "
+            "integration (needs jobset: the controller builds a JobSet per TrainJob)."
+        ),
     )
     check_stand_in: bool = Field(
         default=True,
@@ -86,6 +93,15 @@ class StackOptions(BaseModel):
             "50/100 for every Kueue version."
         ),
     )
+
+    @model_validator(mode="after")
+    def _trainer_needs_jobset(self) -> StackOptions:
+        if self.trainer and not self.jobset:
+            raise ValueError(
+                "trainer needs jobset (the Trainer controller creates a JobSet per TrainJob);"
+                " leave both out, or keep jobset"
+            )
+        return self
 
 
 class StackState(BaseModel):

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -95,3 +96,11 @@ def tls_handshake_ok(host: str, port: int, ctx: ssl.SSLContext) -> bool:
         ctx.wrap_socket(raw, server_hostname=host),
     ):
         return True
+
+
+def admission_allowed(url: str, review: dict[str, Any], *, verify: ssl.SSLContext | bool) -> bool:
+    """True when the webhook at ``url`` answers the AdmissionReview ``review`` with allowed.
+    A controller-runtime manager registers its webhook paths after it starts serving;
+    until then a path answers 404 (and the apiserver's call fails closed)."""
+    resp = httpx.post(url, json=review, verify=verify, timeout=2.0)
+    return resp.status_code == 200 and resp.json()["response"]["allowed"] is True

@@ -45,9 +45,10 @@ def test_default_stack_order(tmp_path: Path) -> None:
     assert _names(waves(default_components(opts))) == [
         ["etcd", "atomic-gang-webhook"],
         ["kube-apiserver"],
-        ["kube-controller-manager", "kube-scheduler", "kwok", "jobset-crd"],
+        ["kube-controller-manager", "kube-scheduler", "kwok", "jobset-crd", "trainer-crds"],
         ["jobset", "kueue", "atomic-gang-node-policy", "fake-nodes"],
-        ["atomic-gang-webhook-registration", "kueue-queues"],
+        ["trainer", "atomic-gang-webhook-registration", "kueue-queues"],
+        ["trainer-runtimes"],
     ]
 
 
@@ -61,11 +62,35 @@ def test_optional_components_can_be_left_out(tmp_path: Path) -> None:
 
 
 def test_without_jobset_kueue_starts_on_the_apiserver_alone(tmp_path: Path) -> None:
-    opts = StackOptions(state_dir=tmp_path, jobset=False)
+    opts = StackOptions(state_dir=tmp_path, jobset=False, trainer=False)
     comps = {c.name: c for c in default_components(opts)}
-    assert "jobset-crd" not in comps
-    assert "jobset" not in comps
+    assert not {"jobset-crd", "jobset", "trainer-crds", "trainer", "trainer-runtimes"} & set(comps)
     assert comps["kueue"].needs == ("kube-apiserver",)
+    assert comps["kueue"].frameworks == ("batch/job",)  # type: ignore[attr-defined]
+
+
+def test_kueue_waits_for_the_trainer_crds_and_the_trainer_for_jobset(tmp_path: Path) -> None:
+    comps = {c.name: c for c in default_components(StackOptions(state_dir=tmp_path))}
+    assert comps["kueue"].needs == ("kube-apiserver", "jobset-crd", "trainer-crds")
+    assert comps["kueue"].frameworks == (  # type: ignore[attr-defined]
+        "batch/job",
+        "jobset.x-k8s.io/jobset",
+        "trainer.kubeflow.org/trainjob",
+    )
+    assert comps["trainer"].needs == ("trainer-crds", "jobset")
+    assert comps["trainer-runtimes"].needs == ("trainer",)
+
+
+def test_without_the_trainer_jobset_stays(tmp_path: Path) -> None:
+    comps = {c.name: c for c in default_components(StackOptions(state_dir=tmp_path, trainer=False))}
+    assert not {"trainer-crds", "trainer", "trainer-runtimes"} & set(comps)
+    assert {"jobset-crd", "jobset"} <= set(comps)
+    assert comps["kueue"].needs == ("kube-apiserver", "jobset-crd")
+
+
+def test_the_trainer_needs_jobset(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="trainer needs jobset"):
+        StackOptions(state_dir=tmp_path, jobset=False)
 
 
 def test_state_round_trips(tmp_path: Path) -> None:

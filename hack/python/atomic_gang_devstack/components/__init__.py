@@ -28,6 +28,7 @@ from atomic_gang_devstack.components.node import Containerd, Kubelet, NodeHost, 
 from atomic_gang_devstack.components.policy import GangNodePolicy
 from atomic_gang_devstack.components.queues import KueueQueues
 from atomic_gang_devstack.components.simulated import FakeAwsSetup, NodeSim
+from atomic_gang_devstack.components.trainer import TrainerController, TrainerCrds, TrainerRuntimes
 from atomic_gang_devstack.components.webhook import GangWebhook, WebhookRegistration
 from atomic_gang_devstack.state import StackOptions
 
@@ -43,7 +44,9 @@ def default_components(options: StackOptions) -> list[Component]:
     ]
     if options.jobset:  # the CRD first: Kueue's JobSet integration needs it at start
         comps += [JobSetCrd(), JobSetController()]
-    comps.append(Kueue(jobset=options.jobset))
+    if options.trainer:  # the same for the TrainJob integration; it builds JobSets
+        comps += [TrainerCrds(), TrainerController(), TrainerRuntimes()]
+    comps.append(Kueue(jobset=options.jobset, trainer=options.trainer))
     if options.webhook:
         comps += [GangWebhook(), WebhookRegistration(), GangNodePolicy()]
     if options.queues:

@@ -16,7 +16,6 @@ import shutil
 import ssl
 from collections.abc import Mapping
 
-import httpx
 import yaml
 
 from atomic_gang_devstack import jobset_manifests as jm
@@ -82,18 +81,9 @@ class JobSetController(ProcessComponent):
             return False
         if self._tls is None:
             self._tls = waits.tls_context(ctx.ca_file)
-        # The manager registers its webhook handlers after it starts serving; until then
-        # a path answers 404 (and the apiserver's call fails closed).
         return all(
-            self._allows(ctx, path, operation)
+            waits.admission_allowed(
+                self._webhook_url(ctx) + path, jm.probe_review(operation), verify=self._tls
+            )
             for path, operation in jm.JOBSET_WEBHOOK_PROBES.items()
         )
-
-    def _allows(self, ctx: Context, path: str, operation: str) -> bool:
-        resp = httpx.post(
-            self._webhook_url(ctx) + path,
-            json=jm.probe_review(operation),
-            verify=self._tls or False,
-            timeout=2.0,
-        )
-        return resp.status_code == 200 and resp.json()["response"]["allowed"] is True

@@ -7,7 +7,8 @@ Its rotator keeps a pre-seeded Secret whose CA carries the DNS name
 name; ours also covers 127.0.0.1, the address the apiserver really dials. The
 rotator never writes ``certDir`` (in a pod, kubelet mounts the Secret there),
 so we write the same pair into it before the manager starts. With the JobSet
-integration on (``batch/job`` is always on), the JobSet CRD is installed first.
+integration on (``batch/job`` is always on), the JobSet CRD is installed first; with
+the TrainJob integration on, the Trainer's CRDs (TrainJobs and both runtime kinds).
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from atomic_gang_devstack import kueue_manifests as km
 from atomic_gang_devstack import pki, waits
 from atomic_gang_devstack.component import Context, ProcessComponent
 from atomic_gang_devstack.components.jobset import JobSetCrd
+from atomic_gang_devstack.components.trainer import TrainerCrds
 
 FEATURE_GATES = "VisibilityOnDemand=false"  # its API server exits when it cannot serve
 JOB_FRAMEWORK = "batch/job"
 JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
+TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
 
 
 class Kueue(ProcessComponent):
@@ -33,13 +36,20 @@ class Kueue(ProcessComponent):
     ready_timeout = 120.0
     _tls: ssl.SSLContext | None = None
 
-    def __init__(self, *, jobset: bool = False) -> None:
-        """``jobset``: the JobSet integration too; Kueue then starts once the JobSet CRD is
-        installed (a framework whose CRD is missing is set up late or not at all)."""
+    def __init__(self, *, jobset: bool = False, trainer: bool = False) -> None:
+        """``jobset``: the JobSet integration too; ``trainer``: the TrainJob integration too.
+        Kueue then starts once their CRDs are installed (a framework whose CRD is missing
+        is set up late or not at all; the TrainJob integration also indexes both runtime
+        kinds)."""
         self.frameworks: tuple[str, ...] = (JOB_FRAMEWORK,)
+        needs: tuple[str, ...] = ("kube-apiserver",)
         if jobset:
             self.frameworks += (JOBSET_FRAMEWORK,)
-            self.needs = ("kube-apiserver", JobSetCrd.name)  # type: ignore[misc]
+            needs += (JobSetCrd.name,)
+        if trainer:
+            self.frameworks += (TRAINJOB_FRAMEWORK,)
+            needs += (TrainerCrds.name,)
+        self.needs = needs  # type: ignore[misc]
 
     def prepare(self, ctx: Context) -> None:
         d = ctx.dir / "kueue"
