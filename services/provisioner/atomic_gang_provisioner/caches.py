@@ -1,13 +1,28 @@
 """The provisioner's informers: one cache per kind, with the indexes the reconcilers
-and the event handlers look up."""
+and the event handlers look up.
+
+The caches hold what we act on, so they grow with our gangs, not with the cluster:
+Nodes with our pool label (a gang Node registers with it: the kubelet's
+``--node-labels`` in our user data), Workloads that carry one of our AdmissionChecks,
+Jobs and the other gang owners with our pool label. Nodes and Workloads are kept
+slim (``nodes.slim_node``, ``workload.slim``): what the reconcilers read of them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 from atomic_gang import keys
-from atomic_gang_provisioner.kube import Informer, KubeClient, Resource, by_label, by_owner_uid
-from atomic_gang_provisioner.nodes import instance_index
+from atomic_gang_provisioner.kube import (
+    Informer,
+    KubeClient,
+    KubeObject,
+    Resource,
+    by_label,
+    by_owner_uid,
+)
+from atomic_gang_provisioner.nodes import instance_index, keep_gang_node
+from atomic_gang_provisioner.reconcilers.context import our_check_names
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX, PHASE_INDEX, phase_index
 from atomic_gang_provisioner.reconcilers.workload import (
     CHECK_INDEX,
@@ -25,17 +40,44 @@ from atomic_gang_provisioner.resources import (
     RESOURCE_FLAVORS,
     WORKLOADS,
 )
+from atomic_gang_provisioner.workload.slim import carries_check, slim
 
 OWNER_INDEX = "owner"
 POOL_INDEXERS = {CLAIM_INDEX: claim_index, PHASE_INDEX: phase_index}
 
 
+class WorkloadScope:
+    """Which Workloads the Workload cache keeps: those that carry one of our
+    AdmissionChecks (by controllerName), slim. The names come from the AdmissionCheck
+    cache; when they change (a check of ours created, renamed away or deleted) the
+    Workload cache must list again (``refresh`` says so), since what it left out
+    before is not in it."""
+
+    def __init__(self, controller_name: str) -> None:
+        self._controller = controller_name
+        self.names: frozenset[str] = frozenset()  # swapped whole: read by another thread
+
+    def refresh(self, checks: Iterable[KubeObject]) -> bool:
+        """Take the names from the cached AdmissionChecks; whether they changed."""
+        names = our_check_names(checks, self._controller)
+        changed, self.names = names != self.names, names
+        return changed
+
+    def keep(self, wl: KubeObject) -> KubeObject | None:
+        return slim(wl) if carries_check(wl, self.names) else None
+
+
 def informers(
-    client: KubeClient, *, resync_seconds: float, owners: Collection[Resource] = ()
+    client: KubeClient,
+    *,
+    resync_seconds: float,
+    scope: WorkloadScope,
+    owners: Collection[Resource] = (),
 ) -> dict[str, Informer]:
     """The caches, with the indexes the reconcilers and the event handlers look up;
-    ``owners``: the owner kinds beside Jobs the apiserver serves (JobSets, TrainJobs),
-    each cached by its plural, only those with our pool label."""
+    ``scope``: the Workloads kept; ``owners``: the owner kinds beside Jobs the
+    apiserver serves (JobSets, TrainJobs), each cached by its plural, only those with
+    our pool label."""
     resync = resync_seconds  # the objects whose changes other objects do not announce
     found = {
         "pools": Informer(
@@ -48,10 +90,15 @@ def informers(
             client,
             WORKLOADS,
             indexers={OWNER_INDEX: by_owner_uid(), CHECK_INDEX: check_index},
+            transform=scope.keep,
             resync_seconds=resync,
         ),
         "nodes": Informer(
-            client, NODES, indexers={INSTANCE_INDEX: instance_index, "pool": by_label(keys.POOL)}
+            client,
+            NODES,
+            label_selector=keys.POOL,
+            indexers={INSTANCE_INDEX: instance_index, "pool": by_label(keys.POOL)},
+            transform=keep_gang_node,
         ),
         "jobs": Informer(
             client, JOBS, label_selector=keys.POOL, indexers={JOB_UID_INDEX: job_uid_index}

@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from atomic_gang import GangSettings, keys
-from atomic_gang_provisioner.caches import OWNER_INDEX, informers
+from atomic_gang_provisioner.caches import OWNER_INDEX, WorkloadScope, informers
 from atomic_gang_provisioner.cloud.provider import CloudProvider
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.kube import (
@@ -42,6 +42,7 @@ from atomic_gang_provisioner.reconcilers.workload import (
     workload_read_changed,
 )
 from atomic_gang_provisioner.runtime import Controller, ControllerHooks
+from atomic_gang_provisioner.workload.slim import slim
 
 log = logging.getLogger("atomic_gang_provisioner")
 COMPONENT = "atomic-gang-provisioner"
@@ -67,12 +68,15 @@ class Manager:
     ) -> None:
         self.settings, self.server, self.client, self.metrics = settings, server, client, metrics
         self.owner_kinds = tuple(owners)
-        self.informers = informers(client, resync_seconds=server.resync_seconds, owners=owners)
+        self.scope = WorkloadScope(settings.controllerName)
+        self.informers = informers(
+            client, resync_seconds=server.resync_seconds, scope=self.scope, owners=owners
+        )
         self.recorder = EventRecorder(client, component=COMPONENT)
         self.leading = threading.Event()
         self.ctx = self._context(cloud, faults or Faults())
         self.pool_writes = LatestWrites(self.ctx.pools)  # our pool status writes
-        self.check_writes = LatestWrites(self.ctx.workloads)  # our check applies
+        self.check_writes = LatestWrites(self.ctx.workloads, slim=slim)  # our check applies
         self.controllers = self._controllers()
         self.reaper = self._reaper(cloud)
         self.elector: LeaderElector | None = None
@@ -179,6 +183,7 @@ class Manager:
         for res in self.owner_kinds:  # JobSets, TrainJobs: owners as a Job is
             i[res.plural].add_handlers(_changes(self.on_owner, self.on_owner_update))
         i["checks"].add_handlers(Handlers.for_all(self.on_check))
+        i["checks"].add_handlers(Handlers.for_all(self.on_check_names))
         self._wire_observers()
 
     def _wire_observers(self) -> None:
@@ -249,15 +254,24 @@ class Manager:
         for wl in self.informers["workloads"].by_index(CHECK_INDEX, object_key(obj)):
             self.controllers["workload"].enqueue(object_key(wl))
 
+    def on_check_names(self, _obj: Obj) -> None:
+        """Our checks' names changed: the Workload cache lists again to keep the
+        Workloads that carry the new ones, and drop those of the old."""
+        if self.scope.refresh(self.informers["checks"].list()):
+            self.informers["workloads"].relist()
+
     def synced(self) -> bool:
         return all(inf.has_synced() for inf in self.informers.values())
 
     def start(self, *, identity: str | None = None) -> None:
-        for inf in self.informers.values():
-            inf.start()
-        for name, inf in self.informers.items():
-            if not inf.wait_for_sync(120):
-                raise RuntimeError(f"cache {name} did not sync within 120s")
+        # The AdmissionChecks first: they say which Workloads the Workload cache keeps.
+        order = ["checks", *(name for name in self.informers if name != "checks")]
+        for name in order:
+            self.informers[name].start()
+            if name == "checks":
+                self._wait_for_sync(name)
+        for name in order:
+            self._wait_for_sync(name)
         le = self.settings.leaderElection
         if not le.enabled:
             self._started_leading()
@@ -272,6 +286,10 @@ class Manager:
             on_stopped_leading=self._stopped_leading,
         )
         self.elector.start()
+
+    def _wait_for_sync(self, name: str) -> None:
+        if not self.informers[name].wait_for_sync(120):
+            raise RuntimeError(f"cache {name} did not sync within 120s")
 
     def _started_leading(self) -> None:
         log.info("started leading; reconcilers on")

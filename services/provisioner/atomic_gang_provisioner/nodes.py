@@ -1,4 +1,5 @@
-"""Read a Node dict into the pool state machine's NodeView (pure)."""
+"""Read a Node dict into the pool state machine's NodeView (pure), and what the Node
+cache keeps of one (``slim_node``: only what ``node_view`` reads)."""
 
 from __future__ import annotations
 
@@ -91,6 +92,42 @@ def _devices(node: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
             if is_extended(name)
         )
     )
+
+
+def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a gang Node a pool reads: no managedFields, images, addresses,
+    annotations, heartbeat conditions or capacity; its pool, group and network-layer
+    labels, providerID, taints, Ready condition and extended allocatable."""
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    identity = ("name", "uid", "resourceVersion", "deletionTimestamp")
+    kept = {k: meta[k] for k in identity if k in meta}
+    kept["labels"] = {
+        k: v
+        for k, v in (meta.get("labels") or {}).items()
+        if k in (keys.POOL, keys.GROUP) or k.startswith(LAYER_PREFIX)
+    }
+    out: dict[str, Any] = {k: node[k] for k in ("apiVersion", "kind") if k in node}
+    out["metadata"] = kept
+    out["spec"] = {k: spec[k] for k in ("providerID", "taints") if k in spec}
+    ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"][:1]
+    allocatable = status.get("allocatable") or {}
+    out["status"] = {
+        "conditions": [
+            {k: c[k] for k in ("type", "status", "lastTransitionTime") if k in c} for c in ready
+        ],
+        "allocatable": {k: v for k, v in allocatable.items() if is_extended(k)},
+    }
+    return out
+
+
+def keep_gang_node(node: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the Node cache keeps of a Node: a gang Node (one with our pool label: the
+    watch's label selector asks for no other) slim, anything else nothing."""
+    if keys.POOL not in ((node.get("metadata") or {}).get("labels") or {}):
+        return None
+    return slim_node(node)
 
 
 def node_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

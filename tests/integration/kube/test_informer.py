@@ -169,6 +169,49 @@ def test_indexers_follow_changes(
     assert owners.get(f"{namespace}/owned") is not None
 
 
+def test_a_node_losing_the_selected_label_leaves_the_cache_as_a_delete(
+    client: KubeClient, informers: list[Informer]
+) -> None:
+    """How a gang Node whose pool label is removed leaves the provisioner's Node cache."""
+    rec = Recorder()
+    inf = started(informers, Informer(client, r.NODES, label_selector="suite=leave"), rec)
+    client.create(r.NODES, node("leave-1", suite="leave"))
+    until(lambda: inf.get("leave-1"), "node added")
+    client.patch(r.NODES, "leave-1", {"metadata": {"labels": {"suite": None}}})
+    until(lambda: rec.kinds("leave-1")[-1:] == ["delete"], "delete seen")
+    assert inf.get("leave-1") is None
+    client.delete(r.NODES, "leave-1")
+
+
+def test_relist_brings_what_the_transform_keeps_now(
+    client: KubeClient, informers: list[Informer], namespace: str
+) -> None:
+    """The transform keeps ``a``, then ``b``: after ``relist`` the cache holds ``b``, and
+    the handlers saw ``a`` go and ``b`` come."""
+    kept = {"a"}
+
+    def keep(obj: KubeObject) -> KubeObject | None:
+        return obj if obj["metadata"]["name"] in kept else None
+
+    rec = Recorder()
+    inf = started(
+        informers, Informer(client, r.CONFIG_MAPS, namespace=namespace, transform=keep), rec
+    )
+    for name in ("b", "a"):
+        client.create(r.CONFIG_MAPS, {"metadata": {"name": name, "namespace": namespace}})
+    until(lambda: inf.get(f"{namespace}/a"), "a kept")
+    assert inf.get(f"{namespace}/b") is None
+    kept.clear()
+    kept.add("b")
+    inf.relist()
+    until(lambda: inf.get(f"{namespace}/a") is None and inf.get(f"{namespace}/b"), "b instead")
+    assert (rec.kinds(f"{namespace}/a"), rec.kinds(f"{namespace}/b")) == (
+        ["add", "delete"],
+        ["add"],
+    )
+    assert inf.stats.lists == 2
+
+
 def test_resumes_when_the_server_ends_each_watch(
     client: KubeClient, informers: list[Informer], namespace: str
 ) -> None:

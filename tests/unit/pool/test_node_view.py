@@ -1,14 +1,17 @@
 """A Node counts as Ready for the gang only when pods can land on it: Ready, not being
-deleted, and without the taints Kubernetes keeps on a node until it can take pods."""
+deleted, and without the taints Kubernetes keeps on a node until it can take pods. What
+the Node cache keeps of a Node (``slim_node``) reads the same."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from atomic_gang import keys
-from atomic_gang_provisioner.nodes import node_read_changed, node_view
+from atomic_gang_provisioner.nodes import node_read_changed, node_view, slim_node
 
 
 def node(*taints: tuple[str, str], ready: str = "True") -> dict[str, Any]:
@@ -75,3 +78,87 @@ def test_the_device_plugin_registering_is_a_change_the_pool_reads() -> None:
     advertised = node()
     advertised["status"]["allocatable"] = {"nvidia.com/gpu": "8"}
     assert node_read_changed(node(), advertised)
+
+
+LABELS = st.dictionaries(
+    st.sampled_from(
+        [
+            keys.POOL,
+            keys.GROUP,
+            keys.GENERATION,
+            "kubernetes.io/hostname",
+            "topology.k8s.aws/network-node-layer-1",
+            "topology.k8s.aws/network-node-layer-3",
+        ]
+    ),
+    st.sampled_from(["p", "g", "nn-1"]),
+)
+TAINTS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "key": st.sampled_from(
+                ["node.kubernetes.io/not-ready", keys.GANG_TAINT, "node.kubernetes.io/unreachable"]
+            ),
+            "effect": st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]),
+        }
+    ),
+    max_size=3,
+)
+CONDITIONS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["Ready", "MemoryPressure", "DiskPressure"]),
+            "status": st.sampled_from(["True", "False", "Unknown"]),
+            "lastHeartbeatTime": st.sampled_from(["T1", "T2"]),
+            "lastTransitionTime": st.sampled_from(["2026-12-01T10:00:00Z", "2026-12-01T10:01:00Z"]),
+        }
+    ),
+    max_size=3,
+)
+ALLOCATABLE = st.dictionaries(
+    st.sampled_from(["cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa", "pods"]),
+    st.sampled_from(["8", "0", "1Ti", "110", "x"]),
+)
+
+
+@st.composite
+def nodes(draw: st.DrawFn) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": "ip-10-0-0-1",
+        "resourceVersion": "7",
+        "labels": draw(LABELS),
+        "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+        "managedFields": [{"manager": "kubelet"}],
+    }
+    if draw(st.booleans()):
+        meta["deletionTimestamp"] = "2026-12-01T11:00:00Z"
+    return {
+        "metadata": meta,
+        "spec": {
+            "providerID": draw(st.sampled_from(["aws:///us-east-1a/i-0abc", "kind://x", ""])),
+            "taints": draw(TAINTS),
+        },
+        "status": {
+            "conditions": draw(CONDITIONS),
+            "allocatable": draw(ALLOCATABLE),
+            "capacity": {"cpu": "96"},
+            "images": [{"names": ["registry.example.com/i:v1"], "sizeBytes": 1}],
+        },
+    }
+
+
+@given(nodes())
+def test_the_cache_reads_a_node_as_the_whole_one_reads(node: dict[str, Any]) -> None:
+    kept = slim_node(node)
+    assert node_view(kept) == node_view(node)
+    assert not node_read_changed(kept, node)
+    assert slim_node(kept) == kept
+    assert "managedFields" not in kept["metadata"]
+    assert "images" not in kept["status"]
+
+
+@given(nodes(), nodes())
+def test_a_node_update_wakes_a_pool_from_the_slim_copies_as_from_the_whole_ones(
+    a: dict[str, Any], b: dict[str, Any]
+) -> None:
+    assert node_read_changed(slim_node(a), slim_node(b)) == node_read_changed(a, b)

@@ -16,14 +16,25 @@ from tests.support.kubefakes import NoCloud, RecordingTransport
 Obj = dict[str, Any]
 
 
+CHECK = "atomic-gang-check"
+
+
 def manager() -> Manager:
-    return Manager(
+    """A manager whose AdmissionCheck cache holds our check, as after its sync."""
+    m = Manager(
         settings=settings(),
         server=ServerSettings(),
         client=KubeClient(RecordingTransport()),
         cloud=NoCloud(),
         metrics=ProvisionerMetrics.create(),
     )
+    check = {
+        "metadata": {"name": CHECK, "resourceVersion": "1"},
+        "spec": {"controllerName": m.settings.controllerName},
+    }
+    m.informers["checks"].store.upsert(CHECK, check)
+    m.on_check_names(check)
+    return m
 
 
 def workload(name: str, *checks: str) -> dict[str, Any]:
@@ -212,9 +223,12 @@ def test_the_echo_of_a_launch_budget_wait_enqueues_nothing_its_timer_asks_again(
 def test_the_echo_of_our_check_apply_enqueues_no_workload() -> None:
     m = manager()
     informer, q = m.informers["workloads"], m.controllers["workload"].queue
-    informer._apply({"type": "ADDED", "object": workload("w")})
+    informer._apply({"type": "ADDED", "object": workload("w", CHECK)})
     assert queued(q) == ["ns/w"]
-    ours = {**workload("w"), "metadata": {"namespace": "ns", "name": "w", "resourceVersion": "2"}}
+    ours = {
+        **workload("w", CHECK),
+        "metadata": {"namespace": "ns", "name": "w", "resourceVersion": "2"},
+    }
     m.check_writes.remember(ours)
     informer._apply({"type": "MODIFIED", "object": ours})
     assert queued(q) == []

@@ -9,7 +9,7 @@ uses a merge patch or a replace, both optimistic.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, Unpack
 
@@ -85,15 +85,22 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,
+        keep: Callable[[KubeObject], KubeObject | None] | None = None,
     ) -> Listing:
-        """Every item (following ``continue`` tokens) and the list's resourceVersion."""
+        """Every item (following ``continue`` tokens) and the list's resourceVersion;
+        with ``keep``, what it returns of each item (None: the item is left out), page
+        by page, so a long list is never held whole."""
         base = _selectors(label_selector, field_selector)
         items: list[KubeObject] = []
         token = ""
         while True:
             query = [*base, ("limit", str(page_size))] + ([("continue", token)] if token else [])
             page = self._call("GET", res.path(namespace=namespace), query=query)
-            items.extend(_with_type(page))
+            typed = _with_type(page)
+            if keep is None:
+                items.extend(typed)
+            else:
+                items.extend(kept for item in typed if (kept := keep(item)) is not None)
             token = (page.get("metadata") or {}).get("continue") or ""
             if not token:
                 rv = str(page["metadata"].get("resourceVersion", ""))

@@ -6,6 +6,12 @@ stream ends. ``410 GoneError`` (HTTP or in-stream) means that version was compac
 relist and diff against the cache, so handlers still see every add, update and
 delete. Other failures back off (jittered, capped) and resume. Handlers run on
 the informer's threads, serialised, and must only enqueue keys.
+
+A ``transform``, as client-go's, is applied to every listed and watched object before
+the store: it returns what to keep of it, or None for an object this cache is not
+for. Such an object never reaches the store; a stored one that turns into one leaves
+it as a delete. ``relist`` starts over from a fresh list, for when what the transform
+keeps has changed.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ _rng = random.Random()  # noqa: S311 - jitter, not secrets
 
 
 RESYNC_SLICES = 10
+Transform = Callable[[KubeObject], KubeObject | None]
 
 
 def resync_slice(obj: KubeObject) -> int:
@@ -75,6 +82,7 @@ class Informer:
         label_selector: str | None = None,
         field_selector: str | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
+        transform: Transform | None = None,
         resync_seconds: float = 0.0,
         watch_timeout_seconds: int = 300,
         backoff_base_seconds: float = 0.8,
@@ -87,6 +95,8 @@ class Informer:
         self.stats = InformerStats()
         self.namespace = namespace
         self._labels, self._fields = label_selector, field_selector
+        self._transform = transform
+        self._relist_asked = threading.Event()
         self._resync = resync_seconds
         self._watch_timeout = watch_timeout_seconds
         self._backoff = (backoff_base_seconds, backoff_cap_seconds)
@@ -136,12 +146,21 @@ class Informer:
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
+        self._close_stream()
+        for t in self._threads:
+            t.join(timeout)
+
+    def relist(self) -> None:
+        """End the watch and list again (the transform keeps something else now):
+        objects it now keeps arrive as adds, those it drops leave as deletes."""
+        self._relist_asked.set()
+        self._close_stream()
+
+    def _close_stream(self) -> None:
         with self._stream_lock:
             stream = self._stream
         if stream is not None:
             stream.close()
-        for t in self._threads:
-            t.join(timeout)
 
     # -- the list/watch loop -----------------------------------------------------
     def _run(self) -> None:
@@ -149,9 +168,13 @@ class Informer:
         failures = 0
         while not self._stop.is_set():
             try:
-                if not rv:
+                if not rv or self._relist_asked.is_set():
+                    self._relist_asked.clear()
                     rv = self._relist()
                 rv, events, seconds = self._watch(rv)
+                if self._relist_asked.is_set():
+                    failures = 0
+                    continue
                 failures = 0 if events or seconds >= 1.0 else failures + 1
             except GoneError as exc:
                 self.stats.gone += 1
@@ -179,6 +202,7 @@ class Informer:
             namespace=self.namespace,
             label_selector=self._labels,
             field_selector=self._fields,
+            keep=self._transform,
         )
         self.stats.lists += 1
         fresh = {object_key(o): o for o in listing.items}
@@ -210,7 +234,7 @@ class Informer:
         self.stats.watches += 1
         with stream, self._published(stream):
             for event in stream:
-                if self._stop.is_set():
+                if self._stop.is_set() or self._relist_asked.is_set():
                     break
                 events += 1
                 rv = self._apply(event) or rv
@@ -219,11 +243,11 @@ class Informer:
 
     @contextlib.contextmanager
     def _published(self, stream: WatchStream) -> Iterator[None]:
-        """Let ``stop`` close ``stream`` from another thread while we read it."""
+        """Let ``stop`` and ``relist`` close ``stream`` from another thread while we read it."""
         with self._stream_lock:
             self._stream = stream
         try:
-            if self._stop.is_set():
+            if self._stop.is_set() or self._relist_asked.is_set():
                 stream.close()
             yield
         finally:
@@ -237,6 +261,12 @@ class Informer:
             return meta(obj).get("resourceVersion")
         self.stats.events += 1
         key = object_key(obj)
+        if self._transform is not None:
+            kept = self._transform(obj)
+            if kept is None:  # not for this cache: gone from it, if it was there
+                self._left(key)
+                return meta(obj).get("resourceVersion")
+            obj = kept
         with self._dispatch:
             if kind == "DELETED":
                 old = self.store.remove(key)
@@ -250,6 +280,13 @@ class Informer:
                     else:
                         self._call(h.on_update, old, obj)
         return meta(obj).get("resourceVersion")
+
+    def _left(self, key: str) -> None:
+        with self._dispatch:
+            old = self.store.remove(key)
+            if old is not None:
+                for h in list(self._handlers):
+                    self._call(h.on_delete, old)
 
     def _resync_loop(self) -> None:
         """Each object once per period, spread over the period in slices (by a hash of

@@ -101,12 +101,16 @@ class Context:
 
     def our_checks(self) -> frozenset[str]:
         """Names of AdmissionChecks whose controllerName is ours."""
-        mine = self.settings.controllerName
-        return frozenset(
-            str(c["metadata"]["name"])
-            for c in self.checks.list()
-            if (c.get("spec") or {}).get("controllerName") == mine
-        )
+        return our_check_names(self.checks.list(), self.settings.controllerName)
+
+
+def our_check_names(checks: Iterable[KubeObject], controller_name: str) -> frozenset[str]:
+    """Names of the AdmissionChecks whose controllerName is ``controller_name``."""
+    return frozenset(
+        str(c["metadata"]["name"])
+        for c in checks
+        if (c.get("spec") or {}).get("controllerName") == controller_name
+    )
 
 
 def knobs(settings: GangSettings) -> Knobs:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from atomic_gang_provisioner.kube.types import meta, object_key
@@ -32,8 +32,11 @@ def _rv(obj: Mapping[str, Any]) -> int:
 class LatestWrites:
     """Reads through an informer's cache, keyed as it is (``namespace/name`` or ``name``)."""
 
-    def __init__(self, cache: Cache) -> None:
+    def __init__(
+        self, cache: Cache, *, slim: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    ) -> None:
         self._cache = cache
+        self._slim = slim  # what the cache keeps of an object: so is a write kept
         # Bounded, oldest out first: an object deleted before it was read again (a Node
         # of a released gang) would otherwise be kept for ever.
         self._written: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -64,6 +67,8 @@ class LatestWrites:
         """Keep the apiserver's answer to our write (the whole object it stored)."""
         if meta(written).get("name"):  # a whole object, not an echoed patch body
             key = object_key(written)
+            if self._slim is not None:
+                written = self._slim(written)
             with self._lock:
                 self._written[key] = written
                 self._last[key] = _rv(written)

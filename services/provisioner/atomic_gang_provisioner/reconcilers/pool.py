@@ -24,7 +24,7 @@ from atomic_gang_provisioner.cloud.types import (
     Waiting,
 )
 from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFoundError
-from atomic_gang_provisioner.nodes import node_view
+from atomic_gang_provisioner.nodes import node_view, slim_node
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import Metric, NodeLabels, NodeView, Observed, Plan
 from atomic_gang_provisioner.reconcilers.context import Context
@@ -58,7 +58,8 @@ class PoolReconciler:
         self._reads = PoolReads(ctx, requeue=requeue)
         self._requeue = requeue
         self.latest = latest or LatestWrites(ctx.pools)
-        self._labeled = LatestWrites(ctx.nodes)  # our label patches, before the watch
+        # Our label patches, before the watch brings them.
+        self._labeled = LatestWrites(ctx.nodes, slim=slim_node)
         # Told each status write's claimant (namespace/name) and the phase written, at
         # once: the Workload side reads the pool from ``latest`` and need not wait for
         # the watch.

@@ -38,6 +38,7 @@ from atomic_gang_provisioner.workload.plan import (
     SpecChange,
     WorkloadPlan,
 )
+from atomic_gang_provisioner.workload.slim import slim
 from atomic_gang_provisioner.workload.view import WorkloadView, view
 
 log = logging.getLogger("atomic_gang_provisioner.workload")
@@ -59,7 +60,7 @@ class WorkloadReconciler:
         self._latest = latest or LatestWrites(ctx.pools)
         # Our own check writes: the next reconcile applies on top of the resourceVersion
         # our last apply returned, not the cached one it superseded (a sure conflict).
-        self._applied = applied or LatestWrites(ctx.workloads)
+        self._applied = applied or LatestWrites(ctx.workloads, slim=slim)
 
     def reconcile(self, key: str) -> Result:
         try:

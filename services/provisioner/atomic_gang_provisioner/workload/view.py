@@ -1,4 +1,8 @@
-"""A typed, read-only view of a raw Kueue Workload dict."""
+"""A typed, read-only view of a raw Kueue Workload dict.
+
+The Workload cache keeps only what this reads (``slim``): a field read here for the
+first time is kept there too, or it reads as absent from the cache.
+"""
 
 from __future__ import annotations
 
