@@ -7,9 +7,12 @@ which may claim no gang node at all."""
 from __future__ import annotations
 
 import copy
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -487,3 +490,15 @@ def test_our_keys_in_a_runtimes_jobset_metadata_are_in_the_wrong_place() -> None
 
 def test_the_kueue_patch_manager_is_kueues() -> None:
     assert KUEUE_PATCH == "kueue.x-k8s.io/manager"
+
+
+def test_the_user_guides_trainjob_follows_every_rule() -> None:
+    """The guide's example (held to the real Trainer CRD in tests/integration/kube)."""
+    guide = Path(__file__).resolve().parents[3] / "docs" / "user-guide.md"
+    section = guide.read_text(encoding="utf-8").split("\n## TrainJobs", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
+    example = yaml.safe_load(block)
+    assert verdict(example, namespace="default") == Findings(())
+    gang = validate_trainjob(example, S)
+    assert gang is not None
+    assert (gang.spec.count, gang.roles) == (example["spec"]["trainer"]["numNodes"], ("node",))
