@@ -382,7 +382,7 @@ def test_a_runtime_that_claims_gang_nodes_is_denied_as_that_runtime(
     kind: str, namespace: str, shown: str
 ) -> None:
     pod = {"nodeSelector": {k.POOL: "pretrain-p4d"}}
-    runtime = {
+    runtime: dict[str, Any] = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": kind,
         "metadata": {"name": "torch"},
