@@ -131,12 +131,12 @@ def check_queued(found: _Maps, settings: GangSettings, out: Collector) -> None:
 
 
 def _no_gang_roles(found: _Maps, out: Collector) -> None:
-    """gang-roles picks replicatedJobs of a JobSet; a Job's pods are all the gang."""
+    """gang-roles picks replicatedJobs of a JobSet or a TrainJob; a Job's pods are all the gang."""
     if keys.GANG_ROLES in found.annotations:
         out.add(
             keys.GANG_ROLES,
             "InvalidGangRoles",
-            "applies to JobSets only: every pod of a Job is part of the gang",
+            "applies to JobSets and TrainJobs only: every pod of a Job is part of the gang",
             found.annotations[keys.GANG_ROLES],
             f"remove {keys.GANG_ROLES}",
         )

@@ -32,7 +32,8 @@ PLACEMENT: Final = PREFIX + "placement"
 PLACEMENT_GROUP_NAME: Final = PREFIX + "placement-group-name"
 EFA: Final = PREFIX + "efa"
 MAX_SPREAD: Final = PREFIX + "max-spread"
-# JobSets only: the replicatedJobs whose pods are the gang (comma-separated; default all).
+# JobSets and TrainJobs: the replicatedJobs whose pods are the gang (comma-separated;
+# default: all of a JobSet's, a TrainJob's trainer nodes, node).
 GANG_ROLES: Final = PREFIX + "gang-roles"
 
 ANNOTATION_KEYS: Final = (

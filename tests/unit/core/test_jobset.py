@@ -72,7 +72,7 @@ def test_gang_roles_on_a_job_is_refused() -> None:
     found = review_job(gang_job(annotations={k.GANG_ROLES: "workers"}), S)
     assert found is not None
     assert [v.reason for v in found.violations] == ["InvalidGangRoles"]
-    assert "applies to JobSets only" in found.violations[0].message
+    assert "applies to JobSets and TrainJobs only" in found.violations[0].message
 
 
 def test_every_job_rule_applies_to_the_jobset_metadata() -> None:
