@@ -115,7 +115,10 @@ def test_values_set_thresholds_labels_runbook_urls_and_the_webhook_name(
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus"
     assert by_name["AtomicGangPendingTooLong"]["expr"].endswith("> 600")
     assert f"< {30 * 86400}" in by_name["AtomicGangWebhookCertificateExpiring"]["expr"]
-    assert 'name="gang-jobs.example.com"' in by_name["AtomicGangWebhookErrors"]["expr"]
+    errors = by_name["AtomicGangWebhookErrors"]["expr"]
+    # Every entry the chart registers, its name's dots escaped in the regex.
+    for name in ("gang-jobs", "jobsets\\\\.atomic-gang", "gang-trainjobs", "gang-runtimes"):
+        assert f'{name}\\\\.' in errors
     for name, x in by_name.items():
         want = f"https://example.com/ops/operations.md#{name.lower()}"
         assert x["annotations"]["runbook_url"] == want
