@@ -22,7 +22,17 @@ LOCAL_QUEUE = "atomic-gang-queue"
 WEBHOOK_CONFIG = "atomic-gang-webhook"
 WEBHOOK_NAME = "jobs.atomic-gang.k8s.aws"
 JOBSET_WEBHOOK_NAME = "jobsets.atomic-gang.k8s.aws"
-JOBSETS = ("jobset.x-k8s.io", "v1alpha2", "jobsets")  # (group, version, resource)
+TRAINJOB_WEBHOOK_NAME = "trainjobs.atomic-gang.k8s.aws"
+RUNTIME_WEBHOOK_NAME = "trainingruntimes.atomic-gang.k8s.aws"
+Rule = tuple[str, str, tuple[str, ...], str]  # (group, version, resources, scope)
+JOBSETS: Rule = ("jobset.x-k8s.io", "v1alpha2", ("jobsets",), "Namespaced")
+TRAINJOBS: Rule = ("trainer.kubeflow.org", "v1alpha1", ("trainjobs",), "Namespaced")
+RUNTIMES: Rule = (
+    "trainer.kubeflow.org",
+    "v1alpha1",
+    ("trainingruntimes", "clustertrainingruntimes"),
+    "*",
+)
 WEBHOOK_PATH = "/validate/batch/v1/job"
 EXCLUDED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "kueue-system")
 PROBE_VALUE = "devstack-probe-not-a-number"
@@ -111,26 +121,28 @@ def active_condition(now: str) -> Obj:
 
 
 def validating_webhook(*, url: str, ca_pem: bytes, timeout_seconds: int = 5) -> Obj:
-    """Our fail-closed ValidatingWebhookConfiguration, pointing at a URL: one webhook
-    for Jobs, one for JobSets, both on the one endpoint (the request's kind says which)."""
-    kinds = ((WEBHOOK_NAME, "batch", "v1", "jobs"), (JOBSET_WEBHOOK_NAME, *JOBSETS))
+    """Our fail-closed ValidatingWebhookConfiguration, pointing at a URL, as the chart's:
+    one webhook each for Jobs, JobSets, TrainJobs and the Trainer's runtimes, all on the
+    one endpoint (the request's kind says which)."""
+    kinds = (
+        (WEBHOOK_NAME, ("batch", "v1", ("jobs",), "Namespaced")),
+        (JOBSET_WEBHOOK_NAME, JOBSETS),
+        (TRAINJOB_WEBHOOK_NAME, TRAINJOBS),
+        (RUNTIME_WEBHOOK_NAME, RUNTIMES),
+    )
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": WEBHOOK_CONFIG},
         "webhooks": [
-            _webhook(
-                name, (group, version, resource), url=url, ca_pem=ca_pem, timeout=timeout_seconds
-            )
-            for name, group, version, resource in kinds
+            _webhook(name, rule, url=url, ca_pem=ca_pem, timeout=timeout_seconds)
+            for name, rule in kinds
         ],
     }
 
 
-def _webhook(
-    name: str, collection: tuple[str, str, str], *, url: str, ca_pem: bytes, timeout: int
-) -> Obj:
-    group, version, resource = collection
+def _webhook(name: str, rule: Rule, *, url: str, ca_pem: bytes, timeout: int) -> Obj:
+    group, version, resources, scope = rule
     return {
         "name": name,
         "admissionReviewVersions": ["v1"],
@@ -152,8 +164,8 @@ def _webhook(
                 "apiGroups": [group],
                 "apiVersions": [version],
                 "operations": ["CREATE", "UPDATE"],
-                "resources": [resource],
-                "scope": "Namespaced",
+                "resources": list(resources),
+                "scope": scope,
             }
         ],
     }

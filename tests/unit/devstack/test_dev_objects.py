@@ -26,9 +26,14 @@ def test_admission_check_is_ours() -> None:
 
 def test_webhook_fails_closed_on_url_with_ca_bundle() -> None:
     vwc = dev.validating_webhook(url="https://127.0.0.1:9/validate/batch/v1/job", ca_pem=b"CA")
-    jobs, jobsets = vwc["webhooks"]
-    assert (jobs["name"], jobsets["name"]) == (dev.WEBHOOK_NAME, dev.JOBSET_WEBHOOK_NAME)
-    for hook in (jobs, jobsets):
+    hooks = vwc["webhooks"]
+    assert [h["name"] for h in hooks] == [
+        dev.WEBHOOK_NAME,
+        dev.JOBSET_WEBHOOK_NAME,
+        dev.TRAINJOB_WEBHOOK_NAME,
+        dev.RUNTIME_WEBHOOK_NAME,
+    ]
+    for hook in hooks:
         assert hook["failurePolicy"] == "Fail"
         assert hook["sideEffects"] == "None"
         assert hook["clientConfig"] == {
@@ -37,16 +42,15 @@ def test_webhook_fails_closed_on_url_with_ca_bundle() -> None:
         }
         excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
         assert "kube-system" in excluded
-    rules = [
-        (r["apiGroups"], r["apiVersions"], r["resources"])
-        for h in (jobs, jobsets)
-        for r in h["rules"]
-    ]
+        (rule,) = hook["rules"]
+        assert rule["operations"] == ["CREATE", "UPDATE"]
+    rules = [(r["apiGroups"], r["resources"], r["scope"]) for h in hooks for r in h["rules"]]
     assert rules == [
-        (["batch"], ["v1"], ["jobs"]),
-        (["jobset.x-k8s.io"], ["v1alpha2"], ["jobsets"]),
+        (["batch"], ["jobs"], "Namespaced"),
+        (["jobset.x-k8s.io"], ["jobsets"], "Namespaced"),
+        (["trainer.kubeflow.org"], ["trainjobs"], "Namespaced"),
+        (["trainer.kubeflow.org"], ["trainingruntimes", "clustertrainingruntimes"], "*"),
     ]
-    assert {r["operations"][1] for h in (jobs, jobsets) for r in h["rules"]} == {"UPDATE"}
 
 
 def test_dev_settings_are_valid_settings() -> None:
