@@ -13,6 +13,7 @@ from atomic_gang_provisioner.resources import (
     NODES,
     POOLS,
     RESOURCE_FLAVORS,
+    TRAINJOBS,
     WORKLOADS,
 )
 
@@ -50,6 +51,7 @@ __all__ = [
     "RESOURCE_FLAVORS",
     "SECRETS",
     "SERVICE_ACCOUNTS",
+    "TRAINJOBS",
     "WORKLOADS",
     "Resource",
 ]
