@@ -11,6 +11,7 @@ import pytest
 
 from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
+from atomic_gang_provisioner.kube import NotFoundError
 from atomic_gang_provisioner.kube.resource import EVENTS
 from atomic_gang_provisioner.resources import JOBS, POOLS
 from tests.e2e.jobs import plain_job
@@ -222,6 +223,42 @@ def test_finalizer_terminates_before_delete(
     world.kube.delete(
         JOBS, submitted["metadata"]["name"], namespace=namespace, propagation="Background"
     )
+
+
+def test_a_deleted_fleet_pool_takes_its_own_launch_template_with_it(
+    world: World, replica: Replicas, namespace: str
+) -> None:
+    """Fleet mode launches from a template of the pool's own (tagged with it); the
+    shared templates of runinstances shapes are pruned when idle, a pool's own is not:
+    it goes when the pool does, before the finalizer is removed."""
+    pool = unique("fleet-lt")
+    submitted = world.submit(job("fleet-lt", namespace, pool=pool, count=2, mode="fleet"))
+
+    def own_templates() -> list[str]:
+        found = world.ec2.describe_launch_templates(
+            Filters=[{"Name": f"tag:{keys.POOL}", "Values": [pool]}]
+        )["LaunchTemplates"]
+        return [str(lt["LaunchTemplateName"]) for lt in found]
+
+    world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
+    assert own_templates()  # the fleet launched from a template of the pool's own
+    world.kube.delete(
+        JOBS, submitted["metadata"]["name"], namespace=namespace, propagation="Background"
+    )
+    # No claimant left to create the pool again once it is deleted.
+    wait_for(lambda: world.workload(submitted) is None, timeout=60, what="the Workload gone")
+    world.kube.delete(POOLS, pool)
+
+    def gone() -> bool:
+        try:
+            world.kube.get(POOLS, pool)
+        except NotFoundError:
+            return True
+        return False
+
+    wait_for(gone, timeout=60, what="the pool deleted")
+    assert own_templates() == []
+    assert world.live(pool) == []
 
 
 def test_replica_log_is_json(replica: Replicas) -> None:

@@ -183,6 +183,9 @@ class PoolReconciler:
             self._note_fresh(pool, plan)
             self._note_progress(pool, plan)
         if plan.remove_finalizer:
+            # Its own launch templates (fleet mode) go with it, before the object does: a
+            # failure keeps the finalizer, and the next reconcile tries again.
+            ctx.cloud.forget_pool(pool.name)
             self._remove_finalizer(pool)
         claimant = self._claimant_objects(pool) if plan.events else ()
         for ev in plan.events:
