@@ -118,7 +118,7 @@ def test_values_set_thresholds_labels_runbook_urls_and_the_webhook_name(
     errors = by_name["AtomicGangWebhookErrors"]["expr"]
     # Every entry the chart registers, its name's dots escaped in the regex.
     for name in ("gang-jobs", "jobsets\\\\.atomic-gang", "gang-trainjobs", "gang-runtimes"):
-        assert f'{name}\\\\.' in errors
+        assert f"{name}\\\\." in errors
     for name, x in by_name.items():
         want = f"https://example.com/ops/operations.md#{name.lower()}"
         assert x["annotations"]["runbook_url"] == want
