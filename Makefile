@@ -10,7 +10,8 @@ CRD := charts/atomic-gang-provisioner/crds/gangnodepools.atomic-gang.k8s.aws.yam
 .PHONY: crd helm-sync manifests generate helm-lint helm-test helm-package demo demo-cluster test test-fast coverage lint unit integration e2e bins venv dev-up dev-down bench clean-venv build run images cluster-up cluster-down docker-build docker-push
 
 ## demo: run the whole product locally (control plane + Kueue + moto + provisioner);
-## STORY=jobset tells it with the sample JobSet instead of the sample Job
+## STORY=jobset or STORY=trainjob tells it with the sample JobSet or TrainJob instead of
+## the sample Job
 STORY ?=
 demo: venv bins
 	@$(BIN)/python -m atomic_gang_devstack.demo $(if $(STORY),--story $(STORY))

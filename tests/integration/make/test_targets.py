@@ -93,6 +93,9 @@ def test_manifests_and_generate_regenerate_the_crd(target: str) -> None:
     [
         pytest.param((), "-m atomic_gang_devstack.demo", id="job-by-default"),
         pytest.param(("STORY=jobset",), "-m atomic_gang_devstack.demo --story jobset", id="jobset"),
+        pytest.param(
+            ("STORY=trainjob",), "-m atomic_gang_devstack.demo --story trainjob", id="trainjob"
+        ),
     ],
 )
 def test_make_demo_passes_the_story(args: tuple[str, ...], command: str) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from atomic_gang_devstack.demo import __main__ as demo
-from atomic_gang_devstack.demo.samples import Sample
+from atomic_gang_devstack.demo.samples import TRAINJOB, Sample
 from atomic_gang_devstack.waits import ComponentFailedError
 
 
@@ -108,9 +109,10 @@ def test_help_documents_the_stories(
         demo.main(["--help"])
     assert done.value.code == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "--story {job,jobset}" in out
+    assert "--story {job,jobset,trainjob}" in out
     assert "(default: job)" in out
     assert "hack/demo/allreduce-jobset.yaml" in out
+    assert "trainjob (hack/demo/llama-trainjob.yaml): a gang TrainJob" in out
 
 
 @pytest.mark.parametrize(
@@ -118,6 +120,7 @@ def test_help_documents_the_stories(
     [
         pytest.param([], "job", 0, id="default"),
         pytest.param(["--story", "jobset"], "jobset", 1, id="jobset"),
+        pytest.param(["--story", "trainjob"], "trainjob", 1, id="trainjob"),
     ],
 )
 def test_the_story_picks_the_sample_and_its_ordinary_nodes(
@@ -140,12 +143,33 @@ def test_the_story_picks_the_sample_and_its_ordinary_nodes(
     assert made[0].options.fake_nodes == ordinary_nodes
 
 
-def test_the_jobset_story_is_not_told_in_cluster(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("story", ["jobset", "trainjob"])
+def test_only_the_job_story_is_told_in_cluster(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    story: str,
 ) -> None:
     made = _stub(monkeypatch, None)
     with pytest.raises(SystemExit) as done:
-        demo.main(["--state-dir", str(tmp_path), "--story", "jobset", "--in-cluster"])
+        demo.main(["--state-dir", str(tmp_path), "--story", story, "--in-cluster"])
     assert done.value.code == 2
     assert made == []  # refused before anything starts
     assert "--in-cluster tells the job story only" in capsys.readouterr().err
+
+
+def test_the_setup_line_names_the_controllers_the_stories_need(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The JobSet and Trainer controllers run the JobSet and TrainJob stories' objects."""
+    options = SimpleNamespace(
+        in_cluster=False, jobset=True, trainer=True, kubeconfig_out=Path("/s/kubeconfig")
+    )
+    kubectl = SimpleNamespace(run=lambda *argv: SimpleNamespace(stdout="NAME\n"))
+    ctx = SimpleNamespace(
+        options=options, state=SimpleNamespace(ready_seconds=27.0), kubectl=kubectl
+    )
+    demo._show_setup(ctx, TRAINJOB)  # type: ignore[arg-type]
+    out = capsys.readouterr().out
+    assert "control plane, Kueue, JobSet, Trainer, moto, webhook and 2 provisioners" in out
+    assert "$ kubectl apply -f hack/demo/llama-trainjob.yaml" in out

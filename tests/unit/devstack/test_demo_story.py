@@ -1,13 +1,15 @@
-"""The demo's narration over scripted runs of both samples (a gang Job, a gang JobSet
-with a driver off the gang): lines, milestones and the final checks."""
+"""The demo's narration over scripted runs of every sample (a gang Job, a gang JobSet
+with a driver off the gang, a gang TrainJob whose dataset initializer runs off the gang
+before its trainers): lines, milestones and the final checks."""
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import replace
 
+from atomic_gang_devstack import trainer_manifests as tm
 from atomic_gang_devstack.demo.observe import NodeState, PodState, Snapshot
-from atomic_gang_devstack.demo.samples import JOB, JOBSET, Sample
+from atomic_gang_devstack.demo.samples import JOB, JOBSET, TRAINJOB, Sample
 from atomic_gang_devstack.demo.story import Story
 
 IDS = ("i-1", "i-2")
@@ -15,6 +17,9 @@ GROUP = "p-g1"
 SAMPLE = replace(JOB, pool="p", count=2)
 # The JobSet sample scaled to the script: 2 workers pods on the gang, a driver off it.
 JOBSET_SAMPLE = replace(JOBSET, pool="p", count=2)
+# The TrainJob sample scaled to the script: 2 trainer pods after the initializer's.
+TRAINJOB_SAMPLE = replace(TRAINJOB, pool="p", count=2)
+INITIALIZER_POD = "tj-dataset-initializer-0-0"
 JOB_PODS = {f"pod-{n}": PodState(phase="Running", node=f"ip-{n}") for n in range(2)}
 JOBSET_PODS = {
     **{f"js-workers-{n}": PodState("Running", f"ip-{n}", role="workers") for n in range(2)},
@@ -55,6 +60,20 @@ def _script(
 
 def _jobset_script() -> list[Snapshot]:
     return _script(JOBSET_PODS, pod_sets=("workers",))
+
+
+def _trainjob_script(initializer_node: str = "kwok-node-0") -> list[Snapshot]:
+    """The initializer runs first (the trainers' Job waits for it), then the trainers."""
+    trainers = {
+        f"tj-node-0-{n}": PodState("Running", f"ip-{n}", role=tm.TRAINER_ROLE) for n in range(2)
+    }
+    init = PodState("Running", initializer_node, role=tm.INITIALIZER_ROLE)
+    snaps = _script({**trainers, INITIALIZER_POD: init}, pod_sets=(tm.TRAINER_ROLE,))
+    initializing = replace(snaps[5], pods={INITIALIZER_POD: init})
+    snaps[5] = replace(
+        snaps[5], pods={**trainers, INITIALIZER_POD: replace(init, phase="Succeeded")}
+    )
+    return [*snaps[:5], initializing, *snaps[5:]]
 
 
 def _play(snaps: list[Snapshot], sample: Sample = SAMPLE) -> tuple[Story, list[str]]:
@@ -222,3 +241,36 @@ def test_the_timeline_reads_in_time_order() -> None:
         "     5.4  Workload admitted",
         "     5.4  driver pod Running on an ordinary node",
     ]
+
+
+def test_a_good_trainjob_run_puts_the_initializer_off_the_gang_and_passes_every_check() -> None:
+    story, lines = _play(_trainjob_script(), TRAINJOB_SAMPLE)
+    assert "check Ready: 2/2 nodes Ready (podSetUpdates for node)" in lines
+    assert f"pod {INITIALIZER_POD} → kwok-node-0 (dataset-initializer, an ordinary node)" in lines
+    assert "pod tj-node-0-1 → ip-1 (node, a gang node)" in lines
+    assert "TrainJob complete" in lines
+    assert story.done
+    assert story.checks() == [
+        "ok    admitted only after 2/2 nodes were Ready",
+        "ok    every trainer pod ran on a node of the gang (2 nodes, one pod each)",
+        "ok    the dataset-initializer pod ran on no gang node (kwok-node-0)",
+        "ok    released: no instance of the pool left in EC2",
+    ]
+    assert story.ok
+    summary = story.summary({"RunInstances": 1})
+    assert summary[2] == "     0.0  TrainJob applied (kubectl apply)"
+    initializer = summary.index("     5.0  dataset-initializer pod Running on an ordinary node")
+    assert summary[initializer + 1 : initializer + 3] == [  # then the trainers
+        "     6.0  all 2 trainer pods Running on the gang",
+        "     7.0  TrainJob complete",
+    ]
+    assert "AWS calls by the provisioner for this TrainJob: RunInstances 1" in summary
+
+
+def test_the_initializer_on_a_gang_node_fails_the_off_gang_check() -> None:
+    story, lines = _play(_trainjob_script(initializer_node="ip-0"), TRAINJOB_SAMPLE)
+    assert f"pod {INITIALIZER_POD} → ip-0 (dataset-initializer, a gang node)" in lines
+    assert story.checks()[1].startswith("ok")  # the initializer is no trainer pod
+    assert story.checks()[2] == "FAIL  the dataset-initializer pod ran on no gang node (ip-0)"
+    assert "ordinary-running" not in story.milestones
+    assert not story.ok

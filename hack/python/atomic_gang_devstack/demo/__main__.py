@@ -79,10 +79,11 @@ def _show_setup(ctx: Context, sample: Sample) -> None:
     kc = ctx.options.kubeconfig_out
     where = "as pods on a real node (helm)" if ctx.options.in_cluster else "as processes"
     jobset = ", JobSet" if ctx.options.jobset else ""
+    trainer = ", Trainer" if ctx.options.trainer else ""
     say(
         None,
-        f"control plane, Kueue{jobset}, moto, webhook and 2 provisioners {where}, simulator: "
-        f"ready in {ctx.state.ready_seconds:.0f}s (KUBECONFIG={kc})",
+        f"control plane, Kueue{jobset}{trainer}, moto, webhook and 2 provisioners {where}, "
+        f"simulator: ready in {ctx.state.ready_seconds:.0f}s (KUBECONFIG={kc})",
     )
     out = ctx.kubectl.run("get", "admissioncheck,resourceflavor,clusterqueue,localqueue", "-A")
     for line in filter(None, out.stdout.splitlines()):

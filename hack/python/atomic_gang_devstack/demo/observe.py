@@ -1,8 +1,8 @@
 """What the demo watches: one snapshot of the sample's world per poll.
 
 The pool (GangNodePool), the Workload's admission check, the gang's Nodes, the
-sample (a Job or a JobSet, see :mod:`.samples`) and its pods come from the
-apiserver; the live managed instances from the simulated EC2 (one
+sample (a Job, a JobSet or a TrainJob, see :mod:`.samples`) and its pods come
+from the apiserver; the live managed instances from the simulated EC2 (one
 DescribeInstances, signed with the demo's own access key so the call log keeps
 it apart from the controller's).
 """

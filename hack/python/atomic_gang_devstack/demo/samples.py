@@ -1,10 +1,11 @@
 """The samples the demo can tell a story about: one typed description per kind.
 
-A :class:`Sample` holds everything that differs between a gang Job and a gang
-JobSet for the demo: the file it applies, the object's kind and name, how Kueue
-names its Workload, which condition says it is done, how its pods are found,
-which of them are the gang and which must stay on the cluster's ordinary
-nodes. The observer and the story read these fields and branch on nothing else.
+A :class:`Sample` holds everything that differs between a gang Job, a gang
+JobSet and a gang TrainJob for the demo: the file it applies, the object's kind
+and name, how Kueue names its Workload, which condition says it is done, how its
+pods are found, which of them are the gang and which must stay on the cluster's
+ordinary nodes. The observer and the story read these fields and branch on
+nothing else.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from atomic_gang_devstack import trainer_manifests as tm
 from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_provisioner.kube import Resource
-from atomic_gang_provisioner.resources import JOBS, JOBSETS
+from atomic_gang_provisioner.resources import JOBS, JOBSETS, TRAINJOBS
 
 DEMO_DIR = REPO_ROOT / "hack" / "demo"
 
@@ -36,6 +38,7 @@ class Sample:
     gang_roles: tuple[str, ...] = ()  # roles whose pods get a gang node each; (): every pod
     ordinary_roles: tuple[str, ...] = ()  # roles whose pods must stay off the gang
     ordinary_nodes: int = 0  # general nodes the stack adds for the ordinary roles
+    gang_noun: str = ""  # what one gang pod is called; "": after its roles
 
     @property
     def kind(self) -> str:
@@ -47,7 +50,10 @@ class Sample:
 
     @property
     def gang_pod(self) -> str:
-        """What one pod of the gang is called in the narration: ``pod``, ``workers pod``."""
+        """What one pod of the gang is called in the narration: ``pod``, ``workers pod``,
+        or the sample's own word for it (``trainer pod``)."""
+        if self.gang_noun:
+            return f"{self.gang_noun} pod"
         return f"{'/'.join(self.gang_roles)} pod" if self.gang_roles else "pod"
 
     def is_gang(self, role: str) -> bool:
@@ -90,4 +96,25 @@ JOBSET = Sample(
     ordinary_nodes=1,
 )
 
-SAMPLES = {s.story: s for s in (JOB, JOBSET)}
+# A TrainJob's pods are its JobSet's: the Trainer names the JobSet after the TrainJob.
+TRAINJOB = Sample(
+    story="trainjob",
+    about="a gang TrainJob, its 4 trainer (node) pods on 4 gang nodes and its dataset"
+    " initializer's pod on an ordinary node",
+    file=DEMO_DIR / "llama-trainjob.yaml",
+    resource=TRAINJOBS,
+    name="llama-trainjob",
+    namespace="default",
+    pool="trainjob-p4d",
+    count=4,
+    workload_prefix="trainjob-",
+    done_condition="Complete",
+    pod_label="jobset.sigs.k8s.io/jobset-name",
+    role_label="jobset.sigs.k8s.io/replicatedjob-name",
+    gang_roles=(tm.TRAINER_ROLE,),  # the default gang-roles of a TrainJob
+    ordinary_roles=(tm.INITIALIZER_ROLE,),
+    ordinary_nodes=1,
+    gang_noun="trainer",
+)
+
+SAMPLES = {s.story: s for s in (JOB, JOBSET, TRAINJOB)}

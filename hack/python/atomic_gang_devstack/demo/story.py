@@ -4,8 +4,9 @@ Pure. :meth:`Story.update` turns two snapshots into progress lines and
 records milestones (first time each happened); :meth:`Story.summary` prints
 the timeline plus the checks a user would want to see: admitted only after
 N Ready nodes, N gang pods on N distinct nodes of the gang, the pods of the
-ordinary roles (a JobSet's driver) on no gang node, nothing left billing.
-What differs between a Job and a JobSet comes from the story's :class:`Sample`.
+ordinary roles (a JobSet's driver, a TrainJob's initializer) on no gang node,
+nothing left billing. What differs between a Job, a JobSet and a TrainJob comes
+from the story's :class:`Sample`.
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ class Story:
         return out
 
     def _role(self, pod: PodState) -> str:
-        """A JobSet pod's role and what its node is; nothing for a Job's pods (one role)."""
+        """A JobSet's or TrainJob's pod's role and what its node is; nothing for a Job's
+        pods (one role)."""
         if not pod.role:
             return ""
         where = "a gang node" if pod.node in self.gang_nodes else "an ordinary node"
