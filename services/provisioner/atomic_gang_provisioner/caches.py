@@ -43,6 +43,9 @@ from atomic_gang_provisioner.resources import (
 from atomic_gang_provisioner.workload.slim import carries_check, slim
 
 OWNER_INDEX = "owner"
+# Workloads a list page holds: most of a cluster's are another team's, each parsed whole
+# before the transform drops it, so a page is what a start-up list adds to the peak.
+WORKLOAD_PAGE = 100
 POOL_INDEXERS = {CLAIM_INDEX: claim_index, PHASE_INDEX: phase_index}
 
 
@@ -91,6 +94,7 @@ def informers(
             WORKLOADS,
             indexers={OWNER_INDEX: by_owner_uid(), CHECK_INDEX: check_index},
             transform=scope.keep,
+            page_size=WORKLOAD_PAGE,
             resync_seconds=resync,
         ),
         "nodes": Informer(

@@ -89,7 +89,7 @@ class KubeClient:
     ) -> Listing:
         """Every item (following ``continue`` tokens) and the list's resourceVersion;
         with ``keep``, what it returns of each item (None: the item is left out), page
-        by page, so a long list is never held whole."""
+        by page, so a long list is never held whole: one page at a time is."""
         base = _selectors(label_selector, field_selector)
         items: list[KubeObject] = []
         token = ""
@@ -102,8 +102,9 @@ class KubeClient:
             else:
                 items.extend(kept for item in typed if (kept := keep(item)) is not None)
             token = (page.get("metadata") or {}).get("continue") or ""
+            rv = str(page["metadata"].get("resourceVersion", ""))
+            del page, typed  # before the next page is read
             if not token:
-                rv = str(page["metadata"].get("resourceVersion", ""))
                 return Listing(items=items, resource_version=rv)
 
     def watch(

@@ -83,6 +83,7 @@ class Informer:
         field_selector: str | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Transform | None = None,
+        page_size: int = 500,
         resync_seconds: float = 0.0,
         watch_timeout_seconds: int = 300,
         backoff_base_seconds: float = 0.8,
@@ -96,6 +97,7 @@ class Informer:
         self.namespace = namespace
         self._labels, self._fields = label_selector, field_selector
         self._transform = transform
+        self._page_size = page_size  # what a list holds at once, before the transform
         self._relist_asked = threading.Event()
         self._resync = resync_seconds
         self._watch_timeout = watch_timeout_seconds
@@ -202,6 +204,7 @@ class Informer:
             namespace=self.namespace,
             label_selector=self._labels,
             field_selector=self._fields,
+            page_size=self._page_size,
             keep=self._transform,
         )
         self.stats.lists += 1
