@@ -23,7 +23,7 @@ controller's CPU seconds per gang and peak RSS at each.
 
 Usage: .venv/bin/python -m bench.scale [--gangs 100] [--count 8] [--runs-for 60s]
        [--json out.json] [--curve 25,50,100,200] [--keep-logs DIR] [--timeline FILE]
-       [--gpus-only] [--control-plane-qps N]
+       [--gpus-only] [--control-plane-qps N] [--foreign-nodes N --foreign-workloads M]
 
 ``--timeline FILE`` writes the raw stamps for analysis (JSON): each EC2 call of the run
 with its time, and when each Node turned Ready, each pool Satisfied, each check Ready
@@ -33,6 +33,15 @@ and each Workload Admitted, as this process's watches saw them.
 one pod per node. It measures what the scheduler's anti-affinity checks cost the wall
 time at 800 pods (docs/benchmarks.md, "Scale, 2026-12-02: the wall without the pod
 anti-affinity", at c3d6d43: nothing; 247 s either way).
+
+``--foreign-nodes N --foreign-workloads M`` runs the same size twice, each on a fresh
+stack, and prints the two side by side: a bare run, then one where another team's N
+Nodes and M Workloads (``bench.foreign``) are created first. It reports the
+controller's CPU while they are created and Kueue decides on them, its RSS before and
+after, its peak RSS and the reaction over the run, a replica started among them (the
+controller killed and restarted: its peak once its caches synced) and that replica's
+RSS once they are deleted. The issue's size: ``--gangs 20 --count 4 --foreign-nodes
+10000 --foreign-workloads 20000``.
 
 ``--control-plane-qps N`` lets the kube-controller-manager, the scheduler and Kueue
 make N API requests a second (burst 2N) instead of upstream's 20, 50 and 50: at 800
@@ -46,14 +55,18 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import shutil
+import signal
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from atomic_gang import keys
 from atomic_gang_devstack.component import Context
@@ -64,7 +77,7 @@ from atomic_gang_nodesim.control import NodeSimClient
 from atomic_gang_provisioner.kube import KubeClient
 from atomic_gang_provisioner.kube.resource import EVENTS
 from atomic_gang_provisioner.resources import JOBS, POOLS
-from bench import box
+from bench import box, foreign
 from bench import system_stack as sys_stack
 from bench.scale_report import lapsed_before_release, last_release, measures, report, targets
 from bench.scale_stamps import latencies, pod_starts, split
@@ -74,6 +87,7 @@ NS = "scale"
 SUBNETS = {"us-east-1a": "10.0.16.0/20", "us-east-1b": "10.0.32.0/20", "us-east-1c": "10.0.48.0/20"}
 # 10 pool workers, as docs/operations.md "Many gangs at once" advises for 100 gangs joining
 # at once (the spec's default is 5): a describe answer satisfies a dozen pools at a time.
+QUIET = 10.0  # seconds without a change to the foreign objects: Kueue is done with them
 SETTINGS = {
     "maxConcurrentPoolReconciles": 10,
     "joinDeadlineSeconds": 1800,
@@ -104,6 +118,15 @@ def _parse() -> argparse.Namespace:
         type=int,
         help="API client rate of the kube-controller-manager, scheduler and Kueue (burst 2x);\n"
         "unset keeps upstream's 20, 50 and 50 (the Job controller's 20/s paces 800 pods)",
+    )
+    ap.add_argument(
+        "--foreign-nodes", type=int, default=0, help="another team's Nodes (side by side run)"
+    )
+    ap.add_argument(
+        "--foreign-workloads",
+        type=int,
+        default=0,
+        help="another team's Workloads, in a queue without our check (side by side run)",
     )
     return ap.parse_args()
 
@@ -209,8 +232,13 @@ def _run(ctx: Context, args: argparse.Namespace, stamps: sys_stack.Stamps) -> di
     }
 
 
-def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, float]]]:
-    with tempfile.TemporaryDirectory() as d:
+def _one(
+    args: argparse.Namespace, *, crowded: bool = False, side_by_side: bool = False
+) -> tuple[dict[str, Any], list[tuple[float, float]]]:
+    """One run on a fresh stack; ``crowded``: another team's objects are created first,
+    and deleted after; ``side_by_side``: the controller is restarted after the run (and
+    before the deletes), for the peak of a replica that starts there."""
+    with tempfile.TemporaryDirectory() as d, contextlib.ExitStack() as later:
         stack, ctx = sys_stack.start(
             Path(d) / "stack",
             provisioners=1,
@@ -220,14 +248,22 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
         )
         try:
             kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
+            crowd = later.enter_context(foreign.Settled(kube)) if crowded else None
+            burst = _burst(ctx, kube, args, crowd) if crowd is not None else {}
             probe = box.WriteProbe(ctx.admin_kubeconfig(), Path(d) / "probe.txt")
             with (
-                sys_stack.Stamps(kube, pods=bool(args.timeline)) as stamps,
+                sys_stack.Stamps(
+                    kube, pods=bool(args.timeline), namespace=NS, node_selector=keys.POOL
+                ) as stamps,
                 box.CpuSampler() as cpu,
                 box.RequestCounter(ctx.kubectl, lambda: _edges(stamps, args.gangs)) as requests,
                 probe,
             ):
                 res = _run(ctx, args, stamps)
+            if side_by_side:
+                restart = _restart(ctx)
+                after = _deleted(ctx, kube, crowd, restart["pid"]) if crowd is not None else {}
+                res["foreign"] = {**burst, **restart, **after}
             res["box"] = _box(stamps, cpu, probe, requests)
             ready = {group: at for at, group in stamps.check_ready.values()}
             # When each instance's gang was acquired (its check Ready): calls about it
@@ -250,6 +286,97 @@ def _one(args: argparse.Namespace) -> tuple[dict[str, Any], list[tuple[float, fl
             stack.down()
             if args.keep_logs:
                 shutil.copytree(Path(d) / "stack" / "logs", args.keep_logs, dirs_exist_ok=True)
+
+
+def _burst(
+    ctx: Context, kube: KubeClient, args: argparse.Namespace, crowd: foreign.Settled
+) -> dict[str, Any]:
+    """Another team's Nodes and Workloads, created side by side. The controller's CPU
+    while they are created (first create to last) and on until the last change to any
+    of them (Kueue admitting those its quota holds; the ``QUIET`` seconds that end this
+    window count in its CPU, not in its length), its RSS before and after."""
+    nodes, workloads = args.foreign_nodes, args.foreign_workloads
+    foreign.setup(kube)
+    pid = sys_stack.controller_pid(ctx)
+    idle = foreign.rss_mb(pid)
+    _, cpu0 = sys_stack.proc_stats(pid)
+    created = foreign.create(kube, nodes=nodes, workloads=workloads)
+    _, cpu1 = sys_stack.proc_stats(pid)
+    admitted = min(foreign.ADMITTED, workloads)
+    settled = crowd.wait(
+        lambda n, w, reserved, quiet: (
+            (n, w, reserved) == (nodes, workloads, admitted) and quiet >= QUIET
+        ),
+        timeout=args.timeout,
+        what="Kueue admitting the other team's Workloads it has quota for",
+    )
+    _, cpu2 = sys_stack.proc_stats(pid)
+    print(
+        f"[foreign] {nodes} Nodes and {workloads} Workloads created in {created:.0f} s "
+        f"(controller CPU {cpu1 - cpu0:.2f} s), the last change to them "
+        f"{created + settled - QUIET:.0f} s after the first create (controller CPU "
+        f"{cpu2 - cpu0:.2f} s)",
+        flush=True,
+    )
+    return {
+        "nodes": nodes,
+        "workloads": workloads,
+        "create_seconds": created,
+        "create_cpu_seconds": cpu1 - cpu0,
+        "window_seconds": created + settled - QUIET,
+        "window_cpu_seconds": cpu2 - cpu0,
+        "rss_idle_mb": idle,
+        "rss_after_burst_mb": foreign.rss_mb(pid),
+    }
+
+
+def _restart(ctx: Context) -> dict[str, Any]:
+    """A replica started where the run left the cluster: the controller killed, the
+    stack's restart wrapper starts it again; its peak RSS once its caches synced."""
+    old = sys_stack.controller_pid(ctx)
+    before = foreign.rss_mb(old)
+    os.kill(old, signal.SIGKILL)
+    t0 = time.monotonic()
+    new = _restarted(ctx, old)
+    return {
+        "pid": new,
+        "rss_before_restart_mb": before,
+        "restart_ready_seconds": time.monotonic() - t0,
+        "restart_peak_rss_mb": sys_stack.proc_stats(new)[0],
+    }
+
+
+def _deleted(ctx: Context, kube: KubeClient, crowd: foreign.Settled, pid: int) -> dict[str, Any]:
+    """The foreign objects deleted: the replica's RSS once they are gone."""
+    foreign.delete(kube)
+    crowd.wait(lambda n, w, *_: n == w == 0, timeout=600, what="the foreign objects deleted")
+    if not _ready(ctx, timeout=60):
+        raise RuntimeError("the controller is not ready after the foreign objects went")
+    return {"rss_after_delete_mb": foreign.rss_mb(pid)}
+
+
+def _restarted(ctx: Context, old: int) -> int:
+    """The new controller process once it is ready (caches synced)."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        with contextlib.suppress(RuntimeError, OSError, ValueError):
+            pid = sys_stack.controller_pid(ctx)
+            if pid != old and _ready(ctx, timeout=0):
+                return pid
+        time.sleep(0.5)  # a restart poll, not a synchronisation
+    raise TimeoutError("the controller did not come back ready within 300 s")
+
+
+def _ready(ctx: Context, *, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(httpx.HTTPError):
+            url = f"http://127.0.0.1:{ctx.port(sys_stack.LEADER)}/readyz"
+            if httpx.get(url, timeout=5).status_code == 200:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.5)  # a readiness poll, not a synchronisation
 
 
 def _edges(stamps: sys_stack.Stamps, gangs: int) -> int:
@@ -325,10 +452,68 @@ def _curve(args: argparse.Namespace) -> None:
         args.json.write_text(json.dumps({str(g): m for g, m in rows}, indent=1))
 
 
+def _side_by_side(args: argparse.Namespace) -> None:
+    """A bare run and a crowded one (another team's objects first), each on a fresh stack."""
+    legs = []
+    for crowded in (False, True):
+        res, lat = _one(args, crowded=crowded, side_by_side=True)
+        report(res, lat)
+        legs.append((res["foreign"], measures(res, lat)))
+    (bare_f, bare), (f, crowded_m) = legs
+    crowd = f"{f['nodes']:,} foreign Nodes, {f['workloads']:,} foreign Workloads"
+    print(f"\n## footprint: {args.gangs} gangs × {args.count}, bare and with {crowd}\n")
+    print(f"| measure | bare | with {crowd} | × bare | target |")
+    print("|---|---|---|---|---|")
+    _row("controller peak RSS (VmHWM)", bare["rss_mb"], crowded_m["rss_mb"], "MB", "≤ 1.2 × bare")
+    for q in ("p50", "p99"):
+        _row(
+            f"reaction {q}, last Node Ready → check Ready, net of moto",
+            bare[f"reaction_{q}_ms"],
+            crowded_m[f"reaction_{q}_ms"],
+            "ms",
+            "≤ 1.2 × bare",
+        )
+    for what, cpu, span in (
+        ("while they were created", f["create_cpu_seconds"], f["create_seconds"]),
+        ("to the last change to them (Kueue's)", f["window_cpu_seconds"], f["window_seconds"]),
+    ):
+        print(
+            f"| controller CPU {what} | — | {100 * cpu / span:.2f} % of a core ({cpu:.2f} s "
+            f"over {span:.0f} s) | | ≤ 5 % |"
+        )
+    print(
+        "| controller RSS: idle before them → once Kueue was done → after the gangs | "
+        f"{bare_f['rss_before_restart_mb']:.0f} MB after the gangs | {f['rss_idle_mb']:.0f} → "
+        f"{f['rss_after_burst_mb']:.0f} → {f['rss_before_restart_mb']:.0f} MB | | |"
+    )
+    _row(
+        "a replica restarted after the gangs: peak RSS once its caches synced",
+        bare_f["restart_peak_rss_mb"],
+        f["restart_peak_rss_mb"],
+        "MB",
+        "",
+    )
+    print(
+        f"| that replica's RSS once the foreign objects were deleted | | "
+        f"{f['rss_after_delete_mb']:.0f} MB | | |"
+    )
+    if args.json:
+        out = {"bare": bare, "bare_restart": bare_f, "crowded": crowded_m, "foreign": f}
+        args.json.write_text(json.dumps(out, indent=1))
+
+
+def _row(what: str, bare: float, crowded: float, unit: str, target: str) -> None:
+    ratio = crowded / bare if bare else float("nan")
+    print(f"| {what} | {bare:.0f} {unit} | {crowded:.0f} {unit} | {ratio:.2f} | {target} |")
+
+
 def main() -> None:
     args = _parse()
     if args.curve:
         _curve(args)
+        return
+    if args.foreign_nodes or args.foreign_workloads:
+        _side_by_side(args)
         return
     res, lat = _one(args)
     report(res, lat)

@@ -168,9 +168,17 @@ class Stamps:
     and instance id, our check Ready with the group it pinned, each Workload's first
     sight, QuotaReserved, Admitted and Finished; with ``pods``, when each Job was let
     run and each pod's first sight, binding to a Node and Running (the control plane's
-    part of a gang's start)."""
+    part of a gang's start). ``namespace`` and ``node_selector`` keep the watches to the
+    bench's own objects (another team's thousands cost this process nothing)."""
 
-    def __init__(self, kube: KubeClient, *, pods: bool = False) -> None:
+    def __init__(
+        self,
+        kube: KubeClient,
+        *,
+        pods: bool = False,
+        namespace: str | None = None,
+        node_selector: str | None = None,
+    ) -> None:
         self.lock = threading.Lock()
         self.node_ready: dict[str, tuple[float, str, str]] = {}  # instance id -> stamp
         self.node_labelled: dict[str, float] = {}  # -> first seen with a network-layer label
@@ -186,14 +194,21 @@ class Stamps:
         self.satisfied: dict[str, float] = {}  # group -> its pool first seen Satisfied
         self.check_writes: dict[str, list[tuple[str, str]]] = {}  # Workload -> its check's
         # (state, message) as each write changed them: our applies, one by one
-        self.informers = [Informer(kube, NODES), Informer(kube, WORKLOADS), Informer(kube, POOLS)]
+        self.informers = [
+            Informer(kube, NODES, label_selector=node_selector),
+            Informer(kube, WORKLOADS, namespace=namespace),
+            Informer(kube, POOLS),
+        ]
         self.informers[0].add_handlers(Handlers.for_all(self.on_node))
         self.informers[1].add_handlers(Handlers.for_all(self.on_workload))
         self.informers[2].add_handlers(Handlers.for_all(self.on_pool))
         self.pods: dict[str, dict[str, float]] = {}  # namespace/name -> stage -> first seen
         self.unsuspended: dict[str, float] = {}  # Job namespace/name -> first seen running
         if pods:
-            self.informers += [Informer(kube, PODS), Informer(kube, JOBS)]
+            self.informers += [
+                Informer(kube, PODS, namespace=namespace),
+                Informer(kube, JOBS, namespace=namespace),
+            ]
             self.informers[3].add_handlers(Handlers.for_all(self.on_pod))
             self.informers[4].add_handlers(Handlers.for_all(self.on_job))
 

@@ -18,7 +18,7 @@ from atomic_gang_devstack.bins import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 
-# module -> (smallest arguments, text its output must hold)
+# module[:variant] -> (smallest arguments, text its output must hold)
 RUNS: dict[str, tuple[tuple[str, ...], str]] = {
     "ec2_calls": (("--acquisitions", "2", "--sweep", "10"), "| acquire runinstances, warm |"),
     "review_metrics": ((), "| counting |"),
@@ -31,6 +31,13 @@ RUNS: dict[str, tuple[tuple[str, ...], str]] = {
         ("--gangs", "1", "--count", "1", "--runs-for", "1", "--timeout", "300"),
         "controller peak RSS",
     ),
+    "scale:foreign": (
+        (
+            *("--gangs", "1", "--count", "1", "--runs-for", "1", "--timeout", "300"),
+            *("--foreign-nodes", "20", "--foreign-workloads", "20"),
+        ),
+        "## footprint",
+    ),
     "idle_cost": (
         ("--baseline-only", "--jobs", "1", "--window", "5", "--max-seconds", "120"),
         "RunInstances calls",
@@ -39,7 +46,7 @@ RUNS: dict[str, tuple[tuple[str, ...], str]] = {
 LIBRARIES = sorted(
     p.stem
     for p in (REPO_ROOT / "bench").glob("*.py")
-    if p.stem not in RUNS and p.stem != "__init__"
+    if p.stem not in {name.partition(":")[0] for name in RUNS} and p.stem != "__init__"
 )
 
 
@@ -57,7 +64,7 @@ def test_every_runnable_bench_is_listed() -> None:
 def test_bench_runs_at_its_smallest_size(name: str, tmp_path: Path) -> None:
     args, marker = RUNS[name]
     done = subprocess.run(
-        [sys.executable, "-m", f"bench.{name}", *args],
+        [sys.executable, "-m", f"bench.{name.partition(':')[0]}", *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
