@@ -21,7 +21,7 @@ from tests.e2e.kueue_contract.conftest import unique
 from tests.e2e.kueue_contract.harness import WorkloadLog, webhook_off, workload_of
 from tests.e2e.system.harness import (
     System,
-    assert_no_managed_instances_left,
+    assert_pool_released,
     condition,
 )
 from tests.support.resources import EVENTS, JOBS, JOBSETS, PODS
@@ -189,7 +189,7 @@ def test_the_workers_get_their_nodes_atomically_and_the_driver_stays_off_them(
     kueue.world.wait_pool(pool, lambda p: p.status.phase == "KeepWarm", what="KeepWarm")
     kueue.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
     assert kueue.world.live(pool) == []
-    assert_no_managed_instances_left(kueue)
+    assert_pool_released(kueue, pool)
 
 
 def test_without_gang_roles_every_pod_gets_a_gang_node(kueue: System, namespace: str) -> None:
@@ -207,7 +207,7 @@ def test_without_gang_roles_every_pod_gets_a_gang_node(kueue: System, namespace:
     assert len(placed) == 5
     assert set(placed) == nodes  # 5 pods on 5 distinct gang nodes
     assert launches(kueue, pool) == [("5", "5")]
-    assert_no_managed_instances_left(kueue)
+    assert_pool_released(kueue, pool)
 
 
 def test_a_count_that_differs_from_the_gang_is_denied_and_without_the_webhook_rejected(
@@ -265,7 +265,7 @@ def test_a_shortfall_holds_nothing_turns_into_retry_and_is_admitted_when_capacit
         assert launches(kueue, pool) == [("4", "4")]
     finally:
         kueue.fake.set_capacity(zone, "p4d.24xlarge", None)
-    assert_no_managed_instances_left(kueue)
+    assert_pool_released(kueue, pool)
 
 
 def test_a_lost_gang_node_brings_a_fresh_gang_and_the_jobset_completes(
@@ -302,4 +302,4 @@ def test_a_lost_gang_node_brings_a_fresh_gang_and_the_jobset_completes(
     assert fresh.status.activeGroup != first.status.activeGroup
     assert not set(first.status.instanceIds) & set(kueue.world.live(pool))
     assert launches(kueue, pool) == [("4", "4"), ("4", "4")]  # two whole gangs, no top-up
-    assert_no_managed_instances_left(kueue)
+    assert_pool_released(kueue, pool)

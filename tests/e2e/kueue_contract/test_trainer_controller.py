@@ -18,10 +18,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 
 from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack import trainer_manifests as tm
+from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_devstack.components.kwok import GENERAL_LABEL
 from tests.e2e.kube import has_condition
 from tests.e2e.system.harness import System
@@ -49,6 +51,8 @@ KWOK_COMPLETION = {
     "pod-complete.stage.kwok.x-k8s.io/delay": "2s",
     "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "2s",
 }
+SAMPLE_JOB = REPO_ROOT / "hack" / "demo" / "allreduce-pretrain.yaml"
+GANG_ANNOTATIONS = yaml.safe_load(SAMPLE_JOB.read_text())["metadata"]["annotations"]
 FLAVOR_NODE_LABELS = {GENERAL_LABEL: "true"}  # the kwok node of the kueue fixture
 # The nodeSelector Kueue admits each PodSet with: the flavor's node labels for the trainer
 # nodes (they request cpu and memory); none for the initializer, whose container requests
@@ -182,7 +186,8 @@ def trainjob(name: str, namespace: str, *, runtime: str, queue: str) -> dict[str
             "name": name,
             "namespace": namespace,
             "labels": {keys.QUEUE_NAME_LABEL: queue, keys.POOL: "trainer-e2e"},
-            "annotations": {keys.COUNT: str(NUM_NODES)},
+            # Valid gang keys (our webhook reviews TrainJobs), on a queue without our check.
+            "annotations": {**GANG_ANNOTATIONS, keys.COUNT: str(NUM_NODES)},
         },
         "spec": {
             "suspend": True,

@@ -19,7 +19,7 @@ from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_provisioner.kube import NotFoundError
 from tests.e2e.kueue_contract.conftest import unique
 from tests.e2e.kueue_contract.harness import WorkloadLog, webhook_off, workload_of
-from tests.e2e.system.harness import System, assert_no_managed_instances_left, condition
+from tests.e2e.system.harness import System, assert_pool_released, condition
 from tests.support.resources import EVENTS, JOBSETS, PODS, TRAINJOBS
 from tests.support.wait import wait_for
 
@@ -180,7 +180,7 @@ def test_a_trainjob_gets_its_trainer_nodes_atomically_and_one_pod_on_each(
     kueue.world.wait_pool(pool, lambda p: p.status.phase == "KeepWarm", what="KeepWarm")
     kueue.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
     assert kueue.world.live(pool) == []
-    assert_no_managed_instances_left(kueue)
+    assert_pool_released(kueue, pool)
 
 
 def test_a_count_that_differs_from_num_nodes_is_denied_and_without_the_webhook_rejected(
@@ -228,4 +228,4 @@ def test_an_initializer_stays_off_the_gang_nodes(kueue: System, namespace: str) 
     (initializer_node,) = placed[tm.INITIALIZER_ROLE]
     assert initializer_node not in nodes  # an ordinary node
     assert launches(kueue, pool) == [("4", "4")]
-    assert_no_managed_instances_left(kueue)
+    assert_pool_released(kueue, pool)

@@ -243,6 +243,15 @@ def assert_no_managed_instances_left(system: System, *, timeout: float = 90) -> 
         raise AssertionError(f"managed instances still billing: {system.managed_live()}") from None
 
 
+def assert_pool_released(system: System, pool: str, *, timeout: float = 90) -> None:
+    """Nothing of ``pool`` is left billing, waiting out its keep-warm window (where other
+    tests' pools share the cluster and may keep theirs warm)."""
+    try:
+        wait_for(lambda: not system.world.live(pool), timeout=timeout, what=f"{pool} released")
+    except TimeoutError:
+        raise AssertionError(f"{pool} still billing: {system.world.live(pool)}") from None
+
+
 @dataclass(frozen=True)
 class Gate:
     """One reading of a Workload's gate, then of its gang (in that order)."""
