@@ -1,12 +1,19 @@
 """Another team's objects for ``bench.scale --foreign-nodes N --foreign-workloads M``:
 N Nodes that are not gang Nodes and M Kueue Workloads in a queue without our check.
 
-The Nodes are shaped as EKS registers a node-group node (labels, annotations, images,
-conditions; no kwok annotation, so nothing plays their kubelet and they send no
-heartbeats). The Workloads are as Kueue makes them for a Job (a two-container pod
-template with env and volumes) in a ClusterQueue of their own with quota for a few
-hundred of them, so Kueue admits those and queues the rest. Both are created side by
-side, as another team's controllers would, and deleted with one deletecollection each.
+The Nodes are shaped as EKS registers a node-group node (labels, annotations, images)
+whose kubelet has stopped: their conditions Unknown and the unreachable taint on, as
+the node lifecycle controller leaves them, so it has one write a Node left (the
+not-ready taint the apiserver adds to every new Node; marking 10,000 fresh Nodes
+Unknown would be several). Nothing plays their kubelets: 10,000 heartbeats would take
+the whole box, and the watch's label selector keeps them from the controller anyway.
+The run waits for the node lifecycle controller to be done with them (and for Kueue to
+be done with the Workloads) before its gangs.
+
+The Workloads are as Kueue makes them for a Job (a two-container pod template with env
+and volumes), in a ClusterQueue of their own with quota for a hundred of them, so Kueue
+admits those and queues the rest. Both kinds are created side by side, as another
+team's controllers would, and deleted a shard at a time.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -41,7 +49,12 @@ QUEUE = "other-team-queue"
 CLUSTER_QUEUE = "other-team-cq"
 FLAVOR = "other-team-flavor"
 LABEL = "bench.atomic-gang.k8s.aws/foreign"
+SHARD = "bench.atomic-gang.k8s.aws/shard"  # deleted a shard at a time
+SHARDS = 100
 ADMITTED = 100  # the other team's quota, in Workloads of one 1-CPU pod
+# The apiserver's TaintNodesByCondition puts it on every new Node; the node lifecycle
+# controller swaps it for the unreachable taint, one write a Node at its client rate.
+NOT_READY = "node.kubernetes.io/not-ready"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
 
@@ -56,12 +69,20 @@ def node(i: int) -> Obj:
             "name": name,
             "labels": {
                 LABEL: "true",
+                SHARD: str(i % SHARDS),
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
                 "kubernetes.io/arch": "amd64",
+                # The kubelet sets the beta labels too: without them the node lifecycle
+                # controller adds them to every Node, ahead of the gang Nodes' taint lifts.
+                "beta.kubernetes.io/os": "linux",
+                "beta.kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/instance-type": "m5.2xlarge",
                 "node.kubernetes.io/instance-type": "m5.2xlarge",
                 "topology.kubernetes.io/region": "us-east-1",
                 "topology.kubernetes.io/zone": zone,
+                "failure-domain.beta.kubernetes.io/region": "us-east-1",
+                "failure-domain.beta.kubernetes.io/zone": zone,
                 "eks.amazonaws.com/nodegroup": "other-team-general",
                 "eks.amazonaws.com/capacityType": "ON_DEMAND",
                 "eks.amazonaws.com/nodegroup-image": "ami-0123456789abcdef0",
@@ -74,16 +95,19 @@ def node(i: int) -> Obj:
                 "csi.volume.kubernetes.io/nodeid": f'{{"ebs.csi.aws.com":"i-f{i:016x}"}}',
             },
         },
-        "spec": {"providerID": f"aws:///{zone}/i-f{i:016x}"},
+        "spec": {
+            "providerID": f"aws:///{zone}/i-f{i:016x}",
+            "taints": [{"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}],
+        },
         "status": {
             "capacity": {"cpu": "8", "memory": "32386544Ki", "pods": "58"},
             "allocatable": {"cpu": "7910m", "memory": "31369712Ki", "pods": "58"},
             "conditions": [
                 {
                     "type": t,
-                    "status": "True" if t == "Ready" else "False",
-                    "reason": f"Kubelet{t}",
-                    "message": f"kubelet reports {t}",
+                    "status": "Unknown",
+                    "reason": "NodeStatusUnknown",
+                    "message": "Kubelet stopped posting node status.",
                     "lastHeartbeatTime": ready,
                     "lastTransitionTime": ready,
                 }
@@ -126,7 +150,7 @@ def workload(i: int) -> Obj:
         "metadata": {
             "name": f"job-etl-{i:05d}-0a1b2",
             "namespace": NS,
-            "labels": {LABEL: "true", "app": "etl", "team": "other"},
+            "labels": {LABEL: "true", SHARD: str(i % SHARDS), "app": "etl", "team": "other"},
             "annotations": {"example.com/owner": "data-platform", "example.com/run": str(i)},
         },
         "spec": {
@@ -212,61 +236,95 @@ def setup(kube: KubeClient) -> None:
 
 
 def create(kube: KubeClient, *, nodes: int, workloads: int, threads: int = 16) -> float:
-    """Create them all, Nodes and Workloads interleaved evenly; the seconds it took."""
-    work: list[tuple[float, Resource, Obj]] = [
-        *((i / max(nodes, 1), NODES, node(i)) for i in range(nodes)),
-        *((i / max(workloads, 1), WORKLOADS, workload(i)) for i in range(workloads)),
-    ]
-    work.sort(key=lambda w: w[0])
+    """Create them all, Nodes and Workloads interleaved evenly; the seconds it took.
+    Each object is built by the thread that sends it, and the answers are dropped."""
+    builders: dict[str, tuple[Resource, Callable[[int], Obj]]] = {
+        "node": (NODES, node),
+        "workload": (WORKLOADS, workload),
+    }
+    work = sorted(
+        [(i / max(nodes, 1), "node", i) for i in range(nodes)]
+        + [(i / max(workloads, 1), "workload", i) for i in range(workloads)]
+    )
+
+    def send(item: tuple[float, str, int]) -> None:
+        res, build = builders[item[1]]
+        kube.create(res, build(item[2]))
+
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        list(pool.map(lambda w: kube.create(w[1], w[2]), work))
+        for _ in pool.map(send, work):
+            pass
     return time.monotonic() - t0
 
 
-def delete(kube: KubeClient) -> None:
-    """One deletecollection each: the Workloads of the namespace, the labelled Nodes."""
-    selector = [("labelSelector", f"{LABEL}=true")]
-    kube.transport.request("DELETE", WORKLOADS.path(namespace=NS), query=selector, timeout=600)
-    kube.transport.request("DELETE", NODES.path(), query=selector, timeout=600)
+def delete(kube: KubeClient, *, threads: int = 4) -> None:
+    """A deletecollection a shard, of Workloads and of Nodes: one of all 20,000 Workloads
+    outlasts the apiserver's request timeout."""
+
+    def shard(item: tuple[Resource, int]) -> None:
+        res, n = item
+        selector = [("labelSelector", f"{LABEL}=true,{SHARD}={n}")]
+        path = res.path(namespace=NS if res is WORKLOADS else None)
+        kube.transport.request("DELETE", path, query=selector, timeout=120)
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for _ in pool.map(shard, [(res, n) for res in (WORKLOADS, NODES) for n in range(SHARDS)]):
+            pass
 
 
 class Settled:
     """Follows the other team's objects from watches in this process: how many Nodes and
     Workloads exist, how many Workloads hold quota (QuotaReserved True), and how long
-    ago any of them last changed (Kueue's writes included)."""
+    ago a Workload last changed (created, or written by Kueue)."""
 
     def __init__(self, kube: KubeClient) -> None:
         self.lock = threading.Lock()
         self.reserved: set[str] = set()
+        self.tainted: set[str] = set()  # Nodes the node lifecycle controller has yet to fix
         self.changed = time.monotonic()
         self.workloads = Informer(kube, WORKLOADS, namespace=NS, transform=self._seen)
         self.nodes = Informer(kube, NODES, label_selector=f"{LABEL}=true", transform=self._seen)
-        self.workloads.add_handlers(Handlers(on_delete=self._gone))
+        for inf in (self.workloads, self.nodes):
+            inf.add_handlers(Handlers(on_delete=self._gone))
 
     def _seen(self, obj: KubeObject) -> KubeObject:
         conds = (obj.get("status") or {}).get("conditions") or []
         name = str(obj["metadata"]["name"])
+        if obj.get("kind") == "Node":
+            taints = (obj.get("spec") or {}).get("taints") or []
+            with self.lock:
+                if any(t.get("key") == NOT_READY for t in taints):
+                    self.tainted.add(name)
+                else:
+                    self.tainted.discard(name)
+            return _name_only(obj)
+        reserved = any(
+            c.get("type") == "QuotaReserved" and c.get("status") == "True" for c in conds
+        )
         with self.lock:
             self.changed = time.monotonic()
-            if obj.get("kind") == "Workload" and any(
-                c.get("type") == "QuotaReserved" and c.get("status") == "True" for c in conds
-            ):
+            if reserved:
                 self.reserved.add(name)
         return _name_only(obj)
 
-    def _gone(self, wl: KubeObject) -> None:
+    def _gone(self, obj: KubeObject) -> None:
         with self.lock:
-            self.reserved.discard(str(wl["metadata"]["name"]))
+            self.reserved.discard(str(obj["metadata"]["name"]))
+            self.tainted.discard(str(obj["metadata"]["name"]))
 
     def counts(self) -> tuple[int, int, int, float]:
-        """(Nodes, Workloads, Workloads holding quota, seconds since the last change)."""
+        """(Nodes the node lifecycle controller is done with, Workloads, Workloads holding
+        quota, seconds since a Workload last changed)."""
         with self.lock:
             reserved, quiet = len(self.reserved), time.monotonic() - self.changed
-        return len(self.nodes.list()), len(self.workloads.list()), reserved, quiet
+            tainted = len(self.tainted)
+        nodes = len(self.nodes.list()) - tainted
+        return nodes, len(self.workloads.list()), reserved, quiet
 
     def wait(self, done: Any, *, timeout: float, what: str) -> float:
-        """Poll ``done(nodes, workloads, reserved, quiet seconds)``; the seconds it took."""
+        """Poll ``done(nodes settled, workloads, reserved, quiet seconds)``; the seconds
+        it took."""
         t0 = time.monotonic()
         while not done(*self.counts()):
             if time.monotonic() - t0 > timeout:
