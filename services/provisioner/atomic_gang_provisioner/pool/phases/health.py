@@ -12,7 +12,14 @@ from datetime import datetime
 from typing import Protocol
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
-from atomic_gang_provisioner.pool.model import Observed, Plan, dead_instances, health, update
+from atomic_gang_provisioner.pool.model import (
+    Describe,
+    Observed,
+    Plan,
+    dead_instances,
+    health,
+    update,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +43,7 @@ def forced(pool: GangNodePool, verdict: Verdict, *, on_loss: OnLoss) -> Plan | N
     """What the gang's health demands before anything else: one describe, or the loss
     (released or degraded, as the phase says); None when the phase may go on."""
     if verdict.describe:
-        return Plan(status=verdict.status, describe=True)
+        return Plan(status=verdict.status, read=Describe())
     if verdict.lost:
         return on_loss(pool, verdict.status, reason=verdict.lost, message=verdict.message)
     return None

@@ -14,10 +14,11 @@ from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
+    InstancesReleased,
     Knobs,
-    Metric,
     Observed,
     Plan,
+    Terminate,
     claim_key,
     has_resources,
     update,
@@ -51,7 +52,9 @@ def begin(
     if reason in COUNTED:
         new = update(new, consecutiveShortfalls=status.consecutiveShortfalls + 1)
     return Plan(
-        status=new, release=request(pool, new), events=(event(reason, message, warning=warning),)
+        status=new,
+        call=Terminate(request(pool, new)),
+        events=(event(reason, message, warning=warning),),
     )
 
 
@@ -59,7 +62,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
     if not has_resources(status):
         return after_release(pool, status, result=ReleaseResult(), now=now, knobs=observed.knobs)
-    return Plan(status=status, release=request(pool, status))
+    return Plan(status=status, call=Terminate(request(pool, status)))
 
 
 def after_release(
@@ -84,7 +87,7 @@ def after_release(
     return replace(
         plan,
         events=(event("Released", f"Terminated {n} instance(s); nothing left billing"),),
-        metrics=(Metric(name="released", value=float(n)),),
+        metrics=(InstancesReleased(n),),
     )
 
 
