@@ -10,7 +10,8 @@ slim (``nodes.slim_node``, ``workload.slim``): what the reconcilers read of them
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
 from atomic_gang import keys
 from atomic_gang_provisioner.kube import (
@@ -70,26 +71,52 @@ class WorkloadScope:
         return slim(wl) if carries_check(wl, self.names) else None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Caches:
+    """The provisioner's informers, one a kind, each declared with its indexes."""
+
+    pools: Informer  # CLAIM_INDEX, PHASE_INDEX
+    workloads: Informer  # OWNER_INDEX (the owner's uid), CHECK_INDEX; those of our checks
+    nodes: Informer  # INSTANCE_INDEX, "pool"; gang Nodes only
+    jobs: Informer  # JOB_UID_INDEX; with our pool label
+    checks: Informer
+    flavors: Informer
+    # The gang owners beside Jobs the apiserver serves, by plural ("jobsets",
+    # "trainjobs"), found as Jobs are (JOB_UID_INDEX, our pool label).
+    owners: Mapping[str, Informer]
+
+    def by_name(self) -> dict[str, Informer]:
+        """Every cache by name, the AdmissionChecks first: they say which Workloads the
+        Workload cache keeps, so they sync before it starts."""
+        return {
+            "checks": self.checks,
+            "pools": self.pools,
+            "workloads": self.workloads,
+            "nodes": self.nodes,
+            "jobs": self.jobs,
+            "flavors": self.flavors,
+            **self.owners,
+        }
+
+    def __iter__(self) -> Iterator[Informer]:
+        return iter(self.by_name().values())
+
+
 def informers(
     client: KubeClient,
     *,
     resync_seconds: float,
     scope: WorkloadScope,
     owners: Collection[Resource] = (),
-) -> dict[str, Informer]:
+) -> Caches:
     """The caches, with the indexes the reconcilers and the event handlers look up;
     ``scope``: the Workloads kept; ``owners``: the owner kinds beside Jobs the
     apiserver serves (JobSets, TrainJobs), each cached by its plural, only those with
     our pool label."""
     resync = resync_seconds  # the objects whose changes other objects do not announce
-    found = {
-        "pools": Informer(
-            client,
-            POOLS,
-            indexers=POOL_INDEXERS,
-            resync_seconds=resync,
-        ),
-        "workloads": Informer(
+    return Caches(
+        pools=Informer(client, POOLS, indexers=POOL_INDEXERS, resync_seconds=resync),
+        workloads=Informer(
             client,
             WORKLOADS,
             indexers={OWNER_INDEX: by_owner_uid(), CHECK_INDEX: check_index},
@@ -97,21 +124,23 @@ def informers(
             page_size=WORKLOAD_PAGE,
             resync_seconds=resync,
         ),
-        "nodes": Informer(
+        nodes=Informer(
             client,
             NODES,
             label_selector=keys.POOL,
             indexers={INSTANCE_INDEX: instance_index, "pool": by_label(keys.POOL)},
             transform=keep_gang_node,
         ),
-        "jobs": Informer(
+        jobs=Informer(
             client, JOBS, label_selector=keys.POOL, indexers={JOB_UID_INDEX: job_uid_index}
         ),
-        "checks": Informer(client, ADMISSION_CHECKS, resync_seconds=resync),
-        "flavors": Informer(client, RESOURCE_FLAVORS),
-    }
-    for res in owners:  # the gang owners, found as the Jobs are: by the pool label
-        found[res.plural] = Informer(
-            client, res, label_selector=keys.POOL, indexers={JOB_UID_INDEX: job_uid_index}
-        )
-    return found
+        checks=Informer(client, ADMISSION_CHECKS, resync_seconds=resync),
+        flavors=Informer(client, RESOURCE_FLAVORS),
+        # The gang owners, found as the Jobs are: by the pool label.
+        owners={
+            res.plural: Informer(
+                client, res, label_selector=keys.POOL, indexers={JOB_UID_INDEX: job_uid_index}
+            )
+            for res in owners
+        },
+    )

@@ -21,6 +21,7 @@ from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.kube import (
     EventRecorder,
     Handlers,
+    Informer,
     KubeClient,
     LeaderElectionConfig,
     LeaderElector,
@@ -86,12 +87,12 @@ class Manager:
         i = self.informers
         return Context(
             client=self.client,
-            pools=i["pools"],
-            workloads=i["workloads"],
-            nodes=i["nodes"],
-            jobs=i["jobs"],
-            checks=i["checks"],
-            flavors=i["flavors"],
+            pools=i.pools,
+            workloads=i.workloads,
+            nodes=i.nodes,
+            jobs=i.jobs,
+            checks=i.checks,
+            flavors=i.flavors,
             cloud=cloud,
             settings=self.settings,
             knobs=knobs(self.settings),
@@ -99,7 +100,7 @@ class Manager:
             metrics=self.metrics,
             leading=self._is_leading,
             faults=faults,
-            owners={r.plural: i[r.plural] for r in self.owner_kinds},
+            owners=i.owners,
         )
 
     def _reaper(self, cloud: CloudProvider) -> Reaper:
@@ -176,30 +177,29 @@ class Manager:
         """Informer events become reconcile keys; handlers only enqueue."""
         i = self.informers
         self.ctx.cloud_health.on_change = self._recheck_checks
-        i["pools"].add_handlers(_changes(self.on_pool, self.on_pool_update))
-        i["workloads"].add_handlers(_changes(self.on_workload, self.on_workload_update))
-        i["nodes"].add_handlers(_changes(self.on_node, self.on_node_update))
-        i["jobs"].add_handlers(_changes(self.on_owner, self.on_owner_update))
-        for res in self.owner_kinds:  # JobSets, TrainJobs: owners as a Job is
-            i[res.plural].add_handlers(_changes(self.on_owner, self.on_owner_update))
-        i["checks"].add_handlers(Handlers.for_all(self.on_check))
-        i["checks"].add_handlers(Handlers.for_all(self.on_check_names))
+        i.pools.add_handlers(_changes(self.on_pool, self.on_pool_update))
+        i.workloads.add_handlers(_changes(self.on_workload, self.on_workload_update))
+        i.nodes.add_handlers(_changes(self.on_node, self.on_node_update))
+        for owner in (i.jobs, *i.owners.values()):  # JobSets, TrainJobs: owners as a Job is
+            owner.add_handlers(_changes(self.on_owner, self.on_owner_update))
+        i.checks.add_handlers(Handlers.for_all(self.on_check))
+        i.checks.add_handlers(Handlers.for_all(self.on_check_names))
         self._wire_observers()
 
     def _wire_observers(self) -> None:
         """The cost ledger follows every pool version; the pool gauges read the cache."""
         cost = self.metrics.cost
         cost.exporting = self._is_leading
-        self.informers["pools"].add_handlers(
+        self.informers.pools.add_handlers(
             Handlers(
                 on_add=cost.seen, on_update=lambda _old, new: cost.seen(new), on_delete=cost.gone
             )
         )
-        self.metrics.pool_stats.pools = self.informers["pools"].list
+        self.metrics.pool_stats.pools = self.informers.pools.list
         self.metrics.pool_stats.exporting = self._is_leading
 
     def _recheck_checks(self) -> None:
-        for check in self.informers["checks"].list():
+        for check in self.informers.checks.list():
             self.controllers["admissioncheck"].enqueue(object_key(check))
 
     def on_pool(self, obj: Obj) -> None:
@@ -241,7 +241,7 @@ class Manager:
     def on_owner(self, obj: Obj) -> None:
         """A Job or JobSet changed: the Workloads it owns decide again."""
         uid = (obj.get("metadata") or {}).get("uid", "")
-        for wl in self.informers["workloads"].by_index(OWNER_INDEX, str(uid)):
+        for wl in self.informers.workloads.by_index(OWNER_INDEX, str(uid)):
             self.controllers["workload"].enqueue(object_key(wl))
 
     def on_owner_update(self, old: Obj, new: Obj) -> None:
@@ -251,27 +251,27 @@ class Manager:
     def on_check(self, obj: Obj) -> None:
         """Only the Workloads that carry this check can decide differently (as Kueue does)."""
         self.controllers["admissioncheck"].enqueue(object_key(obj))
-        for wl in self.informers["workloads"].by_index(CHECK_INDEX, object_key(obj)):
+        for wl in self.informers.workloads.by_index(CHECK_INDEX, object_key(obj)):
             self.controllers["workload"].enqueue(object_key(wl))
 
     def on_check_names(self, _obj: Obj) -> None:
         """Our checks' names changed: the Workload cache lists again to keep the
         Workloads that carry the new ones, and drop those of the old."""
-        if self.scope.refresh(self.informers["checks"].list()):
-            self.informers["workloads"].relist()
+        if self.scope.refresh(self.informers.checks.list()):
+            self.informers.workloads.relist()
 
     def synced(self) -> bool:
-        return all(inf.has_synced() for inf in self.informers.values())
+        return all(inf.has_synced() for inf in self.informers)
 
     def start(self, *, identity: str | None = None) -> None:
         # The AdmissionChecks first: they say which Workloads the Workload cache keeps.
-        order = ["checks", *(name for name in self.informers if name != "checks")]
-        for name in order:
-            self.informers[name].start()
-            if name == "checks":
-                self._wait_for_sync(name)
-        for name in order:
-            self._wait_for_sync(name)
+        caches = self.informers.by_name()
+        for name, cache in caches.items():
+            cache.start()
+            if cache is self.informers.checks:
+                self._wait_for_sync(name, cache)
+        for name, cache in caches.items():
+            self._wait_for_sync(name, cache)
         le = self.settings.leaderElection
         if not le.enabled:
             self._started_leading()
@@ -287,8 +287,8 @@ class Manager:
         )
         self.elector.start()
 
-    def _wait_for_sync(self, name: str) -> None:
-        if not self.informers[name].wait_for_sync(120):
+    def _wait_for_sync(self, name: str, cache: Informer) -> None:
+        if not cache.wait_for_sync(120):
             raise RuntimeError(f"cache {name} did not sync within 120s")
 
     def _started_leading(self) -> None:
@@ -315,7 +315,7 @@ class Manager:
         if self.elector is not None:
             self.elector.stop()  # releases the Lease: the standby takes over at once
         self.recorder.flush(5)
-        for inf in self.informers.values():
+        for inf in self.informers:
             inf.stop()
 
 

@@ -57,7 +57,7 @@ def check(m: Manager, name: str, controller: str, rv: str = "1") -> None:
         "metadata": {"name": name, "resourceVersion": rv},
         "spec": {"controllerName": controller},
     }
-    m.informers["checks"]._apply({"type": "ADDED", "object": obj})
+    m.informers.checks._apply({"type": "ADDED", "object": obj})
 
 
 def node(name: str, *, pool: str | None) -> Obj:
@@ -142,7 +142,7 @@ def queued(m: Manager, controller: str) -> list[str]:
 
 def test_the_node_cache_asks_the_apiserver_only_for_nodes_with_our_pool_label() -> None:
     m, transport = manager([node("gang", pool="p")])
-    m.informers["nodes"]._relist()
+    m.informers.nodes._relist()
     lists = [s for s in transport.sent if s.path == "/api/v1/nodes"]
     assert lists
     assert all(("labelSelector", keys.POOL) in s.query for s in lists)
@@ -152,7 +152,7 @@ def test_a_foreign_node_never_reaches_the_store_nor_a_pool() -> None:
     """The selector leaves it out at the apiserver; were one delivered anyway, the
     transform turns it away."""
     m, _ = manager()
-    nodes = m.informers["nodes"]
+    nodes = m.informers.nodes
     for kind in ("ADDED", "MODIFIED", "DELETED"):
         nodes._apply({"type": kind, "object": node("theirs", pool=None)})
     assert nodes.list() == []
@@ -162,8 +162,8 @@ def test_a_foreign_node_never_reaches_the_store_nor_a_pool() -> None:
 def test_a_gang_node_is_kept_slim_and_read_as_the_whole_one() -> None:
     m, _ = manager()
     whole = node("gang", pool="p")
-    m.informers["nodes"]._apply({"type": "ADDED", "object": whole})
-    kept = m.informers["nodes"].get("gang")
+    m.informers.nodes._apply({"type": "ADDED", "object": whole})
+    kept = m.informers.nodes.get("gang")
     assert kept is not None
     assert node_view(kept) == node_view(whole)
     assert not node_read_changed(kept, whole)
@@ -177,7 +177,7 @@ def test_a_gang_node_is_kept_slim_and_read_as_the_whole_one() -> None:
 
 def test_a_node_losing_its_pool_label_leaves_the_cache_and_wakes_its_pool() -> None:
     m, _ = manager()
-    nodes = m.informers["nodes"]
+    nodes = m.informers.nodes
     nodes._apply({"type": "ADDED", "object": node("gang", pool="p")})
     assert queued(m, "pool") == ["p"]
     nodes._apply({"type": "MODIFIED", "object": node("gang", pool=None)})
@@ -187,7 +187,7 @@ def test_a_node_losing_its_pool_label_leaves_the_cache_and_wakes_its_pool() -> N
 
 def test_a_foreign_workload_never_reaches_the_store_nor_the_queue() -> None:
     m, _ = manager()
-    workloads = m.informers["workloads"]
+    workloads = m.informers.workloads
     for kind in ("ADDED", "MODIFIED", "DELETED"):
         workloads._apply({"type": kind, "object": workload("theirs", "provisioning-check")})
         workloads._apply({"type": kind, "object": workload("unqueued")})
@@ -198,8 +198,8 @@ def test_a_foreign_workload_never_reaches_the_store_nor_the_queue() -> None:
 def test_a_workload_on_our_check_is_kept_slim_and_read_as_the_whole_one() -> None:
     m, _ = manager()
     whole = workload("w", "provisioning-check", CHECK)
-    m.informers["workloads"]._apply({"type": "ADDED", "object": whole})
-    kept = m.informers["workloads"].get("ns/w")
+    m.informers.workloads._apply({"type": "ADDED", "object": whole})
+    kept = m.informers.workloads.get("ns/w")
     assert kept is not None
     assert "managedFields" not in kept["metadata"]
     assert kept["spec"]["podSets"][0]["template"] == {"spec": {"containers": [{}]}}
@@ -210,7 +210,7 @@ def test_a_workload_on_our_check_is_kept_slim_and_read_as_the_whole_one() -> Non
 def test_a_workload_that_loses_our_check_leaves_and_is_reconciled_as_gone() -> None:
     """Its reconcile finds no Workload and releases any claim it held."""
     m, _ = manager()
-    workloads = m.informers["workloads"]
+    workloads = m.informers.workloads
     workloads._apply({"type": "ADDED", "object": workload("w", CHECK)})
     assert queued(m, "workload") == ["ns/w"]
     workloads._apply({"type": "MODIFIED", "object": workload("w", "other", rv="2")})
@@ -220,7 +220,7 @@ def test_a_workload_that_loses_our_check_leaves_and_is_reconciled_as_gone() -> N
 
 def test_our_check_names_changing_lists_the_workloads_again() -> None:
     m, _ = manager()
-    workloads = m.informers["workloads"]
+    workloads = m.informers.workloads
     assert m.scope.names == {CHECK}
     assert workloads._relist_asked.is_set()  # from none to ours (before its first list)
     workloads._relist_asked.clear()
@@ -231,7 +231,7 @@ def test_our_check_names_changing_lists_the_workloads_again() -> None:
     assert m.scope.names == {CHECK, "second"}
     assert workloads._relist_asked.is_set()
     workloads._relist_asked.clear()
-    m.informers["checks"]._apply(
+    m.informers.checks._apply(
         {"type": "DELETED", "object": {"metadata": {"name": CHECK}, "spec": {}}}
     )
     assert m.scope.names == {"second"}
@@ -241,7 +241,7 @@ def test_our_check_names_changing_lists_the_workloads_again() -> None:
 def test_our_check_apply_is_remembered_slim() -> None:
     m, _ = manager()
     m.check_writes.remember(workload("w", CHECK, rv="3"))
-    m.informers["workloads"]._apply({"type": "ADDED", "object": workload("w", CHECK, rv="2")})
+    m.informers.workloads._apply({"type": "ADDED", "object": workload("w", CHECK, rv="2")})
     latest = m.check_writes.get("ns/w")
     assert latest is not None
     assert latest["metadata"]["resourceVersion"] == "3"

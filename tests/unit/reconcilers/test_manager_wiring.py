@@ -32,7 +32,7 @@ def manager() -> Manager:
         "metadata": {"name": CHECK, "resourceVersion": "1"},
         "spec": {"controllerName": m.settings.controllerName},
     }
-    m.informers["checks"].store.upsert(CHECK, check)
+    m.informers.checks.store.upsert(CHECK, check)
     m.on_check_names(check)
     return m
 
@@ -56,7 +56,7 @@ def queued(q: WorkQueue[str]) -> list[str]:
 
 def test_a_check_change_enqueues_only_the_workloads_that_carry_it() -> None:
     m = manager()
-    store = m.informers["workloads"].store
+    store = m.informers.workloads.store
     for wl in (
         workload("a", "atomic-gang-check"),
         workload("b", "other-check", "atomic-gang-check"),
@@ -71,7 +71,7 @@ def test_a_check_change_enqueues_only_the_workloads_that_carry_it() -> None:
 
 def test_a_workload_moves_in_the_index_when_its_checks_change() -> None:
     m = manager()
-    store = m.informers["workloads"].store
+    store = m.informers.workloads.store
     store.upsert("ns/a", workload("a"))
     m.on_check({"metadata": {"name": "atomic-gang-check"}})
     assert queued(m.controllers["workload"].queue) == []
@@ -90,7 +90,7 @@ def gnp(phase: str, held: int, rv: str) -> dict[str, Any]:
 
 def test_pool_watch_events_feed_the_cost_ledger_and_only_the_leader_exports() -> None:
     m = manager()
-    informer, cost = m.informers["pools"], m.metrics.cost
+    informer, cost = m.informers.pools, m.metrics.cost
     informer._apply({"type": "ADDED", "object": gnp("Joining", 2, "1")})
     informer._apply({"type": "MODIFIED", "object": gnp("Satisfied", 2, "2")})
     informer._apply({"type": "DELETED", "object": gnp("Satisfied", 2, "2")})
@@ -123,8 +123,8 @@ def test_a_jobs_status_update_enqueues_no_workload_its_spec_or_annotations_do() 
     wl["metadata"]["ownerReferences"] = [
         {"kind": "Job", "name": "train", "uid": "u-1", "controller": True}
     ]
-    m.informers["workloads"].store.upsert("ns/w", wl)
-    informer, q = m.informers["jobs"], m.controllers["workload"].queue
+    m.informers.workloads.store.upsert("ns/w", wl)
+    informer, q = m.informers.jobs, m.controllers["workload"].queue
     informer._apply({"type": "ADDED", "object": job(1)})
     assert queued(q) == ["ns/w"]
     informer._apply({"type": "MODIFIED", "object": job(1, active=3)})
@@ -157,7 +157,7 @@ def node(*, ready: str = "True", heartbeat: str = "2026-12-01T10:00:00Z", **labe
 def test_a_nodes_heartbeat_enqueues_no_pool_its_readiness_or_labels_do() -> None:
     """At 800 Nodes most updates are heartbeats, which change nothing a pool reads."""
     m = manager()
-    informer, q = m.informers["nodes"], m.controllers["pool"].queue
+    informer, q = m.informers.nodes, m.controllers["pool"].queue
     informer._apply({"type": "ADDED", "object": node(ready="False")})
     assert queued(q) == ["p"]
     informer._apply({"type": "MODIFIED", "object": node(ready="False", heartbeat="T2")})
@@ -181,7 +181,7 @@ def test_the_echo_of_our_pool_write_enqueues_the_pool_but_not_its_claimant_again
     """The claimant was told when the write was made; another writer's update, or a
     resync, still reaches it."""
     m = manager()
-    informer = m.informers["pools"]
+    informer = m.informers.pools
     pools, workloads = m.controllers["pool"].queue, m.controllers["workload"].queue
     informer._apply({"type": "ADDED", "object": claimed("10", "Joining")})
     assert (queued(pools), queued(workloads)) == (["p"], ["ns/w"])
@@ -200,7 +200,7 @@ def test_the_echo_of_our_pool_write_enqueues_the_pool_but_not_its_claimant_again
 def test_the_echo_of_a_launch_budget_wait_enqueues_nothing_its_timer_asks_again() -> None:
     """Re-asking on the echo would find a new count, write it, and ask again on its echo."""
     m = manager()
-    informer = m.informers["pools"]
+    informer = m.informers.pools
     pools, workloads = m.controllers["pool"].queue, m.controllers["workload"].queue
     informer._apply({"type": "ADDED", "object": claimed("10", "Acquiring")})
     assert (queued(pools), queued(workloads)) == (["p"], ["ns/w"])
@@ -222,7 +222,7 @@ def test_the_echo_of_a_launch_budget_wait_enqueues_nothing_its_timer_asks_again(
 
 def test_the_echo_of_our_check_apply_enqueues_no_workload() -> None:
     m = manager()
-    informer, q = m.informers["workloads"], m.controllers["workload"].queue
+    informer, q = m.informers.workloads, m.controllers["workload"].queue
     informer._apply({"type": "ADDED", "object": workload("w", CHECK)})
     assert queued(q) == ["ns/w"]
     ours = {
@@ -249,7 +249,7 @@ def test_kueues_status_churn_enqueues_no_workload_a_change_it_reads_or_a_resync_
     """As the Job's pods start and run Kueue rewrites the Workload's status (condition
     messages, reclaimable pods): nothing the decision reads."""
     m = manager()
-    informer, q = m.informers["workloads"], m.controllers["workload"].queue
+    informer, q = m.informers.workloads, m.controllers["workload"].queue
     admitted = {"type": "Admitted", "status": "True", "message": "admitted"}
     informer._apply({"type": "ADDED", "object": with_status("1", conditions=[admitted])})
     assert queued(q) == ["ns/w"]
@@ -296,14 +296,14 @@ def test_an_owner_kind_the_apiserver_serves_is_cached_and_enqueues_its_workload(
         metrics=ProvisionerMetrics.create(),
         owners=(JOBSETS, TRAINJOBS),
     )
-    assert {"jobsets", "trainjobs"} <= set(m.informers)
+    assert set(m.informers.owners) == {"jobsets", "trainjobs"}
     assert set(m.ctx.owners) == {"jobsets", "trainjobs"}
     wl = workload("js")
     wl["metadata"]["ownerReferences"] = [
         {"kind": "JobSet", "name": "allreduce", "uid": "u-js", "controller": True}
     ]
-    m.informers["workloads"].store.upsert("ns/js", wl)
+    m.informers.workloads.store.upsert("ns/js", wl)
     jobset = {**job(1), "metadata": {**job(1)["metadata"], "uid": "u-js"}}
-    m.informers["jobsets"]._apply({"type": "ADDED", "object": jobset})
+    m.informers.owners["jobsets"]._apply({"type": "ADDED", "object": jobset})
     assert queued(m.controllers["workload"].queue) == ["ns/js"]
-    assert "jobsets" not in manager().informers  # not served: no cache, no watch
+    assert "jobsets" not in manager().informers.owners  # not served: no cache, no watch

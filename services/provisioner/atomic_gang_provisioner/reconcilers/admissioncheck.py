@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.reconcilers.context import Context, is_ours
 from atomic_gang_provisioner.resources import ADMISSION_CHECKS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.timestamps import rfc3339
@@ -41,8 +41,11 @@ class AdmissionCheckReconciler:
     def _ours(self, name: str) -> Mapping[str, Any] | None:
         """The AdmissionCheck, if it names our controllerName (else None)."""
         check = self.ctx.checks.get(name)
-        named = ((check or {}).get("spec") or {}).get("controllerName")
-        return check if check is not None and named == self.ctx.settings.controllerName else None
+        return (
+            check
+            if check is not None and is_ours(check, self.ctx.settings.controllerName)
+            else None
+        )
 
     def reconcile(self, name: str) -> Result:
         check = self._ours(name)

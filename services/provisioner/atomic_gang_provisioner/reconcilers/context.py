@@ -104,13 +104,14 @@ class Context:
         return our_check_names(self.checks.list(), self.settings.controllerName)
 
 
+def is_ours(check: Mapping[str, Any], controller_name: str) -> bool:
+    """The one test of an AdmissionCheck being ours: its controllerName is ours."""
+    return (check.get("spec") or {}).get("controllerName") == controller_name
+
+
 def our_check_names(checks: Iterable[KubeObject], controller_name: str) -> frozenset[str]:
     """Names of the AdmissionChecks whose controllerName is ``controller_name``."""
-    return frozenset(
-        str(c["metadata"]["name"])
-        for c in checks
-        if (c.get("spec") or {}).get("controllerName") == controller_name
-    )
+    return frozenset(str(c["metadata"]["name"]) for c in checks if is_ours(c, controller_name))
 
 
 def knobs(settings: GangSettings) -> Knobs:
