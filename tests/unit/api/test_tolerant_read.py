@@ -92,7 +92,7 @@ def test_the_pool_reconciler_reconciles_a_newer_pool_and_writes_its_fields_back(
         now=lambda: T0 + timedelta(seconds=601),  # past the join deadline: a status write
     )
     nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
-    ctx = replace(ctx, nodes=nodes, cloud=NoCloud())
+    ctx = replace(ctx, nodes=nodes, launcher=NoCloud())
     PoolReconciler(ctx).reconcile("pretrain")
     (put,) = [w for w in transport.writes() if w.path.endswith("/status")]
     assert put.body["status"]["phase"] == "Releasing"

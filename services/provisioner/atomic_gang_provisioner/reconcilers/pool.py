@@ -90,7 +90,7 @@ class PoolReconciler:
         now = self.ctx.now()
         observed = Observed(
             nodes=self._nodes(pool),
-            reported_unhealthy=self.ctx.cloud.reported_unhealthy(pool.status.instanceIds),
+            reported_unhealthy=self.ctx.observer.reported_unhealthy(pool.status.instanceIds),
             progress_written_at=self._progress_at.get(name),
             knobs=self.ctx.knobs,
         )
@@ -109,7 +109,7 @@ class PoolReconciler:
                 return Result()  # the answer requeues the pool
             plan = machine.decide(pool, replace(observed, topology=read), now)
         if plan.find is not None:
-            found = self.ctx.cloud.find(pool=pool.name, generation=plan.find)
+            found = self.ctx.observer.find(pool=pool.name, generation=plan.find)
             plan = machine.decide(pool, replace(observed, found=found), now)
         plan = self._perform(pool, plan)
         try:
@@ -134,7 +134,7 @@ class PoolReconciler:
                 fresh = self._fresh.pop(pool.name, None) == plan.acquire.generation
             also = self._reads.wanted(pool.name) if plan.acquire.spec.reservation_ids else ()
             request = replace(plan.acquire, adopt=not fresh, also_reservations=also)
-            result = ctx.cloud.acquire(request)
+            result = ctx.launcher.acquire(request)
             ctx.faults.after_launch()
             if launched_nothing(result):
                 with self._lock:  # the same ClientToken next time, without a tag lookup
@@ -144,16 +144,16 @@ class PoolReconciler:
             )
         elif plan.release is not None:
             ctx.must_lead()
-            released = ctx.cloud.release(plan.release)
+            released = ctx.launcher.release(plan.release)
             self._wake(released.room_for)
             plan = machine.after_release(pool, plan, result=released, now=now, knobs=ctx.knobs)
         elif plan.delete_group:
             ctx.must_lead()
-            deleted = ctx.cloud.delete_placement_group(pool.name)
+            deleted = ctx.launcher.delete_placement_group(pool.name)
             plan = machine.after_delete_group(pool, plan, deleted=deleted, knobs=ctx.knobs, now=now)
         if plan.tag is not None and plan.tag.instance_ids:
             ctx.must_lead()
-            ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
+            ctx.launcher.tag(plan.tag.instance_ids, dict(plan.tag.tags))
         self._label(pool, plan.label_nodes)
         return plan
 
@@ -185,7 +185,7 @@ class PoolReconciler:
         if plan.remove_finalizer:
             # Its own launch templates (fleet mode) go with it, before the object does: a
             # failure keeps the finalizer, and the next reconcile tries again.
-            ctx.cloud.forget_pool(pool.name)
+            ctx.launcher.forget_pool(pool.name)
             self._remove_finalizer(pool)
         claimant = self._claimant_objects(pool) if plan.events else ()
         for ev in plan.events:

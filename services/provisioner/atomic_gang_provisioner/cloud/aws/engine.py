@@ -1,4 +1,4 @@
-"""``Ec2Provider``: the boto3 implementation of the CloudProvider Protocol.
+"""``Ec2Provider``: the boto3 implementation of every cloud role (``cloud.roles``).
 
 It wires the resolver (cluster, subnets, AMI, profile, EFA checks), the
 launch-template manager, the placement groups, the reservation book, the planner
