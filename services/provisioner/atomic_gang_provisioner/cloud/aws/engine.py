@@ -34,15 +34,15 @@ from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.aws.topology import TopologyReader
 from atomic_gang_provisioner.cloud.aws.turns import Turns
 from atomic_gang_provisioner.cloud.batcher import Windows
-from atomic_gang_provisioner.cloud.budget import ApiBudget, BudgetLimits
-from atomic_gang_provisioner.cloud.capacity import (
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
+from atomic_gang_provisioner.cloud.turns.budget import ApiBudget, BudgetLimits
+from atomic_gang_provisioner.cloud.turns.capacity import (
     DEFAULT_TTL_SECONDS,
     OWED_AFTER_SECONDS,
     ShortCells,
 )
-from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.launchgate import LaunchGate
-from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
+from atomic_gang_provisioner.cloud.turns.launchgate import LaunchGate
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
