@@ -39,7 +39,7 @@ from atomic_gang_fakeaws import FakeAws, installed
 from atomic_gang_fakeaws.world import World, seed_world
 from atomic_gang_provisioner.cloud import AcquireRequest, Launched, ReleaseRequest, Shortfall
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
-from atomic_gang_provisioner.cloud.budget import BucketSpec, BudgetLimits
+from atomic_gang_provisioner.cloud.turns.budget import BucketSpec, BudgetLimits
 
 REGION, CLUSTER, TYPE = "us-east-1", "bench", "p4d.24xlarge"
 LAUNCH = {"RunInstances", "CreateFleet"}

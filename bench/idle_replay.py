@@ -1,14 +1,14 @@
 """The idle-cost trace replayed in simulated time against the real short-cell code.
 
 ``bench.idle_cost`` takes about 20 minutes a run and moves from run to run; this replays
-the same trace (``bench/idle_trace.py``) through ``cloud.capacity.ShortCells`` on an
+the same trace (``bench/idle_trace.py``) through ``cloud.turns.capacity.ShortCells`` on an
 injected clock, a few runs a second, to compare line policies before
 spending a real run on one. Each run jitters the stack's latencies (submission, the
 2 s poll, boot and join, release) by 0.7–1.4×, by its seed; the backoff after a
 shortfall is the pool's own (``acquireRetry`` 1–5 s, as the bench sets it), and a
 release wakes the pools in line at once, as the controller does.
 
-Launches spend the controller's own launch budget (``cloud.budget``, longest-waiting
+Launches spend the controller's own launch budget (``cloud.turns.budget``, longest-waiting
 first). The first line printed is the bench's "today": no short cells, every pool
 retrying at its backoff; the lines after it are the cache, per variant, from the same
 seeds. The model is rougher than the stack (no reconcile latency, one cell), so its
@@ -32,10 +32,10 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from atomic_gang_provisioner.cloud import capacity, capacity_line
-from atomic_gang_provisioner.cloud.budget import ApiBudget, BudgetLimits
-from atomic_gang_provisioner.cloud.capacity import Cell, ShortCells
-from atomic_gang_provisioner.cloud.waitline import WaitLine
+from atomic_gang_provisioner.cloud.turns import capacity, capacity_line
+from atomic_gang_provisioner.cloud.turns.budget import ApiBudget, BudgetLimits
+from atomic_gang_provisioner.cloud.turns.capacity import Cell, ShortCells
+from atomic_gang_provisioner.cloud.turns.waitline import WaitLine
 from atomic_gang_provisioner.pool.model import backoff_seconds
 from bench.idle_trace import TraceJob, make_trace
 from bench.system_stack import pct
@@ -53,7 +53,7 @@ class Outcome:
 
 
 class _LaunchBudget:
-    """The controller's launch budget (``cloud.budget``), longest-waiting first, as the
+    """The controller's launch budget (``cloud.turns.budget``), longest-waiting first, as the
     launch gate spends it: a pool may go when the bucket holds a token for it and one
     for each pool ahead of it; else it asks again when they will be there."""
 

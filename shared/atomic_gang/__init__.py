@@ -12,7 +12,6 @@ from atomic_gang.job import (
     review_job,
     review_job_update,
     validate_job,
-    validate_job_update,
 )
 from atomic_gang.parse import parse_gang
 from atomic_gang.settings import GangSettings, load_settings
@@ -33,5 +32,4 @@ __all__ = [
     "review_job",
     "review_job_update",
     "validate_job",
-    "validate_job_update",
 ]

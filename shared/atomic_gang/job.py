@@ -75,12 +75,6 @@ def read_maps(job: Mapping[str, Any], *, trim: bool) -> _Maps:
     )
 
 
-def gangread_maps(job: Mapping[str, Any], *, trim: bool) -> tuple[dict[str, str], dict[str, str]]:
-    """(annotations, labels) under our prefix; see gang_map."""
-    found = read_maps(job, trim=trim)
-    return found.annotations, found.labels
-
-
 def _int_field(spec: Mapping[str, Any], name: str) -> int | None:
     value = spec.get(name)
     if value is None:
@@ -261,12 +255,6 @@ def validate_job(job: Mapping[str, Any], settings: GangSettings) -> GangSpec | N
     return None if resolved is None else GangSpec(pool=resolved[0], **resolved[1])
 
 
-def check_job(job: Mapping[str, Any], settings: GangSettings) -> bool:
-    """False for a Job with no gang keys, True when valid, else GangValidationError
-    with every violation. Same rules as validate_job."""
-    return _resolved(job, settings) is not None
-
-
 def _resolved(job: Mapping[str, Any], settings: GangSettings) -> tuple[str, dict[str, Any]] | None:
     found = _collect(job, settings)
     if found is None:
@@ -329,13 +317,6 @@ def review_job_update(
         check_elastic(now, out)
         _parity(new_spec, now.annotations.get(keys.COUNT, "").strip(), out)
     return Findings(tuple(out.violations), out.omitted)
-
-
-def validate_job_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Violation]:
-    """The gang annotations and the pool label are immutable once Kueue sized the Job."""
-    out = Collector(limit=1 << 30)
-    check_immutable(read_maps(old, trim=False), read_maps(new, trim=False), out)
-    return out.violations
 
 
 def check_immutable(was: _Maps, now: _Maps, out: Collector) -> None:

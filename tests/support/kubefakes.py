@@ -98,7 +98,8 @@ class RecordingEvents:
 
 
 class NoCloud:
-    """The Workload reconciler never talks to EC2: any call fails the test."""
+    """Every cloud role (``cloud.roles.Cloud``), for a test whose code never talks to
+    EC2: any call fails the test."""
 
     def _no(self, *_: Any, **__: Any) -> Any:
         raise AssertionError("the cloud was called")
@@ -108,9 +109,6 @@ class NoCloud:
 
     def find(self, *, pool: str, generation: int) -> tuple[Instance, ...]:
         return self._no(pool, generation)  # type: ignore[no-any-return]
-
-    def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
-        return self._no(instance_ids)  # type: ignore[no-any-return]
 
     def describe_later(
         self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
@@ -122,9 +120,6 @@ class NoCloud:
 
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         return self._no(request)  # type: ignore[no-any-return]
-
-    def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
-        return self._no(instance_ids)  # type: ignore[no-any-return]
 
     def tag(self, instance_ids: Sequence[str], tags: Mapping[str, str]) -> None:
         self._no(instance_ids, tags)
@@ -154,6 +149,9 @@ class NoCloud:
         self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
     ) -> Future[TopologyRead]:
         return self._no(instance_ids)  # type: ignore[no-any-return]
+
+    def warm_up(self) -> None:
+        self._no()
 
 
 def answered(value: Any) -> Future[Any]:
@@ -186,7 +184,9 @@ def context(
         jobs=jobs or FakeCache(),
         checks=checks or FakeCache(),
         flavors=FakeCache(),
-        cloud=NoCloud(),
+        launcher=NoCloud(),
+        observer=NoCloud(),
+        janitor=NoCloud(),
         settings=settings,
         knobs=KNOBS,
         events=events or RecordingEvents(),

@@ -126,10 +126,6 @@ class FakeState:
             self.calls.append(call)
         return call
 
-    def calls_of(self, action: str) -> list[Call]:
-        with self.lock:
-            return [c for c in self.calls if c.action == action]
-
 
 _slot: list[FakeState | None] = [None]
 _guard = threading.Lock()

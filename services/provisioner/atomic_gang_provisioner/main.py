@@ -18,7 +18,7 @@ from atomic_gang.stopping import hold_stop_signals, wait_for_stop
 from atomic_gang_provisioner import kueue_api
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.cloud.batcher import Windows
-from atomic_gang_provisioner.cloud.budget import BucketSpec, BudgetLimits
+from atomic_gang_provisioner.cloud.turns.budget import BucketSpec, BudgetLimits
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.httpserver import serve
 from atomic_gang_provisioner.kube import (

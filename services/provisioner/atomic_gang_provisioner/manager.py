@@ -16,7 +16,7 @@ from typing import Any
 
 from atomic_gang import GangSettings, keys
 from atomic_gang_provisioner.caches import OWNER_INDEX, WorkloadScope, informers
-from atomic_gang_provisioner.cloud.provider import CloudProvider
+from atomic_gang_provisioner.cloud.roles import Cloud
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.kube import (
     EventRecorder,
@@ -62,7 +62,7 @@ class Manager:
         settings: GangSettings,
         server: ServerSettings,
         client: KubeClient,
-        cloud: CloudProvider,
+        cloud: Cloud,
         metrics: ProvisionerMetrics,
         faults: Faults | None = None,
         owners: Collection[Resource] = (),
@@ -83,7 +83,7 @@ class Manager:
         self.elector: LeaderElector | None = None
         self._wire()
 
-    def _context(self, cloud: CloudProvider, faults: Faults) -> Context:
+    def _context(self, cloud: Cloud, faults: Faults) -> Context:
         i = self.informers
         return Context(
             client=self.client,
@@ -93,7 +93,9 @@ class Manager:
             jobs=i.jobs,
             checks=i.checks,
             flavors=i.flavors,
-            cloud=cloud,
+            launcher=cloud,
+            observer=cloud,
+            janitor=cloud,
             settings=self.settings,
             knobs=knobs(self.settings),
             events=self.recorder,
@@ -103,12 +105,9 @@ class Manager:
             owners=i.owners,
         )
 
-    def _reaper(self, cloud: CloudProvider) -> Reaper:
-        warm_up = getattr(cloud, "warm_up", None)  # resolves the cluster (Ec2Provider)
+    def _reaper(self, cloud: Cloud) -> Reaper:
         return Reaper(
-            self.ctx,
-            interval=float(self.settings.reapIntervalSeconds),
-            probe=warm_up if callable(warm_up) else None,
+            self.ctx, interval=float(self.settings.reapIntervalSeconds), probe=cloud.warm_up
         )
 
     def _is_leading(self) -> bool:

@@ -10,7 +10,7 @@ import pytest
 
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
-from atomic_gang_provisioner.cloud import AcquireRequest, CloudError, Launched
+from atomic_gang_provisioner.cloud import AcquireRequest, CloudError, Launched, ReleaseRequest
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, batch
 from atomic_gang_provisioner.cloud.batcher import Windows
 from tests.integration.cloud.conftest import Factory, FakeClock, live
@@ -61,10 +61,10 @@ def test_terminations_are_batched_and_a_bad_id_fails_only_its_caller(
     a, b = launch(wide, make_spec, "a"), launch(wide, make_spec, "b")
     fake.clear_calls()
     with ThreadPoolExecutor(2) as pool:
-        good = pool.submit(wide.terminate, a)
-        bad = pool.submit(wide.terminate, (*b, UNKNOWN))
-        assert sorted(good.result(DEADLINE)) == sorted(a)
-        assert sorted(bad.result(DEADLINE)) == sorted(b)  # the forgotten id dropped
+        good = pool.submit(wide.release, ReleaseRequest(instance_ids=a))
+        bad = pool.submit(wide.release, ReleaseRequest(instance_ids=(*b, UNKNOWN)))
+        assert sorted(good.result(DEADLINE).terminated) == sorted(a)
+        assert sorted(bad.result(DEADLINE).terminated) == sorted(b)  # the forgotten id dropped
     assert not {i.id for i in live()} & {*a, *b}
     first = fake.calls("TerminateInstances")[0]
     assert first["outcome"] == "error:InvalidInstanceID.NotFound"
@@ -77,7 +77,7 @@ def test_describe_errors_other_than_unknown_ids_reach_every_caller(
     a = launch(wide, make_spec, "a")
     fake.add_rule({"action": "DescribeInstances", "code": "UnauthorizedOperation", "status": 403})
     with pytest.raises(CloudError, match="UnauthorizedOperation"):
-        wide.describe(a)
+        wide.describe_later(a).result(DEADLINE)
 
 
 def test_a_join_check_takes_another_pools_recent_answer_and_asks_ec2_once_it_is_old(
@@ -107,7 +107,7 @@ def test_a_terminated_instance_seen_in_a_recent_answer_is_reported_as_terminated
 ) -> None:
     """The reuse never hides a death EC2 has already reported; a gone id is never reused."""
     a = launch(provider, make_spec, "a")
-    provider.terminate(a[:1])
+    provider.release(ReleaseRequest(instance_ids=a[:1]))
     provider.describe_later(a).result(DEADLINE)
     fake.clear_calls()
     seen = {i.instance_id: i.state for i in provider.describe_later(a, reuse=True).result()}
@@ -126,7 +126,7 @@ def test_ec2s_last_word_on_an_instance_is_kept_for_the_join_check(
     assert provider.reported_unhealthy(a) == ()  # launched, never described
     provider.describe_later(a).result(DEADLINE)
     assert provider.reported_unhealthy(a) == ()
-    provider.terminate(a[:1])
+    provider.release(ReleaseRequest(instance_ids=a[:1]))
     provider.describe_later(a).result(DEADLINE)
     clock.sleep(3600)
     assert provider.reported_unhealthy((*a, UNKNOWN)) == (a[0],)

@@ -140,7 +140,8 @@ def test_whole_lifecycle_is_allowed(
         )
         assert gone.done, gone
         leftovers = [i.instance_id for i in engine.list_owned()]
-        assert sorted(engine.terminate(leftovers)) == sorted(leftovers)
+        swept = engine.release(ReleaseRequest(instance_ids=tuple(leftovers)))  # the reaper's
+        assert sorted(swept.terminated) == sorted(leftovers)
         for pool in ("p1", "f1", "r1"):
             engine.forget_pool(pool)
 
@@ -173,18 +174,19 @@ def test_capacity_blocks_and_reservation_lists_are_allowed(
         fake.add_reservation(rid, zone=zone, instance_type=TYPE, count=2, kind="capacity-block")
 
     def blocks() -> None:
-        found = engine.reservations(
-            ["cr-0000000000000blk1"], also=["cr-0000000000000blk2", "cr-0000000000000none"]
-        )
-        assert found["cr-0000000000000blk1"] is not None
         listed = "cr-0000000000000none,cr-0000000000000blk1"
         runs = make_spec(pool="b1", count=2, capacity_reservation_id=listed)
         fleet = make_spec(
             pool="b2", mode="fleet", count=2, capacity_reservation_id="cr-0000000000000blk2"
         )
-        for spec in (runs, fleet):
-            done = engine.acquire(AcquireRequest(spec=spec, generation=0))
+        # The first launch describes the other pool's block along with its own two.
+        along = ("cr-0000000000000blk2",)
+        for spec, also in ((runs, along), (fleet, ())):
+            done = engine.acquire(AcquireRequest(spec=spec, generation=0, also_reservations=also))
             assert isinstance(done, Launched)
+            if spec is runs:
+                assert done.reservation is not None
+                assert done.reservation.reservation_id == "cr-0000000000000blk1"
             # the drain: the pool releases a block's set itself, before EC2 does
             assert engine.release(ReleaseRequest(instance_ids=done.instance_ids)).done
 

@@ -259,7 +259,7 @@ class GangMachine(RuleBasedStateMachine):
                 pools=views,
                 default_max_lifetime=GoDuration.of(hours=4),
             )
-            self.engine.terminate([r.instance_id for r in reap])
+            self.engine.release(ReleaseRequest(instance_ids=tuple(r.instance_id for r in reap)))
             assert [i.id for i in self.live()] == []
         finally:
             self.layer_cm.__exit__(None, None, None)

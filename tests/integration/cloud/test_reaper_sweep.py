@@ -14,6 +14,7 @@ from atomic_gang_provisioner.cloud import (
     AcquireRequest,
     Launched,
     PoolView,
+    ReleaseRequest,
     find_leaks,
     naming,
 )
@@ -99,7 +100,7 @@ def test_sweep_terminates_orphans_and_expired_keep_warm_only(
         warm.instance_ids[0]: "keep-warm-expired",
         orphan.instance_ids[0]: "orphaned",
     }
-    provider.terminate(list(reasons))
+    assert provider.release(ReleaseRequest(instance_ids=tuple(reasons))).done
     assert [i.id for i in live()] == list(kept.instance_ids)
 
 
@@ -140,7 +141,7 @@ def test_a_stray_of_any_generation_is_reaped_but_a_set_being_adopted_is_kept(
     assert verdicts() == {}  # within the grace period: maybe a launch in flight
     clock.sleep(16 * 60)
     assert verdicts() == {duplicate: "stray"}
-    provider.terminate([duplicate])
+    assert provider.release(ReleaseRequest(instance_ids=(duplicate,))).done
     assert sorted(i.id for i in pool_instances("live")) == sorted(recorded.instance_ids)
     adopted = provider.acquire(AcquireRequest(spec=lost_spec, generation=9))
     assert isinstance(adopted, Launched)

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.world import World
@@ -17,7 +19,9 @@ from atomic_gang_provisioner.cloud import (
     PermanentFailure,
     Shortfall,
 )
-from atomic_gang_provisioner.cloud.aws import Ec2Provider
+from atomic_gang_provisioner.cloud.aws import AwsClients, Ec2Provider
+from atomic_gang_provisioner.cloud.aws.calls import Caller
+from atomic_gang_provisioner.cloud.aws.reservations import ReservationBook
 from atomic_gang_provisioner.cloud.reservations import BlockPolicy, iso
 from tests.integration.cloud.conftest import TYPE, Factory, FakeClock, live, pool_instances
 
@@ -41,14 +45,27 @@ def block(fake: FakeAws, clock: FakeClock, rid: str, **fields: Any) -> None:
     fake.add_reservation(rid, instance_type=TYPE, kind="capacity-block", **fields)
 
 
+@pytest.fixture
+def book(provider: Ec2Provider, clients: AwsClients, clock: FakeClock) -> ReservationBook:
+    """The book every acquire of the engine reads its reservations from, as the engine
+    builds it."""
+    return ReservationBook(
+        ec2=clients.ec2,
+        caller=Caller(backoff=provider.config.backoff, sleeper=clock.sleep),
+        monotonic=clock.monotonic,
+        wall=clock.now,
+        ttl_seconds=provider.config.reservation_ttl_seconds,
+    )
+
+
 def test_one_call_describes_every_pools_reservations_and_is_cached(
-    provider: Ec2Provider, fake: FakeAws, clock: FakeClock
+    book: ReservationBook, fake: FakeAws, clock: FakeClock
 ) -> None:
     for rid in ("cr-a1", "cr-a2", "cr-b1"):
         fake.add_reservation(rid, zone="us-east-1a", instance_type=TYPE, count=2)
-    mine = provider.reservations(["cr-a1", "cr-a2"], also=["cr-b1"])
+    mine = book.get(["cr-a1", "cr-a2"], also=["cr-b1"])
     assert sorted(r.reservation_id for r in mine.values() if r) == ["cr-a1", "cr-a2"]
-    other = provider.reservations(["cr-b1"])
+    other = book.get(["cr-b1"])
     assert other["cr-b1"] is not None
     assert other["cr-b1"].available == 2
     (call,) = describes(fake)
@@ -60,22 +77,22 @@ def test_one_call_describes_every_pools_reservations_and_is_cached(
         "cr-b1",
     ]
     clock.sleep(10)  # the TTL: counts move, so read again
-    provider.reservations(["cr-b1"])
+    book.get(["cr-b1"])
     assert len(describes(fake)) == 2
 
 
 def test_an_unknown_id_is_found_by_halving_and_remembered(
-    provider: Ec2Provider, fake: FakeAws
+    book: ReservationBook, fake: FakeAws
 ) -> None:
     for rid in ("cr-k1", "cr-k2", "cr-k3"):
         fake.add_reservation(rid, zone="us-east-1a", instance_type=TYPE, count=1)
-    found = provider.reservations(["cr-k1", "cr-k2", "cr-nope", "cr-k3"])
+    found = book.get(["cr-k1", "cr-k2", "cr-nope", "cr-k3"])
     assert found["cr-nope"] is None
     assert all(found[r] is not None for r in ("cr-k1", "cr-k2", "cr-k3"))
     failed = [c for c in describes(fake) if c["outcome"] != "ok"]
     assert len(failed) == 3  # the batch, its half holding cr-nope, then cr-nope alone
     calls = len(describes(fake))
-    provider.reservations(["cr-nope", "cr-k1"])
+    book.get(["cr-nope", "cr-k1"])
     assert len(describes(fake)) == calls
 
 
@@ -269,9 +286,10 @@ def test_each_described_reservation_reports_its_available_count(
     provider = make_provider(on_reservation=saw)
     block(fake, clock, "cr-m1", count=4)
     fake.add_reservation("cr-m2", zone="us-east-1b", instance_type=TYPE, count=8)
-    provider.reservations(["cr-m1"], also=["cr-m2"])
-    assert seen == [("cr-m1", "capacity-block", 4), ("cr-m2", "odcr", 8)]
     spec = make_spec(count=4, capacity_reservation_id="cr-m1")
-    assert isinstance(provider.acquire(AcquireRequest(spec=spec, generation=0)), Launched)
-    provider.reservations(["cr-m1"])
+    first = provider.acquire(AcquireRequest(spec=spec, generation=0, also_reservations=("cr-m2",)))
+    assert seen == [("cr-m1", "capacity-block", 4), ("cr-m2", "odcr", 8)]
+    assert isinstance(first, Launched)
+    after = make_spec(pool="next", count=4, capacity_reservation_id="cr-m1")
+    provider.acquire(AcquireRequest(spec=after, generation=0))  # reads cr-m1 again
     assert seen[-1] == ("cr-m1", "capacity-block", 0)

@@ -39,11 +39,17 @@ class Timeline:
     """When each candidate started and stopped leading (monotonic seconds)."""
 
     spans: dict[str, list[list[float]]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Condition = field(default_factory=threading.Condition)
 
     def started(self, who: str) -> None:
         with self.lock:
             self.spans.setdefault(who, []).append([time.monotonic(), float("inf")])
+            self.lock.notify_all()
+
+    def leads(self, who: str, timeout: float) -> bool:
+        """Wait until ``who`` is told it leads (its on_started_leading, as the manager is)."""
+        with self.lock:
+            return self.lock.wait_for(lambda: bool(self.spans.get(who)), timeout)
 
     def stopped(self, who: str) -> None:
         with self.lock:
@@ -143,12 +149,12 @@ def test_exactly_one_of_two_leads(make: Electors, client: KubeClient, namespace:
 def test_clean_stop_releases_and_the_standby_takes_over_at_once(make: Electors) -> None:
     tl = Timeline()
     first = make("first", tl)
-    assert first.wait_until_leading(10)
+    assert tl.leads("first", 10)
     second = make("second", tl)
     until(lambda: second.leader == "first", what="standby sees the leader")
     t0 = time.monotonic()
     first.stop()
-    assert second.wait_until_leading(10)
+    assert tl.leads("second", 10)
     took = time.monotonic() - t0
     FIGURES["leader release -> standby leading (s)"] = f"{took:.3f}"
     assert took < RETRY, "a released Lease is taken without waiting for expiry"
@@ -162,7 +168,7 @@ def test_a_leader_that_cannot_renew_steps_down_before_anyone_takes_over(
     tl = Timeline()
     cuttable = Cuttable(client)
     old = make("old", tl, cuttable)
-    assert old.wait_until_leading(10)
+    assert tl.leads("old", 10)
     new = make("new", tl)
     until(lambda: new.leader == "old")
     cut_at = time.monotonic()
@@ -171,7 +177,7 @@ def test_a_leader_that_cannot_renew_steps_down_before_anyone_takes_over(
     stepped_down = tl.spans["old"][0][1] - cut_at
     assert not old.is_leader()
     assert stepped_down <= RENEW + 0.1, "at the renew deadline at the latest"
-    assert new.wait_until_leading(DURATION + 2)
+    assert tl.leads("new", DURATION + 2)
     took_over = tl.spans["new"][0][0] - cut_at
     FIGURES["partitioned leader: cut -> stop callback / standby leading (s)"] = (
         f"{stepped_down:.3f} / {took_over:.3f} (renew deadline {RENEW}, lease {DURATION})"
@@ -202,7 +208,7 @@ def test_sigkilled_leader_is_replaced_within_the_lease_duration(
         until(lambda: survivor.leader == "doomed", what="survivor sees the leader")
         killed_at = time.monotonic()
         os.kill(proc.pid, signal.SIGKILL)
-        assert survivor.wait_until_leading(DURATION + 2)
+        assert tl.leads("survivor", DURATION + 2)
         took = tl.spans["survivor"][0][0] - killed_at
         FIGURES["SIGKILLed leader -> standby leading (s)"] = f"{took:.3f} (lease {DURATION})"
         assert took <= DURATION + RETRY, "expiry + one write, measured from the kill"

@@ -95,7 +95,7 @@ def test_an_older_replica_reconciles_a_newer_status_and_keeps_its_fields(
         client=client,
         pools=pools,
         nodes=FakeCache([], {INSTANCE_INDEX: instance_index}),
-        cloud=NoCloud(),  # the release itself waits for the write-ahead of Releasing
+        launcher=NoCloud(),  # the release itself waits for the write-ahead of Releasing
     )
     PoolReconciler(ctx).reconcile(name)  # raised ValidationError (extra_forbidden) before
 

@@ -12,31 +12,31 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.pool.model import update
-from atomic_gang_provisioner.pool.report import set_condition
+from atomic_gang_provisioner.pool.report import refresh
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
-from tests.support.pools import T0, launched
+from tests.support.pools import KNOBS, T0, launched
 
 NEWER = {"warmPoolTier": "gold", "drain": {"startedAt": "2026-11-29T11:00:00Z", "nodes": 2}}
 
 
 def newer_object() -> dict[str, Any]:
     """A pool as a newer release stores it: unknown fields at every level we model."""
-    base = set_condition(
-        launched().status,
-        type_="Ready",
-        true=False,
+    joining = Condition(
+        type="Ready",
+        status="False",
         reason="Joining",
         message="0/4",
-        now=T0,
-        generation=1,
+        lastTransitionTime=T0,
+        observedGeneration=1,
     )
+    base = update(launched().status, conditions=[joining])
     obj = launched().model_copy(update={"status": base}).to_dict()
     obj["futureTopLevel"] = True
     obj["spec"]["priorityClass"] = "high"
@@ -61,11 +61,9 @@ def test_a_status_update_keeps_the_unknown_fields() -> None:
 
 
 def test_a_rewritten_condition_keeps_its_unknown_fields() -> None:
-    status = GangNodePool.from_dict(newer_object()).status
-    flipped = set_condition(
-        status, type_="Ready", true=True, reason="Satisfied", message="4/4", now=T0, generation=1
-    )
-    (cond,) = flipped.model_dump(mode="json")["conditions"]
+    pool = GangNodePool.from_dict(newer_object())
+    flipped = refresh(pool, update(pool.status, phase="Satisfied"), knobs=KNOBS, now=T0)
+    (cond,) = [x for x in flipped.model_dump(mode="json")["conditions"] if x["type"] == "Ready"]
     assert (cond["status"], cond["severity"]) == ("True", "Info")
 
 
@@ -92,7 +90,7 @@ def test_the_pool_reconciler_reconciles_a_newer_pool_and_writes_its_fields_back(
         now=lambda: T0 + timedelta(seconds=601),  # past the join deadline: a status write
     )
     nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
-    ctx = replace(ctx, nodes=nodes, cloud=NoCloud())
+    ctx = replace(ctx, nodes=nodes, launcher=NoCloud())
     PoolReconciler(ctx).reconcile("pretrain")
     (put,) = [w for w in transport.writes() if w.path.endswith("/status")]
     assert put.body["status"]["phase"] == "Releasing"

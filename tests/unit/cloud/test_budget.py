@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from atomic_gang_provisioner.cloud.budget import (
+from atomic_gang_provisioner.cloud.turns.budget import (
     ApiBudget,
     BucketSpec,
     BudgetLimits,

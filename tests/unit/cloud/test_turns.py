@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from atomic_gang import GangSpec, GoDuration
-from atomic_gang_provisioner.cloud.budget import ApiBudget, BucketSpec, BudgetLimits
-from atomic_gang_provisioner.cloud.capacity import Cell, CellWait, ShortCells
-from atomic_gang_provisioner.cloud.launchgate import LaunchGate
+from atomic_gang_provisioner.cloud.turns.budget import ApiBudget, BucketSpec, BudgetLimits
+from atomic_gang_provisioner.cloud.turns.capacity import Cell, CellWait, ShortCells
+from atomic_gang_provisioner.cloud.turns.launchgate import LaunchGate
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Waiting
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)

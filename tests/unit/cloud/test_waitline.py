@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from atomic_gang_provisioner.cloud.waitline import WaitLine
+from atomic_gang_provisioner.cloud.turns.waitline import WaitLine
 
 
 def test_pools_are_ordered_by_when_they_started_waiting() -> None:

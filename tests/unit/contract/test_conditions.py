@@ -10,10 +10,10 @@ import pytest
 
 from atomic_gang_provisioner.api import Condition, GangNodePool
 from atomic_gang_provisioner.api import conditions as c
-from atomic_gang_provisioner.pool import machine
+from atomic_gang_provisioner.pool import machine, model
 from atomic_gang_provisioner.pool.model import with_status
-from atomic_gang_provisioner.pool.report import set_condition
-from tests.support.pools import KEY, T0, launched, observed, pool, reported
+from atomic_gang_provisioner.pool.report import refresh
+from tests.support.pools import KEY, KNOBS, T0, launched, observed, pool, reported
 from tests.unit.workload.test_decide import _claimed_pool, run
 
 
@@ -94,16 +94,10 @@ def test_failed_says_what_the_check_becomes(reason: str, verdict: str) -> None:
 
 def test_a_condition_keeps_its_transition_time_until_it_flips() -> None:
     p = pool(phase="Acquiring", claimKey=KEY)
-    first = set_condition(
-        p.status, type_=c.READY, true=False, reason="Acquiring", message="a", now=T0, generation=1
-    )
+    first = refresh(p, p.status, knobs=KNOBS, now=T0)
     later = T0 + timedelta(minutes=1)
-    same = set_condition(
-        first, type_=c.READY, true=False, reason="Joining", message="b", now=later, generation=1
-    )
-    flipped = set_condition(
-        same, type_=c.READY, true=True, reason="Satisfied", message="c", now=later, generation=1
-    )
+    same = refresh(p, model.update(first, phase="Joining"), knobs=KNOBS, now=later)
+    flipped = refresh(p, model.update(same, phase="Satisfied"), knobs=KNOBS, now=later)
     times = [c.condition(s, c.READY) for s in (first, same, flipped)]
     assert [t.lastTransitionTime for t in times if t] == [T0, T0, later]
 
@@ -146,15 +140,16 @@ def test_a_new_reason_needs_no_change_on_the_workload_side(
     """The seam later issues build on: the pool says something new (a capacity block
     that ended, one not started yet) and the check follows it as it is."""
     p = _claimed_pool(phase="Acquiring", instanceIds=[])
-    told = set_condition(
-        p.status,
-        type_=type_,
-        true=type_ == c.FAILED,
+    said = Condition(
+        type=type_,
+        status="True" if type_ == c.FAILED else "False",
         reason="CapacityBlockNotActive",
         message="The capacity block cr-1 is not active",
-        check_state=check_state,
-        now=T0,
-        generation=p.generation,
+        lastTransitionTime=T0,
+        observedGeneration=p.generation,
+        checkState=check_state,
     )
+    others = [x for x in p.status.conditions if x.type != type_]
+    told = model.update(p.status, conditions=sorted([*others, said], key=lambda x: x.type))
     (update,) = run(pool=with_status(p, told)).checks
     assert (update.state, update.message) == (state, "The capacity block cr-1 is not active")

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from atomic_gang import GangSpec, GangValidationError, Violation, parse_gang
 from atomic_gang import keys as k
 from atomic_gang.errors import REASONS
-from atomic_gang.job import check_job, review_job, validate_job
+from atomic_gang.job import review_job, validate_job
 from atomic_gang.objects import MalformedJobError
 from tests.support.jobs import gang_job
 from tests.support.jobs import settings as gang_settings
@@ -91,7 +91,7 @@ _SPEC_INTS = st.one_of(st.none(), st.integers(min_value=-2, max_value=10))
 def test_whole_job_yields_a_verdict_or_our_error(
     overrides: dict[str, str], parallelism: int | None, completions: int | None
 ) -> None:
-    """validate_job/check_job on a whole Job (what the webhook, the CLI and the
+    """validate_job on a whole Job (what the webhook, the CLI and the
     provisioner run) never raise anything but our two errors: a Unicode digit in count
     once crashed the parity rule with a ValueError (an HTTP 500)."""
     job = gang_job(
@@ -99,17 +99,16 @@ def test_whole_job_yields_a_verdict_or_our_error(
         labels={k.POOL: overrides[k.POOL]} if k.POOL in overrides else None,
         spec={"parallelism": parallelism, "completions": completions},
     )
-    for check in (validate_job, check_job):
-        reasons: list[str] = []
-        malformed = ""
-        try:
-            check(job, S)
-        except GangValidationError as err:
-            reasons = [v.reason for v in err.violations] or ["<no violations>"]
-        except MalformedJobError as err:
-            malformed = str(err) or "empty message"
-        assert all(r in REASONS for r in reasons)
-        assert malformed != "empty message"
+    reasons: list[str] = []
+    malformed = ""
+    try:
+        validate_job(job, S)
+    except GangValidationError as err:
+        reasons = [v.reason for v in err.violations] or ["<no violations>"]
+    except MalformedJobError as err:
+        malformed = str(err) or "empty message"
+    assert all(r in REASONS for r in reasons)
+    assert malformed != "empty message"
     # The webhook's exception-free path gives the same verdict, violation for violation.
     try:
         findings = review_job(job, S)

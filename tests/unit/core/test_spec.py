@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from atomic_gang import GangSpec, validate_job, validate_job_update
+from atomic_gang import GangSpec, Violation, review_job_update, validate_job
 from atomic_gang import keys as k
 from tests.support.jobs import ROLE, gang_job, settings
 
@@ -105,16 +107,25 @@ def test_spec_is_frozen() -> None:
         spec.count = 3  # type: ignore[misc]
 
 
+def reviewed_update(old: dict[str, Any], new: dict[str, Any]) -> list[Violation]:
+    """The webhook's UPDATE verdict, for a user other than Kueue."""
+    findings = review_job_update(old, new, S, user="alice")
+    return [] if findings is None else list(findings.violations)
+
+
 def test_update_rejects_any_gang_change() -> None:
     old = gang_job()
-    assert validate_job_update(old, gang_job()) == []
-    changed = validate_job_update(old, gang_job(annotations={k.COUNT: "8"}, labels={k.POOL: "x"}))
+    assert reviewed_update(old, gang_job()) == []
+    resized = {"parallelism": 8, "completions": 8}  # count parity holds: only immutability
+    changed = reviewed_update(
+        old, gang_job(annotations={k.COUNT: "8"}, labels={k.POOL: "x"}, spec=resized)
+    )
     assert [v.reason for v in changed] == ["ImmutableGangField", "ImmutableGangField"]
     assert {v.key for v in changed} == {k.COUNT, k.POOL}
-    removed = validate_job_update(old, gang_job(annotations={k.MODE: None}))
+    removed = reviewed_update(old, gang_job(annotations={k.MODE: None}))
     assert [v.key for v in removed] == [k.MODE]
 
 
 def test_update_ignores_other_metadata() -> None:
     new = gang_job(labels={"team": "ml"}, annotations={"note": "x"}, spec={"suspend": False})
-    assert validate_job_update(gang_job(), new) == []
+    assert reviewed_update(gang_job(), new) == []

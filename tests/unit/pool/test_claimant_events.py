@@ -53,7 +53,7 @@ def reconcile(
         now=lambda: T0 + timedelta(seconds=601),  # past the join deadline
     )
     nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
-    ctx = replace(ctx, events=refs, nodes=nodes, cloud=cloud or NoCloud())
+    ctx = replace(ctx, events=refs, nodes=nodes, launcher=cloud or NoCloud())
     PoolReconciler(ctx).reconcile("pretrain")
     return refs
 

@@ -31,7 +31,7 @@ def test_the_pools_in_line_for_the_freed_room_are_requeued() -> None:
         now=lambda: T0 + timedelta(seconds=60),
     )
     nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
-    ctx = replace(ctx, nodes=nodes, cloud=FreesRoom())
+    ctx = replace(ctx, nodes=nodes, launcher=FreesRoom())
     woken: list[str] = []
     PoolReconciler(ctx, requeue=woken.append).reconcile("pretrain")
     assert woken == ["eight", "two"]

@@ -58,7 +58,7 @@ def test_one_acquire_carries_the_reservations_every_other_acquiring_pool_awaits(
         now=lambda: T0 + timedelta(seconds=1),
     )
     nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
-    ctx = replace(ctx, nodes=nodes, cloud=cloud)
+    ctx = replace(ctx, nodes=nodes, launcher=cloud)
     PoolReconciler(ctx).reconcile("pretrain")
     (request,) = cloud.asked
     assert request.spec.reservation_ids == ("cr-0000000a",)

@@ -25,7 +25,7 @@ def reaper(cloud: FakeCloud) -> Reaper:
             pools=FakeCache([pool(claim=None).to_dict()]),
             now=lambda: T0,
         ),
-        cloud=cloud,
+        janitor=cloud,
     )
     return Reaper(ctx, interval=60)
 

@@ -52,7 +52,7 @@ def reaper(
             leading=lambda: leading,
             now=lambda: T0,
         ),
-        cloud=cloud,
+        janitor=cloud,
     )
     return Reaper(ctx, interval=60, probe=probe)
 
@@ -120,7 +120,7 @@ def test_a_cloud_error_is_reported_and_counted() -> None:
         r.sweep()
     assert "UnauthorizedOperation" in r.ctx.cloud_health.error
     assert reaper_errors(r) == 1
-    r.ctx.cloud.list_owned = lambda: ()  # type: ignore[method-assign]
+    r.ctx.janitor.list_owned = lambda: ()  # type: ignore[method-assign]
     r.sweep()
     assert r.ctx.cloud_health.error == ""
 

@@ -42,7 +42,7 @@ def sweep(pool_obj: dict[str, Any], *listed: Instance) -> tuple[dict[str, int], 
             pools=FakeCache([pool_obj]),
             now=lambda: T0,
         ),
-        cloud=cloud,
+        janitor=cloud,
     )
     return Reaper(ctx, interval=60).sweep(), cloud
 

@@ -4,8 +4,6 @@ once their release succeeded."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
@@ -14,13 +12,10 @@ import pytest
 from atomic_gang import keys
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import (
-    AcquireRequest,
-    AcquireResult,
     Instance,
     PlacementGroup,
     ReleaseRequest,
     ReleaseResult,
-    TopologyRead,
 )
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from tests.support.jobs import settings
@@ -56,7 +51,7 @@ def orphan(iid: str) -> Instance:
 
 @dataclass
 class FakeCloud:
-    """The cloud Protocol, as the reaper uses it: a listing and scripted releases."""
+    """The reaper's cloud role (``cloud.roles.Janitor``): a listing and scripted releases."""
 
     listed: list[Instance] = field(default_factory=list)
     results: list[ReleaseResult] = field(default_factory=list)
@@ -87,32 +82,6 @@ class FakeCloud:
             self.listed = [i for i in self.listed if i.instance_id not in gone]
         return result
 
-    def acquire(self, request: AcquireRequest) -> AcquireResult:
-        raise AssertionError("the reaper never launches")
-
-    def find(self, *, pool: str, generation: int) -> tuple[Instance, ...]:
-        raise AssertionError("unused")
-
-    def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
-        raise AssertionError("unused")
-
-    def describe_later(
-        self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
-    ) -> Future[tuple[Instance, ...]]:
-        raise AssertionError("unused")
-
-    def reported_unhealthy(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
-        raise AssertionError("unused")
-
-    def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
-        raise AssertionError("the reaper uses the full release path")
-
-    def tag(self, instance_ids: Sequence[str], tags: Mapping[str, str]) -> None:
-        raise AssertionError("unused")
-
-    def forget_pool(self, pool: str) -> None:
-        raise AssertionError("unused")
-
     def prune_templates(self) -> tuple[str, ...]:
         self.prunes += 1
         return self.pruned
@@ -127,19 +96,11 @@ class FakeCloud:
         self.groups = [g for g in self.groups if g.name != name]
         return True
 
-    def delete_placement_group(self, pool: str) -> bool:
-        raise AssertionError("the reaper deletes groups by name")
-
-    def read_topology_later(
-        self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
-    ) -> Future[TopologyRead]:
-        raise AssertionError("unused")
-
 
 def reaper(cloud: FakeCloud) -> Reaper:
     ctx = replace(
         context(settings=settings(), transport=RecordingTransport(), now=lambda: T0),
-        cloud=cloud,
+        janitor=cloud,
     )
     return Reaper(ctx, interval=60)
 
@@ -249,7 +210,7 @@ def test_a_pool_created_while_ec2_is_listed_is_not_taken_for_an_orphan() -> None
     cloud = ListingWhilePoolsAppear(cache=cache)
     ctx = replace(
         context(settings=settings(), transport=RecordingTransport(), now=lambda: T0, pools=cache),
-        cloud=cloud,
+        janitor=cloud,
     )
     assert Reaper(ctx, interval=60).sweep() == {}
     assert cloud.requests == []

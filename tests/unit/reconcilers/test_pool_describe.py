@@ -77,7 +77,7 @@ def reconcile_at_30s(nodes: list[dict[str, Any]], cloud: LaterCloud) -> Recordin
         now=lambda: T0 + timedelta(seconds=30),
     )
     cache = FakeCache(nodes, {INSTANCE_INDEX: instance_index})
-    PoolReconciler(replace(ctx, nodes=cache, cloud=cloud), requeue=lambda _: None).reconcile(
+    PoolReconciler(replace(ctx, nodes=cache, observer=cloud), requeue=lambda _: None).reconcile(
         "pretrain"
     )
     return transport
@@ -119,7 +119,7 @@ def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:
         now=lambda: T0 + timedelta(seconds=30),
     )
     nodes = FakeCache([ready_node(i) for i in range(len(IDS))], {INSTANCE_INDEX: instance_index})
-    ctx = replace(ctx, nodes=nodes, cloud=cloud)
+    ctx = replace(ctx, nodes=nodes, observer=cloud)
     told: list[tuple[str, str]] = []
     reconciler = PoolReconciler(
         ctx, requeue=requeued.append, claimant_changed=lambda key, phase: told.append((key, phase))
@@ -177,7 +177,7 @@ def test_the_join_check_asks_along_for_the_other_joining_pools_and_may_reuse() -
         "spec": {"providerID": "aws:///us-east-1a/i-00000000000000da"},
     }
     nodes = FakeCache([*ready, nearly, half], {INSTANCE_INDEX: instance_index})
-    PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud), requeue=lambda _: None).reconcile(
+    PoolReconciler(replace(ctx, nodes=nodes, observer=cloud), requeue=lambda _: None).reconcile(
         "pretrain"
     )
     # the gangs with a Ready Node, fewest left first: the next to need a check;
@@ -195,7 +195,7 @@ def test_the_reconciler_holds_a_joining_gangs_next_n_of_n_for_the_progress_inter
     pools = FakeCache([launched().to_dict()], POOL_INDEXERS)
     ctx = context(settings=settings(), transport=transport, pools=pools, now=lambda: clock[0])
     reconciler = PoolReconciler(
-        replace(ctx, nodes=nodes, cloud=Reported(())), requeue=lambda _: None
+        replace(ctx, nodes=nodes, observer=Reported(())), requeue=lambda _: None
     )
     counts = []
     for ready, seconds in ((2, 30), (3, 31), (3, 40)):

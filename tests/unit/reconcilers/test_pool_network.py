@@ -69,7 +69,7 @@ def run(obj: dict[str, Any], cloud: NetCloud, transport: RecordingTransport) -> 
     nodes = FakeCache(
         [node(0, **{LAYER(1): "top"}), *map(node, range(1, 4))], {INSTANCE_INDEX: instance_index}
     )
-    PoolReconciler(replace(ctx, nodes=nodes, cloud=cloud)).reconcile("pretrain")
+    PoolReconciler(replace(ctx, nodes=nodes, launcher=cloud, observer=cloud)).reconcile("pretrain")
     (put,) = [w for w in transport.writes() if w.path.endswith("/status")]
     return dict(put.body["status"])
 
@@ -85,7 +85,7 @@ def joining(
         now=lambda: T0 + timedelta(seconds=30),
     )
     cache = FakeCache(list(nodes), {INSTANCE_INDEX: instance_index})
-    return PoolReconciler(replace(ctx, nodes=cache, cloud=cloud))
+    return PoolReconciler(replace(ctx, nodes=cache, launcher=cloud, observer=cloud))
 
 
 def test_one_read_then_labels_patched_where_missing() -> None:

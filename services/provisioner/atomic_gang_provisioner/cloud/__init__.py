@@ -1,8 +1,9 @@
-"""The provisioner's cloud layer: N-or-0 EC2 acquisition behind a narrow Protocol.
+"""The provisioner's cloud layer: N-or-0 EC2 acquisition behind narrow Protocols.
 
-Design. :class:`CloudProvider` (``acquire / describe / release / terminate /
-tag / list_owned / forget_pool``) returns frozen types from ``cloud.types``;
-boto3 lives only in ``cloud.aws``. The pool state machine (Idle → Acquiring →
+Design. One Protocol per caller (``roles.py``): the pool reconcile's
+:class:`Launcher` and :class:`Observer`, the reaper's :class:`Janitor`; the
+engine is all of them (:class:`Cloud`). They return frozen types from
+``cloud.types``; boto3 lives only in ``cloud.aws``. The pool state machine (Idle → Acquiring →
 Joining → Satisfied → KeepWarm → Releasing) calls it and persists what it
 returns: instance ids, fleet id, pending ENIs and ``acquireGeneration``.
 
@@ -25,7 +26,7 @@ errors are retried (``retry.py``), with the clock and sleeper injected.
 
 from atomic_gang_provisioner.cloud.errors import CloudError, ErrorClass, classify
 from atomic_gang_provisioner.cloud.leaks import PoolView, Reap, ReapReason, find_leaks
-from atomic_gang_provisioner.cloud.provider import CloudProvider
+from atomic_gang_provisioner.cloud.roles import Cloud, Janitor, Launcher, Observer
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
@@ -47,11 +48,14 @@ __all__ = [
     "AcquireRequest",
     "AcquireResult",
     "AwaitingReservation",
+    "Cloud",
     "CloudError",
-    "CloudProvider",
     "ErrorClass",
     "Instance",
+    "Janitor",
     "Launched",
+    "Launcher",
+    "Observer",
     "PermanentFailure",
     "PoolView",
     "QuotaExceeded",

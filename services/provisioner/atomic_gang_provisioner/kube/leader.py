@@ -83,9 +83,6 @@ class LeaderElector:
             fresh = self._clock() - self._renewed_at < self.config.renew_deadline
         return self._leading.is_set() and fresh
 
-    def wait_until_leading(self, timeout: float | None = None) -> bool:
-        return self._leading.wait(timeout)
-
     def start(self) -> None:
         if self._informer is not None:
             self._informer.start()

@@ -170,25 +170,6 @@ def refresh(
     return update(status, conditions=merged, observedGeneration=gen)
 
 
-def set_condition(
-    status: GangNodePoolStatus,
-    *,
-    type_: c.ConditionType,
-    true: bool,
-    reason: str,
-    message: str,
-    check_state: Literal["Retry", "Rejected"] | None = None,
-    now: datetime,
-    generation: int,
-) -> GangNodePoolStatus:
-    """Upsert one condition; lastTransitionTime moves only when the status flips."""
-    fact = _Fact(type_, true, reason, message, check_state)
-    old = next((x for x in status.conditions if x.type == type_), None)
-    cond = _condition(fact, old, now=now, generation=generation)
-    rest = [x for x in status.conditions if x.type != type_]
-    return update(status, conditions=sorted([*rest, cond], key=lambda x: x.type))
-
-
 def _condition(fact: _Fact, old: Condition | None, *, now: datetime, generation: int) -> Condition:
     """The condition for ``fact``: ``old`` itself if it already says that."""
     value: Literal["True", "False"] = "True" if fact.true else "False"

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from atomic_gang import GangSettings
-from atomic_gang_provisioner.cloud.provider import CloudProvider
+from atomic_gang_provisioner.cloud.roles import Janitor, Launcher, Observer
 from atomic_gang_provisioner.events import EventType
 from atomic_gang_provisioner.kube.client import KubeClient
 from atomic_gang_provisioner.kube.types import KubeObject
@@ -82,7 +82,10 @@ class Context:
     jobs: Cache
     checks: Cache
     flavors: Cache
-    cloud: CloudProvider
+    # The one engine, by role: the pool reconcile launches and observes, the reaper sweeps.
+    launcher: Launcher
+    observer: Observer
+    janitor: Janitor
     settings: GangSettings
     knobs: Knobs
     events: EventSink

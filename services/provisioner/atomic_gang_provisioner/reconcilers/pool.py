@@ -106,7 +106,7 @@ class PoolReconciler:
         now = self.ctx.now()
         observed = Observed(
             nodes=self._nodes(pool),
-            reported_unhealthy=self.ctx.cloud.reported_unhealthy(pool.status.instanceIds),
+            reported_unhealthy=self.ctx.observer.reported_unhealthy(pool.status.instanceIds),
             progress_written_at=self.memory.progress_written_at(name),
             knobs=self.ctx.knobs,
         )
@@ -139,7 +139,7 @@ class PoolReconciler:
                 topology = self._reads.topology(pool.name, ids)
                 return None if topology is None else replace(observed, topology=topology)
             case FindByTag(generation=generation):
-                found = self.ctx.cloud.find(pool=pool.name, generation=generation)
+                found = self.ctx.observer.find(pool=pool.name, generation=generation)
                 return replace(observed, found=found)
 
     def _wake(self, pools: tuple[str, ...]) -> None:
@@ -158,7 +158,7 @@ class PoolReconciler:
                 fresh = self.memory.take_fresh(pool.name, asked.generation)
                 also = self._reads.wanted(pool.name) if asked.spec.reservation_ids else ()
                 request = replace(asked, adopt=not fresh, also_reservations=also)
-                result = ctx.cloud.acquire(request)
+                result = ctx.launcher.acquire(request)
                 ctx.faults.after_launch()
                 if launched_nothing(result):  # the same ClientToken next time, no lookup
                     self.memory.launched_nothing(pool.name, asked.generation)
@@ -166,17 +166,17 @@ class PoolReconciler:
                     pool, plan, request=asked, result=result, now=now, knobs=ctx.knobs
                 )
             case Terminate(request=release):
-                released = ctx.cloud.release(release)
+                released = ctx.launcher.release(release)
                 self._wake(released.room_for)
                 plan = machine.after_release(pool, plan, result=released, now=now, knobs=ctx.knobs)
             case DeleteGroup():
-                deleted = ctx.cloud.delete_placement_group(pool.name)
+                deleted = ctx.launcher.delete_placement_group(pool.name)
                 plan = machine.after_delete_group(
                     pool, plan, deleted=deleted, knobs=ctx.knobs, now=now
                 )
         if plan.tag is not None and plan.tag.instance_ids:
             ctx.must_lead()
-            ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
+            ctx.launcher.tag(plan.tag.instance_ids, dict(plan.tag.tags))
         self._label(pool, plan.label_nodes)
         return plan
 
@@ -207,7 +207,7 @@ class PoolReconciler:
         if plan.remove_finalizer:
             # Its own launch templates (fleet mode) go with it, before the object does: a
             # failure keeps the finalizer, and the next reconcile tries again.
-            ctx.cloud.forget_pool(pool.name)
+            ctx.launcher.forget_pool(pool.name)
             self._remove_finalizer(pool)
         claimant = self._claimant_objects(pool) if plan.events else ()
         for ev in plan.events:

@@ -42,7 +42,7 @@ class PoolReads:
 
         def start(ids: tuple[str, ...]) -> Future[tuple[Instance, ...]]:
             also = self._join_along(pool.name) if shared else ()  # only for a new read
-            return self.ctx.cloud.describe_later(ids, also=also, reuse=shared)
+            return self.ctx.observer.describe_later(ids, also=also, reuse=shared)
 
         return self._described.answer(pool.name, tuple(pool.status.instanceIds), start)
 
@@ -50,7 +50,7 @@ class PoolReads:
         """A failed read is a fact for decide (a gang without max-spread goes on)."""
 
         def start(ids: tuple[str, ...]) -> Future[TopologyRead]:
-            return self.ctx.cloud.read_topology_later(ids, also=self._topology_along(name))
+            return self.ctx.observer.read_topology_later(ids, also=self._topology_along(name))
 
         try:
             return self._topology.answer(name, instance_ids, start)
@@ -96,7 +96,7 @@ class PoolReads:
     def warm(self, name: str, instance_ids: tuple[str, ...]) -> TopologyRead | None:
         """Read ahead: fills the reader's cache, nobody waits for it. The answer when it
         is there at once (cached), so the joining gang can label its Nodes ahead."""
-        read = self.ctx.cloud.read_topology_later(instance_ids, also=self._topology_along(name))
+        read = self.ctx.observer.read_topology_later(instance_ids, also=self._topology_along(name))
         return read.result() if read.done() and read.exception() is None else None
 
     def wanted(self, name: str) -> tuple[str, ...]:

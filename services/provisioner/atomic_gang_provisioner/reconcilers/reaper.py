@@ -109,13 +109,13 @@ class Reaper:
             # A new leader is a new process: the ENIs its predecessor left pending were
             # in that process's memory. Find them again from EC2, once per term (a
             # failure raises and the next sweep tries again).
-            self._pending_enis |= set(ctx.cloud.recover_enis())
+            self._pending_enis |= set(ctx.janitor.recover_enis())
             self._recovered = True
         # EC2 first, then the pools. A pool is in this process's cache before its first
         # launch (its reconcile reads it from there), so a pool created while EC2 was
         # being listed (seconds, with many instances) is in the later snapshot: its new
         # instances and group are never taken for orphans. The other order reaped them.
-        owned, groups = ctx.cloud.list_owned(), ctx.cloud.list_placement_groups()
+        owned, groups = ctx.janitor.list_owned(), ctx.janitor.list_placement_groups()
         pools = self._pool_views()
         reaps = self._classify(owned, pools)
         self._found(reaps)
@@ -124,7 +124,7 @@ class Reaper:
             ctx.metrics.sweeps.inc()
             return {}
         ctx.must_lead()
-        result = ctx.cloud.release(
+        result = ctx.janitor.release(
             ReleaseRequest(
                 instance_ids=tuple(r.instance_id for r in reaps),
                 enis=tuple(sorted(self._pending_enis)),
@@ -188,7 +188,7 @@ class Reaper:
         ctx = self.ctx
         for group in orphaned_groups(groups, pools=pools):
             ctx.must_lead()
-            if ctx.cloud.reap_placement_group(group.name):
+            if ctx.janitor.reap_placement_group(group.name):
                 ctx.metrics.reaped_groups.inc()
                 log.warning("reaped placement group", extra={"group": group.name})
 
@@ -196,7 +196,7 @@ class Reaper:
         """Shared launch templates no launch used for an hour (a shape no pool has any
         more): free, but a region holds at most 5,000."""
         self.ctx.must_lead()
-        for name in self.ctx.cloud.prune_templates():
+        for name in self.ctx.janitor.prune_templates():
             log.info("deleted an unused shared launch template", extra={"template": name})
 
     def _record(self, reaps: tuple[Reap, ...]) -> dict[str, int]:

@@ -38,8 +38,8 @@ from atomic_gang_provisioner.cloud.errors import (
     CloudError,
     hint_for,
 )
-from atomic_gang_provisioner.cloud.launchgate import budget_message
 from atomic_gang_provisioner.cloud.naming import FLEET_ZONE
+from atomic_gang_provisioner.cloud.turns.launchgate import budget_message
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,

@@ -1,4 +1,4 @@
-"""``Ec2Provider``: the boto3 implementation of the CloudProvider Protocol.
+"""``Ec2Provider``: the boto3 implementation of every cloud role (``cloud.roles``).
 
 It wires the resolver (cluster, subnets, AMI, profile, EFA checks), the
 launch-template manager, the placement groups, the reservation book, the planner
@@ -34,16 +34,15 @@ from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.aws.topology import TopologyReader
 from atomic_gang_provisioner.cloud.aws.turns import Turns
 from atomic_gang_provisioner.cloud.batcher import Windows
-from atomic_gang_provisioner.cloud.budget import ApiBudget, BudgetLimits
-from atomic_gang_provisioner.cloud.capacity import (
+from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
+from atomic_gang_provisioner.cloud.turns.budget import ApiBudget, BudgetLimits
+from atomic_gang_provisioner.cloud.turns.capacity import (
     DEFAULT_TTL_SECONDS,
     OWED_AFTER_SECONDS,
     ShortCells,
 )
-from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.launchgate import LaunchGate
-from atomic_gang_provisioner.cloud.reservations import Reservation
-from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
+from atomic_gang_provisioner.cloud.turns.launchgate import LaunchGate
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
@@ -204,11 +203,6 @@ class Ec2Provider:
             return RetryLater(code=result.code, message=result.message)
         return result
 
-    def reservations(
-        self, ids: Sequence[str], *, also: Sequence[str] = ()
-    ) -> dict[str, Reservation | None]:
-        return self._book.get(ids, also=also)
-
     def warm_up(self) -> None:
         """Resolve the cluster and its subnets before the first gang, so it pays no
         discovery round trips and a broken cloud setup shows at start-up."""
@@ -216,9 +210,6 @@ class Ec2Provider:
 
     def find(self, *, pool: str, generation: int) -> tuple[Instance, ...]:
         return self._inv.find_group(pool=pool, generation=generation)
-
-    def describe(self, instance_ids: Sequence[str]) -> tuple[Instance, ...]:
-        return self._inv.describe(instance_ids)
 
     def describe_later(
         self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
@@ -233,9 +224,6 @@ class Ec2Provider:
         if not result.terminated:
             return result
         return replace(result, room_for=self._turns.released(result.terminated))
-
-    def terminate(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
-        return self._inv.terminate(instance_ids) if instance_ids else ()
 
     def tag(self, instance_ids: Sequence[str], tags: Mapping[str, str]) -> None:
         if instance_ids:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from atomic_gang_provisioner.cloud.waitline import WaitLine
+from atomic_gang_provisioner.cloud.turns.waitline import WaitLine
 
 HOLD_SECONDS = 60.0  # a waiter that has not asked again for this long has left
 OWED_AFTER_SECONDS = 135.0  # by default, a gang waiting this long is owed the room freed next

@@ -30,7 +30,12 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from atomic_gang_provisioner.cloud.capacity_line import OWED_AFTER_SECONDS, CellLine, CellWait, Room
+from atomic_gang_provisioner.cloud.turns.capacity_line import (
+    OWED_AFTER_SECONDS,
+    CellLine,
+    CellWait,
+    Room,
+)
 
 DEFAULT_TTL_SECONDS = 180.0
 PROBE_SECONDS = (5.0, 10.0)  # the first probe over the ceiling, and the longest backoff
