@@ -242,7 +242,7 @@ def test_our_check_apply_is_remembered_slim() -> None:
     m, _ = manager()
     m.check_writes.remember(workload("w", CHECK, rv="3"))
     m.informers.workloads._apply({"type": "ADDED", "object": workload("w", CHECK, rv="2")})
-    latest = m.check_writes.get("ns/w")
+    latest = m.check_writes.newest("ns/w")
     assert latest is not None
     assert latest["metadata"]["resourceVersion"] == "3"
     assert "managedFields" not in latest["metadata"]

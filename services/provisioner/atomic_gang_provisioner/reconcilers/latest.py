@@ -43,7 +43,9 @@ class LatestWrites:
         self._last: OrderedDict[str, int] = OrderedDict()  # key -> rv of our last write
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def newest(self, key: str) -> dict[str, Any] | None:
+        """The newest copy we know of the object at ``key``: our own write while the
+        watch has not brought it, else the cache's; None once the cache has none."""
         cached = self._cache.get(key)
         if cached is None:  # deleted: the cache is the truth
             with self._lock:

@@ -99,7 +99,7 @@ class PoolReconciler:
         return tuple(out)
 
     def reconcile(self, name: str) -> Result:
-        obj = self.latest.get(name)
+        obj = self.latest.newest(name)
         if obj is None:
             return Result()
         pool = GangNodePool.from_dict(obj)

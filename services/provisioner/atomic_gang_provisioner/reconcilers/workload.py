@@ -155,7 +155,7 @@ class WorkloadReconciler:
         name = ((owner or {}).get("metadata") or {}).get("labels", {}).get(keys.POOL)
         if not name:
             return None
-        obj = self._latest.get(str(name))  # our own write if the watch has not brought it
+        obj = self._latest.newest(str(name))  # our own write if the watch has not brought it
         return GangNodePool.from_dict(obj) if obj is not None else None
 
     def _claimant(self, pool: GangNodePool | None, wl: WorkloadView) -> Claimant:

@@ -27,13 +27,13 @@ from atomic_gang_provisioner.pool.phases import block, releasing
 
 
 def _marked(
-    status: GangNodePoolStatus, uid: str, *, reason: str, message: str
+    status: GangNodePoolStatus, key: str, *, reason: str, message: str
 ) -> GangNodePoolStatus:
     return update(
         status,
         phase="Degraded",
-        claimKey=uid,  # the claim the Degraded condition speaks for
-        degradedClaimKey=uid,
+        claimKey=key,  # the claim the Degraded condition speaks for
+        degradedClaimKey=key,
         lastErrorReason=reason,
         lastError=message,
         unhealthySince=None,
@@ -53,10 +53,10 @@ def drain(pool: GangNodePool, status: GangNodePoolStatus, *, now: datetime, knob
 
 
 def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, message: str) -> Plan:
-    uid = claim_key(pool)
-    if not uid:
+    key = claim_key(pool)
+    if not key:
         return releasing.begin(pool, status, reason=reason, message=message)
-    new = _marked(status, uid, reason=reason, message=message)
+    new = _marked(status, key, reason=reason, message=message)
     text = f"Gang degraded: {message}; releasing the whole set, the Workload will be requeued"
     return Plan(
         status=new,
@@ -72,7 +72,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         if hold:  # a drained block: its evicted pods stop gracefully first
             return Plan(status=status, requeue_after=hold)
         return Plan(status=status, call=Terminate(releasing.request(pool, status)))
-    uid = claim_key(pool)
-    if uid and uid == status.degradedClaimKey:
+    key = claim_key(pool)
+    if key and key == status.degradedClaimKey:
         return Plan(status=status)  # waiting for Kueue to evict the claimant
     return Plan(status=update(status, phase="Idle", degradedClaimKey="", claimKey=""))

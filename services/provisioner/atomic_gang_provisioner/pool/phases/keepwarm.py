@@ -49,12 +49,12 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
 
 def _reuse(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) -> Plan:
     """A claim on the warm set: Satisfied at once, no launch, no join."""
-    uid = claim_key(pool)
+    key = claim_key(pool)
     claim = pool.spec.claim
-    who = f"{claim.namespace}/{claim.name}" if claim else uid
+    who = f"{claim.namespace}/{claim.name}" if claim else key
     ids = tuple(status.instanceIds)
     return Plan(
-        status=update(status, phase="Satisfied", claimKey=uid, keepWarmUntil=None, satisfiedAt=now),
+        status=update(status, phase="Satisfied", claimKey=key, keepWarmUntil=None, satisfiedAt=now),
         tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, ""),)),
         events=(
             event("KeepWarmReused", f"Reusing {len(ids)} warm nodes for {who}: no launch, no join"),
