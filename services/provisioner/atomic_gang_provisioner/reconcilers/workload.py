@@ -70,7 +70,7 @@ class WorkloadReconciler:
             return Result(requeue=True)
 
     def _reconcile(self, key: str) -> Result:
-        obj = self._applied.get(key)
+        obj = self._applied.newest(key)
         if obj is None:
             self._release_orphaned_claims(key)
             return Result()
