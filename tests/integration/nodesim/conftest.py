@@ -16,30 +16,29 @@ from moto import mock_aws
 
 from atomic_gang_fakeaws import FakeAws, installed
 from atomic_gang_fakeaws.world import World, seed_backends
+from atomic_gang_kubelite import AlreadyExistsError, NotFoundError
 from atomic_gang_nodesim.ec2 import Ec2View, States
 from atomic_gang_nodesim.knobs import Knobs
 from atomic_gang_nodesim.sim import Simulator
-from atomic_gang_provisioner.kube import AlreadyExistsError, NotFoundError
-from atomic_gang_provisioner.kube.types import Listing
 
 REGION, CLUSTER = "us-east-1", "dev"
 
 
 class FakeKube:
-    """The few KubeClient calls the simulator makes, over a dict of Nodes."""
+    """The few calls the simulator makes (``NodeApi``), over a dict of Nodes."""
 
     def __init__(self) -> None:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.config_maps: dict[str, dict[str, Any]] = {}  # kube-system/<name>
         self._uid = itertools.count(1)
 
-    def list(self, res: Any, **_: Any) -> Listing:
-        return Listing(items=[copy.deepcopy(n) for n in self.nodes.values()], resource_version="1")
+    def list(self, res: Any, **_: Any) -> list[dict[str, Any]]:
+        return [copy.deepcopy(n) for n in self.nodes.values()]
 
     def create(self, res: Any, obj: dict[str, Any], **_: Any) -> dict[str, Any]:
         name = obj["metadata"]["name"]
         if name in self.nodes:
-            raise AlreadyExistsError(name)
+            raise AlreadyExistsError(409, "AlreadyExists", name)
         obj = copy.deepcopy(obj)
         obj["metadata"]["uid"] = f"uid-{next(self._uid)}"
         self.nodes[name] = obj
@@ -50,12 +49,12 @@ class FakeKube:
         if res.plural == "configmaps" and kw.get("namespace") != "kube-system":
             where = {}
         if name not in where:
-            raise NotFoundError(name)
+            raise NotFoundError(404, "NotFound", name)
         return copy.deepcopy(where[name])
 
     def delete(self, res: Any, name: str, **_: Any) -> None:
         if self.nodes.pop(name, None) is None:
-            raise NotFoundError(name)
+            raise NotFoundError(404, "NotFound", name)
 
     def patch(
         self, res: Any, name: str, patch: Mapping[str, Any], *, subresource: str = ""
