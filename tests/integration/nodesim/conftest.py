@@ -1,6 +1,6 @@
 """What the simulator's integration tests share: in-process moto + our layer with a
 seeded world, boto3 clients by access key, a dict of Nodes standing in for the API
-server, a settable clock, and a simulator wired to all of them."""
+server, a clock the tests step, and a simulator wired to all of them."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from atomic_gang_kubelite import AlreadyExistsError, NotFoundError
 from atomic_gang_nodesim.ec2 import Ec2View, States
 from atomic_gang_nodesim.knobs import Knobs
 from atomic_gang_nodesim.sim import Simulator
+from tests.support.clock import ManualClock
 
 REGION, CLUSTER = "us-east-1", "dev"
 
@@ -74,14 +75,6 @@ class FakeKube:
         return obj
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAws]:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
@@ -112,7 +105,7 @@ def client(service: str, key: str) -> Any:
 
 
 def simulator(
-    kube: FakeKube, clock: Clock, states: States | None = None, **knobs: Any
+    kube: FakeKube, clock: ManualClock, states: States | None = None, **knobs: Any
 ) -> Simulator:
     view = Ec2View(
         ec2=client("ec2", "nodesim"),
