@@ -21,8 +21,29 @@ from moto.ec2.responses import EC2Response
 from atomic_gang_fakeaws.errors import AwsError
 from atomic_gang_fakeaws.placement import Group, groups, members, unknown
 from atomic_gang_fakeaws.state import FakeState
-from atomic_gang_provisioner.cloud.topology import SUPPORTED_FAMILIES  # AWS's list, one copy
 
+# The families EC2 reports topology for (AWS's DescribeInstanceTopology documentation).
+SUPPORTED_FAMILIES = frozenset(
+    {
+        "p3dn",
+        "p4d",
+        "p4de",
+        "p5",
+        "p5e",
+        "p5en",
+        "p6-b200",
+        "trn1",
+        "trn1n",
+        "trn2",
+        "trn2u",
+        "hpc6a",
+        "hpc6id",
+        "hpc7a",
+        "hpc7g",
+        "g6e",
+        "g7e",
+    }
+)
 FILTERS = frozenset({"availability-zone", "zone-id", "instance-type"})
 MAX_IDS = 100
 DEFAULT_PAGE = 20

@@ -8,6 +8,7 @@ endpoint); :func:`seed_backends` writes straight into moto's backends, for tests
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -18,9 +19,9 @@ from moto.eks.models import eks_backends
 from moto.iam.models import iam_backends
 
 from atomic_gang_fakeaws import eks_access
-from atomic_gang_provisioner.cloud.naming import instance_profile_name
 
 AUTH_MODE = "API_AND_CONFIG_MAP"  # what the EKS console creates today
+PROFILE_MAX = 128  # IAM's limit on an instance profile's name
 
 TRUST = json.dumps(
     {
@@ -67,7 +68,7 @@ def seed_world(
         sub = ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone)
         subnets[zone] = sub["Subnet"]["SubnetId"]
     role = iam.create_role(RoleName=role_name, AssumeRolePolicyDocument=TRUST)["Role"]["Arn"]
-    profile = instance_profile_name(cluster=cluster, node_role_arn=role)
+    profile = instance_profile_name(cluster=cluster, role_name=role_name)
     iam.create_instance_profile(InstanceProfileName=profile)
     iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=role_name)
     eks.create_cluster(
@@ -102,7 +103,7 @@ def seed_backends(
     }
     iam = iam_backends[account]["aws"]
     role = iam.create_role(role_name, TRUST, "/", None, "", [], None)
-    profile = instance_profile_name(cluster=cluster, node_role_arn=role.arn)
+    profile = instance_profile_name(cluster=cluster, role_name=role_name)
     iam.create_instance_profile(profile, "/", [role_name])
     created = eks_backends[account][region].create_cluster(
         name=cluster,
@@ -113,3 +114,12 @@ def seed_backends(
     eks_access.set_authentication_mode(created, AUTH_MODE)
     eks_access.add_entry(created, role.arn, type_="EC2_LINUX")
     return World(region, cluster, vpc.id, subnets, role.arn, profile)
+
+
+def instance_profile_name(*, cluster: str, role_name: str) -> str:
+    """The instance profile an operator creates by convention (docs/operations.md):
+    ``atomic-gang-instance-profile-<cluster>-<role-name>``, hash-truncated at 128."""
+    name = f"atomic-gang-instance-profile-{cluster}-{role_name}"
+    if len(name) <= PROFILE_MAX:
+        return name
+    return f"{name[: PROFILE_MAX - 9]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"

@@ -18,11 +18,11 @@ from typing import Any
 
 from atomic_gang.stopping import hold_stop_signals, wait_for_stop
 from atomic_gang_fakeaws.control import ControlClient
+from atomic_gang_kubelite import Kube
 from atomic_gang_nodesim.control import Controls, NodeSimClient, serve
 from atomic_gang_nodesim.ec2 import States, make_view
 from atomic_gang_nodesim.knobs import BootDelay, DevicePlugins, DropRule, Knobs
 from atomic_gang_nodesim.sim import Simulator
-from atomic_gang_provisioner.kube import KubeClient
 
 
 def _states(endpoint: str | None, region: str) -> States | None:
@@ -92,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
             cluster=args.cluster,
             states=_states(args.endpoint, args.region),
         ),
-        kube=KubeClient.from_kubeconfig(args.kubeconfig),
+        kube=Kube.from_kubeconfig(args.kubeconfig),
         region=args.region,
         knobs=knobs,
         interval=args.poll_interval,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 
+from atomic_gang_kubelite import ConflictError, NotFoundError
+from atomic_gang_kubelite.resource import NODES
 from atomic_gang_nodesim.kubeapi import NodeApi
 from atomic_gang_nodesim.nodes import (
     KWOK_ANNOTATION,
@@ -17,8 +19,6 @@ from atomic_gang_nodesim.nodes import (
     KWOK_PAUSED,
     not_ready_condition,
 )
-from atomic_gang_provisioner.kube import ConflictError, NotFoundError
-from atomic_gang_provisioner.resources import NODES
 
 
 def hold_not_ready(kube: NodeApi, name: str, *, now: str) -> None:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from atomic_gang_kubelite import AlreadyExistsError, NotFoundError
+from atomic_gang_kubelite.resource import CONFIG_MAPS, NODES
 from atomic_gang_nodesim import capacity
 from atomic_gang_nodesim.access import JoinAuthority
 from atomic_gang_nodesim.ec2 import Ec2View
@@ -32,8 +34,6 @@ from atomic_gang_nodesim.knobs import Knobs
 from atomic_gang_nodesim.kubeapi import NodeApi
 from atomic_gang_nodesim.nodeconfig import JoinSpec, NodeConfigError, parse_user_data
 from atomic_gang_nodesim.nodes import SIM_ANNOTATION, Instance, build_node
-from atomic_gang_provisioner.kube import AlreadyExistsError, NotFoundError
-from atomic_gang_provisioner.resources import CONFIG_MAPS, NODES
 
 log = logging.getLogger("atomic_gang_nodesim")
 Phase = Literal["booting", "joined", "dropped", "failed"]
@@ -89,7 +89,7 @@ class Simulator:
     # -- the loop --------------------------------------------------------------
     def adopt(self) -> None:
         """Take over the Nodes an earlier run of the simulator registered."""
-        for node in self.kube.list(NODES).items:
+        for node in self.kube.list(NODES):
             meta = node.get("metadata") or {}
             iid = (meta.get("annotations") or {}).get(SIM_ANNOTATION)
             if iid and iid not in self.tracked:

@@ -1,6 +1,6 @@
 """What the simulator's integration tests share: in-process moto + our layer with a
 seeded world, boto3 clients by access key, a dict of Nodes standing in for the API
-server, a settable clock, and a simulator wired to all of them."""
+server, a clock the tests step, and a simulator wired to all of them."""
 
 from __future__ import annotations
 
@@ -16,30 +16,30 @@ from moto import mock_aws
 
 from atomic_gang_fakeaws import FakeAws, installed
 from atomic_gang_fakeaws.world import World, seed_backends
+from atomic_gang_kubelite import AlreadyExistsError, NotFoundError
 from atomic_gang_nodesim.ec2 import Ec2View, States
 from atomic_gang_nodesim.knobs import Knobs
 from atomic_gang_nodesim.sim import Simulator
-from atomic_gang_provisioner.kube import AlreadyExistsError, NotFoundError
-from atomic_gang_provisioner.kube.types import Listing
+from tests.support.clock import ManualClock
 
 REGION, CLUSTER = "us-east-1", "dev"
 
 
 class FakeKube:
-    """The few KubeClient calls the simulator makes, over a dict of Nodes."""
+    """The few calls the simulator makes (``NodeApi``), over a dict of Nodes."""
 
     def __init__(self) -> None:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.config_maps: dict[str, dict[str, Any]] = {}  # kube-system/<name>
         self._uid = itertools.count(1)
 
-    def list(self, res: Any, **_: Any) -> Listing:
-        return Listing(items=[copy.deepcopy(n) for n in self.nodes.values()], resource_version="1")
+    def list(self, res: Any, **_: Any) -> list[dict[str, Any]]:
+        return [copy.deepcopy(n) for n in self.nodes.values()]
 
     def create(self, res: Any, obj: dict[str, Any], **_: Any) -> dict[str, Any]:
         name = obj["metadata"]["name"]
         if name in self.nodes:
-            raise AlreadyExistsError(name)
+            raise AlreadyExistsError(409, "AlreadyExists", name)
         obj = copy.deepcopy(obj)
         obj["metadata"]["uid"] = f"uid-{next(self._uid)}"
         self.nodes[name] = obj
@@ -50,12 +50,12 @@ class FakeKube:
         if res.plural == "configmaps" and kw.get("namespace") != "kube-system":
             where = {}
         if name not in where:
-            raise NotFoundError(name)
+            raise NotFoundError(404, "NotFound", name)
         return copy.deepcopy(where[name])
 
     def delete(self, res: Any, name: str, **_: Any) -> None:
         if self.nodes.pop(name, None) is None:
-            raise NotFoundError(name)
+            raise NotFoundError(404, "NotFound", name)
 
     def patch(
         self, res: Any, name: str, patch: Mapping[str, Any], *, subresource: str = ""
@@ -73,14 +73,6 @@ class FakeKube:
     def replace_status(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
         self.nodes[obj["metadata"]["name"]]["status"] = copy.deepcopy(obj["status"])
         return obj
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 @pytest.fixture
@@ -113,7 +105,7 @@ def client(service: str, key: str) -> Any:
 
 
 def simulator(
-    kube: FakeKube, clock: Clock, states: States | None = None, **knobs: Any
+    kube: FakeKube, clock: ManualClock, states: States | None = None, **knobs: Any
 ) -> Simulator:
     view = Ec2View(
         ec2=client("ec2", "nodesim"),

@@ -26,7 +26,8 @@ from bench.incremental_baseline import (
     baseline_job,
     cluster_join,
 )
-from tests.integration.nodesim.conftest import CLUSTER, Clock, FakeKube, client, simulator
+from tests.integration.nodesim.conftest import CLUSTER, FakeKube, client, simulator
+from tests.support.clock import ManualClock
 
 NS, JOB = "idle-baseline", "j00-n2"
 
@@ -101,7 +102,7 @@ def test_the_baselines_nodes_join_and_its_pods_fit_them(world: World) -> None:
     baseline.tick()
     assert baseline.launches == {"ok": 2}
     nodes = FakeKube()
-    sim = simulator(nodes, Clock(), boot=BootDelay(seconds=0))
+    sim = simulator(nodes, ManualClock(start=100.0), boot=BootDelay(seconds=0))
     sim.tick()
     reasons = [t["reason"] for t in Controls(sim).snapshot()["instances"].values()]
     assert len(nodes.nodes) == 2, reasons

@@ -23,11 +23,11 @@ from tests.integration.nodesim.conftest import (
     BOTOCORE,
     CLUSTER,
     REGION,
-    Clock,
     FakeKube,
     client,
     simulator,
 )
+from tests.support.clock import ManualClock
 
 
 def _launch(
@@ -61,11 +61,11 @@ def _launch(
 @pytest.mark.parametrize("mode", ["runinstances", "fleet"])
 def test_our_gangs_join_after_the_boot_delay(world: World, mode: str) -> None:
     ids = _launch(world, "train", mode=mode)
-    kube, clock = FakeKube(), Clock()
+    kube, clock = FakeKube(), ManualClock(start=100.0)
     sim = simulator(kube, clock, boot=BootDelay(seconds=5))
     sim.tick()
     assert kube.nodes == {}  # still booting
-    clock.t += 5
+    clock.advance(5)
     sim.tick()
     nodes = list(kube.nodes.values())
     assert sorted(n["spec"]["providerID"].rsplit("/", 1)[1] for n in nodes) == ids
@@ -81,7 +81,7 @@ def test_our_gangs_join_after_the_boot_delay(world: World, mode: str) -> None:
 
 def test_device_plugins_advertise_their_resources_after_the_delay(world: World) -> None:
     _launch(world, "train")
-    kube, clock = FakeKube(), Clock()
+    kube, clock = FakeKube(), ManualClock(start=100.0)
     sim = simulator(kube, clock, boot=BootDelay(seconds=0), devices=DevicePlugins(seconds=4))
     sim.tick()
     registered = list(kube.nodes.values())
@@ -89,10 +89,10 @@ def test_device_plugins_advertise_their_resources_after_the_delay(world: World) 
     for node in registered:
         assert "nvidia.com/gpu" not in node["status"]["allocatable"]
         assert node["status"]["allocatable"]["cpu"] == "96"
-    clock.t += 3.9
+    clock.advance(3.9)
     sim.tick()
     assert "nvidia.com/gpu" not in next(iter(kube.nodes.values()))["status"]["allocatable"]
-    clock.t += 0.1
+    clock.advance(0.1)
     sim.tick()
     for node in kube.nodes.values():
         assert node["status"]["capacity"]["nvidia.com/gpu"] == "8"
@@ -101,7 +101,7 @@ def test_device_plugins_advertise_their_resources_after_the_delay(world: World) 
 
 def test_a_node_advertises_the_efa_interfaces_its_instance_has(world: World) -> None:
     _launch(world, "fabric", count=2, efa="max")
-    kube, clock = FakeKube(), Clock()
+    kube, clock = FakeKube(), ManualClock(start=100.0)
     sim = simulator(kube, clock, boot=BootDelay(seconds=0))
     sim.tick()
     assert [n["status"]["allocatable"]["vpc.amazonaws.com/efa"] for n in kube.nodes.values()] == [
@@ -112,7 +112,7 @@ def test_a_node_advertises_the_efa_interfaces_its_instance_has(world: World) -> 
 
 def test_terminated_instances_lose_their_nodes(world: World) -> None:
     ids = _launch(world, "train")
-    kube, clock = FakeKube(), Clock()
+    kube, clock = FakeKube(), ManualClock(start=100.0)
     sim = simulator(kube, clock, boot=BootDelay(seconds=0))
     sim.tick()
     assert len(kube.nodes) == 3
@@ -123,7 +123,7 @@ def test_terminated_instances_lose_their_nodes(world: World) -> None:
 
 def test_dropped_join_and_not_ready(world: World) -> None:
     ids = _launch(world, "train")
-    kube, clock = FakeKube(), Clock()
+    kube, clock = FakeKube(), ManualClock(start=100.0)
     sim = simulator(kube, clock, boot=BootDelay(seconds=0), drops=[DropRule(nth=2)])
     sim.tick()
     assert len(kube.nodes) == 2
@@ -162,7 +162,7 @@ def test_bad_user_data_never_joins(world: World) -> None:
             TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
         )
     kube = FakeKube()
-    sim = simulator(kube, Clock(), boot=BootDelay(seconds=0))
+    sim = simulator(kube, ManualClock(start=100.0), boot=BootDelay(seconds=0))
     sim.tick()
     assert kube.nodes == {}
     reasons = [t["reason"] for t in Controls(sim).snapshot()["instances"].values()]
@@ -174,7 +174,7 @@ def test_restart_adopts_nodes_and_the_call_log_names_the_caller(
     world: World, fake: FakeAws
 ) -> None:
     _launch(world, "train")
-    kube, clock = FakeKube(), Clock()
+    kube, clock = FakeKube(), ManualClock(start=100.0)
     simulator(kube, clock, boot=BootDelay(seconds=0)).tick()
     again = simulator(kube, clock)
     again.adopt()
@@ -194,7 +194,7 @@ def test_a_role_the_cluster_does_not_authorize_never_registers_until_it_is(
     ids = _launch(world, "train")
     eks = client("eks", "testing")
     eks.delete_access_entry(clusterName=CLUSTER, principalArn=world.node_role_arn)
-    kube, clock = FakeKube(), Clock()
+    kube, clock = FakeKube(), ManualClock(start=100.0)
     sim = simulator(kube, clock, boot=BootDelay(seconds=0))
     sim.tick()
     assert kube.nodes == {}
@@ -204,7 +204,7 @@ def test_a_role_the_cluster_does_not_authorize_never_registers_until_it_is(
         assert tracked["phase"] == "booting"
         assert f"role {world.node_role_arn} is not a node of cluster {CLUSTER}" in tracked["reason"]
     eks.create_access_entry(clusterName=CLUSTER, principalArn=world.node_role_arn, type="EC2_LINUX")
-    clock.t += 5  # kubelet's next registration attempt
+    clock.advance(5)  # kubelet's next registration attempt
     sim.tick()
     assert len(kube.nodes) == 3
 
@@ -222,7 +222,7 @@ def test_an_aws_auth_mapping_lets_nodes_register(
     _launch(world, "train")
     eks = client("eks", "testing")
     eks.delete_access_entry(clusterName=CLUSTER, principalArn=world.node_role_arn)
-    kube, clock = FakeKube(), Clock()
+    kube, clock = FakeKube(), ManualClock(start=100.0)
     row = {"rolearn": world.node_role_arn, "username": "system:node:x", "groups": groups}
     kube.config_maps["aws-auth"] = {"data": {"mapRoles": yaml.safe_dump([row])}}
     simulator(kube, clock, boot=BootDelay(seconds=0)).tick()
@@ -235,7 +235,7 @@ def test_with_the_layers_control_api_a_tick_describes_only_new_instances(
     """Kubelets call no EC2 API: the simulator reads the instances' states from the fake
     layer and describes each instance once, so it does not load moto as gangs pile up."""
     ids = _launch(world, "train")
-    kube, clock = FakeKube(), Clock()
+    kube, clock = FakeKube(), ManualClock(start=100.0)
     sim = simulator(
         kube,
         clock,

@@ -9,17 +9,10 @@ from atomic_gang_provisioner.cloud.turns.budget import ApiBudget, BucketSpec, Bu
 from atomic_gang_provisioner.cloud.turns.capacity import Cell, CellWait, ShortCells
 from atomic_gang_provisioner.cloud.turns.launchgate import LaunchGate
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Waiting
+from tests.support.clock import ManualClock
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 P4D_A = Cell("p4d.24xlarge", "us-east-1a")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def request(pool: str, waited: int) -> AcquireRequest:
@@ -38,7 +31,7 @@ def request(pool: str, waited: int) -> AcquireRequest:
 
 
 def test_the_longest_waiting_pool_launches_first_and_the_others_count_who_is_ahead() -> None:
-    clock = Clock()
+    clock = ManualClock(start=100.0)
     limits = BudgetLimits(run_instances=BucketSpec(1, 2))
     budget = ApiBudget(limits=limits, clock=clock)
     budget.take("run_instances")  # spent: everyone waits
@@ -53,7 +46,7 @@ def test_the_longest_waiting_pool_launches_first_and_the_others_count_who_is_ahe
     assert isinstance(third, Waiting)
     assert third.message == "waiting for EC2's launch budget: 2 pools ahead"
     assert third.reason == "WaitingForLaunchBudget"
-    clock.t += 0.5  # one token back: only the oldest may take it
+    clock.advance(0.5)  # one token back: only the oldest may take it
     assert isinstance(gate.admit(request("middle", 10), operation="run_instances"), Waiting)
     assert gate.admit(request("oldest", 30), operation="run_instances") is None
     budget.take("run_instances")
@@ -72,7 +65,7 @@ def turns(cells: ShortCells, *line: tuple[str, float, int]) -> dict[str, CellWai
 
 
 def test_a_known_short_cell_is_probed_by_one_pool_its_longest_waiting() -> None:
-    clock = Clock()
+    clock = ManualClock(start=100.0)
     cells = ShortCells(clock=clock)
     assert cells.turn(P4D_A, pool="any", since=1.0, count=8) is None  # not known short
     cells.mark_short(P4D_A, 8)  # we hold none there: fewer than 8 fit
@@ -82,7 +75,7 @@ def test_a_known_short_cell_is_probed_by_one_pool_its_longest_waiting() -> None:
     assert cells.turn(P4D_A, pool="c", since=30.0, count=8) == CellWait(2)
     assert CellWait(2).describe() == "2 gangs ahead"
     assert CellWait(0, 4.6).describe() == "next try in 5s"
-    clock.t += 5
+    clock.advance(5)
     assert cells.turn(P4D_A, pool="a", since=10.0, count=8) is None  # a's probe is due
     assert cells.turn(P4D_A, pool="b", since=20.0, count=8) == CellWait(1)
     assert str(P4D_A) == "p4d.24xlarge in us-east-1a"
@@ -92,7 +85,7 @@ def test_a_release_lets_in_the_gangs_that_fit_under_the_floor_in_line_order() ->
     """We held 6 when 8 more did not fit: 6 fit for sure. With 2 of them released, the
     2-gang launches at once; the 8-gang (that may fit under the ceiling of 13) is the one
     that probes; the others wait, and nobody is sent into a sure shortfall."""
-    clock = Clock()
+    clock = ManualClock(start=100.0)
     cells = ShortCells(clock=clock)
     cells.launched(P4D_A, "old", ids(6))
     cells.mark_short(P4D_A, 8)
@@ -106,7 +99,7 @@ def test_a_release_lets_in_the_gangs_that_fit_under_the_floor_in_line_order() ->
         "late2": CellWait(3),
     }
     cells.launched(P4D_A, "two", ids(2, start=10))  # we hold 6 again: none sure free
-    clock.t += 1  # 7 may fit under the ceiling: the 4 probes, the 8 cannot fit there
+    clock.advance(1)  # 7 may fit under the ceiling: the 4 probes, the 8 cannot fit there
     assert turns(cells, ("eight", 10.0, 8), ("four", 20.0, 4), ("late2", 40.0, 2)) == {
         "eight": CellWait(0),
         "four": None,
@@ -115,7 +108,7 @@ def test_a_release_lets_in_the_gangs_that_fit_under_the_floor_in_line_order() ->
 
 
 def test_a_shortfall_lowers_the_ceiling_and_a_smaller_gang_probes_under_it() -> None:
-    clock = Clock()
+    clock = ManualClock(start=100.0)
     cells = ShortCells(clock=clock)
     line = [("eight", 10.0, 8), ("four", 20.0, 4), ("two", 30.0, 2)]
     cells.mark_short(P4D_A, 8)  # fewer than 8 fit: the 4 probes, a second later
@@ -125,17 +118,17 @@ def test_a_shortfall_lowers_the_ceiling_and_a_smaller_gang_probes_under_it() -> 
         "four": CellWait(1, 1.0),
         "two": CellWait(2),
     }
-    clock.t += 1
+    clock.advance(1)
     assert cells.turn(P4D_A, pool="four", since=20.0, count=4) is None
     cells.mark_short(P4D_A, 4)  # fewer than 4 fit: the 2 probes next
-    clock.t += 1
+    clock.advance(1)
     assert turns(cells, *line) == {"eight": CellWait(0), "four": CellWait(1), "two": None}
     cells.mark_short(P4D_A, 2)  # fewer than 2: nobody fits; the first probes for the outside
     assert turns(cells, *line)["eight"] == CellWait(0, 3.0)  # 5 s after the first shortfall
 
 
 def test_outside_probes_back_off_and_a_launch_over_the_ceiling_tries_twice_the_floor() -> None:
-    clock = Clock()
+    clock = ManualClock(start=100.0)
     cells = ShortCells(clock=clock)
     cells.mark_short(P4D_A, 8)
     waits = []
@@ -143,11 +136,11 @@ def test_outside_probes_back_off_and_a_launch_over_the_ceiling_tries_twice_the_f
         wait = cells.turn(P4D_A, pool="a", since=1.0, count=8)
         assert wait is not None
         waits.append(wait.probe_in)
-        clock.t += wait.probe_in
+        clock.advance(wait.probe_in)
         assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
         cells.mark_short(P4D_A, 8)  # the probe came back short
     assert waits == [5.0, 10.0, 10.0, 10.0, 10.0]
-    clock.t += 15
+    clock.advance(15)
     assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
     cells.launched(P4D_A, "a", ids(8))  # 8 fit after all: the outside freed some
     line = [("b", 150.0, 8), ("c", 151.0, 8), ("d", 152.0, 4)]  # waiting under a minute
@@ -163,44 +156,44 @@ def test_a_gang_waiting_135_s_is_owed_the_room_freed_next() -> None:
     """Without it, 2-gangs take every 2 slots a release frees and the 8-gang ahead of them
     waits for ever. We held 6 when 8 more did not fit (6 fit, fewer than 14)."""
     for waited, two in [(134.0, None), (135.0, CellWait(1))]:
-        clock = Clock()
+        clock = ManualClock(start=100.0)
         cells = ShortCells(clock=clock)
         cells.launched(P4D_A, "old", ids(6))
         cells.mark_short(P4D_A, 8)
-        line = [("eight", clock.t + 1 - waited, 8), ("two", clock.t - 10, 2)]
+        line = [("eight", clock() + 1 - waited, 8), ("two", clock() - 10, 2)]
         turns(cells, *line)
         cells.released(ids(4))  # 4 sure free: the 2 fits them, the 8 does not
-        clock.t += 1  # the 8 has waited `waited` seconds now
+        clock.advance(1)  # the 8 has waited `waited` seconds now
         assert turns(cells, *line) == {"eight": None, "two": two}  # the 8 probes under 13
 
 
 def test_owed_after_zero_is_strict_arrival_order() -> None:
     """ec2Api.shortCellOwedAfterSeconds: 0: a gang that just arrived is owed already."""
-    clock = Clock()
+    clock = ManualClock(start=100.0)
     cells = ShortCells(clock=clock, owed_after_seconds=0)
     cells.launched(P4D_A, "old", ids(6))
     cells.mark_short(P4D_A, 8)
-    line = [("eight", clock.t, 8), ("two", clock.t + 0.5, 2)]
+    line = [("eight", clock(), 8), ("two", clock() + 0.5, 2)]
     turns(cells, *line)
     cells.released(ids(4))
-    clock.t += 1
+    clock.advance(1)
     assert turns(cells, *line) == {"eight": None, "two": CellWait(1)}
 
 
 def test_a_gang_the_cell_cannot_hold_at_all_is_owed_nothing() -> None:
     """Fewer than 8 fit even with nothing of ours there: the 8-gang waits for capacity
     freed outside, and the 2-gang behind it probes the room the cell may have."""
-    clock = Clock()
+    clock = ManualClock(start=100.0)
     cells = ShortCells(clock=clock)
     cells.mark_short(P4D_A, 8)  # we hold none: the ceiling is 7
-    line = [("eight", clock.t - 300, 8), ("two", clock.t - 10, 2)]
+    line = [("eight", clock() - 300, 8), ("two", clock() - 10, 2)]
     turns(cells, *line)
-    clock.t += 1
+    clock.advance(1)
     assert turns(cells, *line) == {"eight": CellWait(0), "two": None}
 
 
 def test_a_shortfall_under_the_floor_brings_the_floor_down() -> None:
-    cells = ShortCells(clock=Clock())
+    cells = ShortCells(clock=ManualClock(start=100.0))
     cells.launched(P4D_A, "held", ids(4))
     cells.mark_short(P4D_A, 8)  # 4 fit
     cells.released(ids(4))
@@ -211,7 +204,7 @@ def test_a_shortfall_under_the_floor_brings_the_floor_down() -> None:
 
 
 def test_a_release_names_the_pools_in_line_for_the_room_it_freed() -> None:
-    clock = Clock()
+    clock = ManualClock(start=100.0)
     cells = ShortCells(clock=clock)
     other = Cell("p5.48xlarge", "us-east-1a")
     cells.launched(P4D_A, "held", ids(4))
@@ -224,7 +217,7 @@ def test_a_release_names_the_pools_in_line_for_the_room_it_freed() -> None:
 
 
 def test_a_retried_release_counts_its_instances_once() -> None:
-    cells = ShortCells(clock=Clock())
+    cells = ShortCells(clock=ManualClock(start=100.0))
     cells.launched(P4D_A, "held", ids(4))
     cells.mark_short(P4D_A, 4)  # 4 fit, fewer than 8
     for _ in range(3):
@@ -239,17 +232,17 @@ def test_a_retried_release_counts_its_instances_once() -> None:
 
 
 def test_a_short_mark_expires_after_its_ttl() -> None:
-    clock = Clock()
+    clock = ManualClock(start=100.0)
     cells = ShortCells(clock=clock, ttl_seconds=60)
     cells.mark_short(P4D_A, 8)
-    clock.t += 61
+    clock.advance(61)
     assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
 
 
 def test_short_cell_seconds_zero_turns_the_cache_off() -> None:
     """ec2Api.shortCellSeconds: 0 (what bench.idle_cost compares against): every pool
     probes on its own backoff, as before the cache."""
-    cells = ShortCells(clock=Clock(), ttl_seconds=0)
+    cells = ShortCells(clock=ManualClock(start=100.0), ttl_seconds=0)
     cells.mark_short(P4D_A, 8)
     assert cells.turn(P4D_A, pool="a", since=1.0, count=8) is None
     assert cells.turn(P4D_A, pool="b", since=2.0, count=8) is None
@@ -258,11 +251,11 @@ def test_short_cell_seconds_zero_turns_the_cache_off() -> None:
 def test_a_placement_groups_shortfall_is_its_own_cell() -> None:
     """A cluster group holds its own capacity: one pool's group coming back short does
     not make a pool with another group wait (nor the AZ without a group)."""
-    clock = Clock()
+    clock = ManualClock(start=100.0)
     cells = ShortCells(clock=clock)
     mine = Cell("p4d.24xlarge", "us-east-1a", placement_group="atomic-gang-c-a-1")
     cells.mark_short(mine, 8)
-    clock.t += 5
+    clock.advance(5)
     assert cells.turn(mine, pool="a", since=1.0, count=8) is None  # a, alone, probes it
     other = Cell("p4d.24xlarge", "us-east-1a", placement_group="atomic-gang-c-b-2")
     assert cells.turn(other, pool="b", since=2.0, count=8) is None

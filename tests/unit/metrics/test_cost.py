@@ -6,14 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from atomic_gang_provisioner.cost import CostLedger, state_of
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
+from tests.support.clock import ManualClock
 
 
 def pool(name: str, phase: str, held: int, count: int = 4) -> dict[str, object]:
@@ -45,20 +38,20 @@ def test_state_of(phase: str, held: int, want: str | None) -> None:
 
 
 def test_each_interval_bills_the_state_of_the_version_it_follows() -> None:
-    clock = Clock()
+    clock = ManualClock()
     ledger = CostLedger(clock=clock)
     ledger.seen(pool("p", "Acquiring", 0))
-    clock.t += 5
+    clock.advance(5)
     ledger.seen(pool("p", "Joining", 4))  # launched: 4 instances from now
-    clock.t += 10
+    clock.advance(10)
     ledger.seen(pool("p", "Satisfied", 4))
-    clock.t += 60
+    clock.advance(60)
     ledger.seen(pool("p", "Satisfied", 4))  # a resync: same state, nothing lost
-    clock.t += 30
+    clock.advance(30)
     ledger.seen(pool("p", "Releasing", 4))
-    clock.t += 2
+    clock.advance(2)
     ledger.seen(pool("p", "Idle", 0))
-    clock.t += 100
+    clock.advance(100)
     assert ledger.totals() == {
         ("p", "launching"): 40.0,
         ("p", "running"): 360.0,
@@ -67,25 +60,25 @@ def test_each_interval_bills_the_state_of_the_version_it_follows() -> None:
 
 
 def test_a_scrape_counts_the_open_interval_and_a_deleted_pool_keeps_its_series() -> None:
-    clock = Clock()
+    clock = ManualClock()
     ledger = CostLedger(clock=clock)
     ledger.seen(pool("p", "KeepWarm", 2, count=2))
-    clock.t += 7
+    clock.advance(7)
     assert ledger.totals() == {("p", "keep-warm"): 14.0}
-    clock.t += 3
+    clock.advance(3)
     ledger.gone(pool("p", "KeepWarm", 2, count=2))
-    clock.t += 50
+    clock.advance(50)
     assert ledger.totals() == {("p", "keep-warm"): 20.0}
 
 
 def test_only_the_leader_exports() -> None:
-    clock = Clock()
+    clock = ManualClock()
     leading = False
     ledger = CostLedger(clock=clock, exporting=lambda: leading)
     registry = CollectorRegistry()
     registry.register(ledger)
     ledger.seen(pool("train", "Satisfied", 4))
-    clock.t += 2.5
+    clock.advance(2.5)
     assert b"atomic_gang_instance_seconds_total{" not in generate_latest(registry)
     leading = True
     text = generate_latest(registry).decode()

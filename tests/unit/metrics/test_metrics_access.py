@@ -15,6 +15,7 @@ from atomic_gang_provisioner.metrics_access import (
     Verdict,
     bearer_token,
 )
+from tests.support.clock import ManualClock
 
 READER = Identity("system:serviceaccount:monitoring:prometheus", uid="u1", groups=("g",))
 TENANT = Identity("system:serviceaccount:team-b:default")
@@ -38,16 +39,10 @@ class FakeReviewer:
         return who.username in self.readers
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def access(reviewer: FakeReviewer, clock: Clock | None = None, size: int = 256) -> MetricsAccess:
-    return MetricsAccess(reviewer, clock=clock or Clock(), ttl=60.0, size=size)
+def access(
+    reviewer: FakeReviewer, clock: ManualClock | None = None, size: int = 256
+) -> MetricsAccess:
+    return MetricsAccess(reviewer, clock=clock or ManualClock(), ttl=60.0, size=size)
 
 
 @pytest.fixture
@@ -87,14 +82,14 @@ def test_the_access_review_names_the_metrics_path(reviewer: FakeReviewer) -> Non
 
 
 def test_a_verdict_is_kept_for_its_ttl_then_asked_again(reviewer: FakeReviewer) -> None:
-    clock = Clock()
+    clock = ManualClock()
     gate = access(reviewer, clock)
     assert gate.check("Bearer t") is Verdict.FORBIDDEN
-    clock.now += 59.0
+    clock.advance(59.0)
     assert gate.check("Bearer t") is Verdict.FORBIDDEN
     assert len(reviewer.calls) == 2  # one TokenReview, one SubjectAccessReview
     reviewer.readers.add(TENANT.username)  # bound to the reader role meanwhile
-    clock.now += 2.0
+    clock.advance(2.0)
     assert gate.check("Bearer t") is Verdict.ALLOWED
     assert len(reviewer.calls) == 4
 

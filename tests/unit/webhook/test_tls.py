@@ -8,22 +8,17 @@ from pathlib import Path
 import trustme
 
 from atomic_gang_webhook.tls import ReloadingCertificate
+from tests.support.clock import ManualClock
 from tests.support.webhook_proc import SecretDir
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _setup(tmp_path: Path) -> tuple[trustme.CA, SecretDir, ReloadingCertificate, Clock, list[str]]:
+def _setup(
+    tmp_path: Path,
+) -> tuple[trustme.CA, SecretDir, ReloadingCertificate, ManualClock, list[str]]:
     ca = trustme.CA()
     secret = SecretDir(tmp_path)
     secret.publish(ca.issue_cert("127.0.0.1"))
-    clock = Clock()
+    clock = ManualClock(start=0.0)
     seen: list[str] = []
     cert = ReloadingCertificate(
         str(secret.cert), str(secret.key), check_interval=1.0, clock=clock, on_reload=seen.append
@@ -36,12 +31,12 @@ def test_rotation_is_picked_up_after_the_interval(tmp_path: Path) -> None:
     first = cert.current
     secret.publish(ca.issue_cert("127.0.0.1"))
     assert cert.maybe_reload() is False  # not yet time to look
-    clock.now = 1.5
+    clock.advance(1.5)
     assert cert.maybe_reload() is True
     assert cert.current is not first
     assert cert.reloads == 1
     assert seen == [str(secret.cert)]
-    clock.now = 3.0
+    clock.advance(1.5)  # at 3.0
     assert cert.maybe_reload() is False  # unchanged files: no reload
 
 
@@ -52,11 +47,11 @@ def test_half_written_pair_keeps_the_old_one(tmp_path: Path) -> None:
     new = ca.issue_cert("127.0.0.1")
     target = secret.cert.resolve()
     new.cert_chain_pems[0].write_to_path(str(target))
-    clock.now = 2.0
+    clock.advance(2.0)
     assert cert.maybe_reload() is False
     assert cert.current is first
     new.private_key_pem.write_to_path(str(secret.key.resolve()))
-    clock.now = 4.0
+    clock.advance(2.0)  # at 4.0
     assert cert.maybe_reload() is True
     assert cert.current is not first
 
@@ -65,7 +60,7 @@ def test_garbage_files_keep_serving(tmp_path: Path) -> None:
     _, secret, cert, clock, _ = _setup(tmp_path)
     first = cert.current
     secret.cert.resolve().write_text("not a certificate")
-    clock.now = 2.0
+    clock.advance(2.0)
     assert cert.maybe_reload() is False
     assert cert.current is first
 

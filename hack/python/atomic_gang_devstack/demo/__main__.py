@@ -21,7 +21,7 @@ from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from atomic_gang_devstack.waits import ComponentFailedError
 from atomic_gang_fakeaws.control import ControlClient
-from atomic_gang_provisioner.kube import KubeClient
+from atomic_gang_kubelite import Kube
 
 CONTROLLER_KEY = "testing"  # the provisioner's (dummy) access key id in the call log
 
@@ -92,7 +92,7 @@ def _show_setup(ctx: Context, sample: Sample) -> None:
 
 
 def _watch(ctx: Context, sample: Sample, *, timeout: float) -> Story:
-    kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
+    kube = Kube.from_kubeconfig(ctx.admin_kubeconfig())
     observer = Observer(kube=kube, endpoint=fakeaws_endpoint(ctx), sample=sample)
     story, prev = Story(sample), Snapshot()
     try:

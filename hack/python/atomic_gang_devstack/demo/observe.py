@@ -17,11 +17,9 @@ import boto3
 from atomic_gang import keys
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.demo.samples import Sample
-from atomic_gang_provisioner.kube import KubeClient, NotFoundError, Resource
-from atomic_gang_provisioner.kube.resource import EVENTS
-from atomic_gang_provisioner.resources import NODES, POOLS, WORKLOADS
+from atomic_gang_kubelite import Kube, NotFoundError
+from atomic_gang_kubelite.resource import EVENTS, NODES, PODS, POOLS, WORKLOADS
 
-PODS = Resource("", "v1", "pods", namespaced=True, kind="Pod")
 DEMO_KEY = "demo"  # the demo's access key id in the call log
 
 
@@ -65,7 +63,7 @@ def _condition(obj: dict[str, Any], kind: str) -> bool:
 
 
 class Observer:
-    def __init__(self, *, kube: KubeClient, endpoint: str, sample: Sample):
+    def __init__(self, *, kube: Kube, endpoint: str, sample: Sample):
         self.kube, self.sample, self.pool = kube, sample, sample.pool
         self.ec2 = boto3.client(
             "ec2",
@@ -99,7 +97,7 @@ class Observer:
         }
 
     def _workload(self) -> dict[str, Any]:
-        items = self.kube.list(WORKLOADS, namespace=self.sample.namespace).items
+        items = self.kube.list(WORKLOADS, namespace=self.sample.namespace)
         mine = [w for w in items if self.sample.owns_workload(w["metadata"]["name"])]
         if not mine:
             return {}
@@ -127,7 +125,7 @@ class Observer:
 
     def _nodes(self) -> dict[str, NodeState]:
         out = {}
-        for node in self.kube.list(NODES, label_selector=f"{keys.POOL}={self.pool}").items:
+        for node in self.kube.list(NODES, label_selector=f"{keys.POOL}={self.pool}"):
             labels = node["metadata"].get("labels") or {}
             provider = str((node.get("spec") or {}).get("providerID", ""))
             out[node["metadata"]["name"]] = NodeState(
@@ -140,7 +138,7 @@ class Observer:
 
     def _pods(self) -> dict[str, PodState]:
         s = self.sample
-        pods = self.kube.list(PODS, namespace=s.namespace, label_selector=s.pod_selector).items
+        pods = self.kube.list(PODS, namespace=s.namespace, label_selector=s.pod_selector)
         return {
             p["metadata"]["name"]: PodState(
                 phase=str((p.get("status") or {}).get("phase", "")),
@@ -153,7 +151,7 @@ class Observer:
     def _pool_events(self) -> tuple[tuple[str, str], ...]:
         """The pool's Events (cluster-scoped objects get theirs in ``default``)."""
         selector = f"involvedObject.kind=GangNodePool,involvedObject.name={self.pool}"
-        items = self.kube.list(EVENTS, namespace="default", field_selector=selector).items
+        items = self.kube.list(EVENTS, namespace="default", field_selector=selector)
         items.sort(key=lambda e: str(e.get("firstTimestamp") or e["metadata"]["creationTimestamp"]))
         return tuple((str(e.get("reason", "")), str(e.get("message", ""))) for e in items)
 
