@@ -31,8 +31,7 @@ and each Workload Admitted, as this process's watches saw them.
 
 ``--gpus-only`` drops the demo Job's pod anti-affinity: its 8-GPU request alone keeps
 one pod per node. It measures what the scheduler's anti-affinity checks cost the wall
-time at 800 pods (docs/benchmarks.md, "Scale, 2026-12-02: the wall without the pod
-anti-affinity", at c3d6d43: nothing; 247 s either way).
+time at 800 pods (docs/benchmarks.md#reading-the-wall).
 
 ``--foreign-nodes N --foreign-workloads M`` runs the same size twice, each on a fresh
 stack, and prints the two side by side: a bare run, then one where another team's N
@@ -41,15 +40,15 @@ controller's CPU while they are created and until the cluster has settled (Kueue
 the node lifecycle controller done with them; the gangs start only then), its RSS
 before and after, its peak RSS and the reaction over the run, a replica restarted
 after the run (the controller killed: its peak once its caches synced; in both runs)
-and that replica's RSS once the foreign objects are deleted. The issue's size:
-``--gangs 20 --count 4 --foreign-nodes 10000 --foreign-workloads 20000``.
+and that replica's RSS once the foreign objects are deleted. The size the footprint
+targets are set at: ``--gangs 20 --count 4 --foreign-nodes 10000 --foreign-workloads
+20000`` (docs/benchmarks.md#footprint-another-teams-nodes-and-workloads).
 
 ``--control-plane-qps N`` lets the kube-controller-manager, the scheduler and Kueue
 make N API requests a second (burst 2N) instead of upstream's 20, 50 and 50: at 800
 pods the Job controller's pod creates and finalizer removals alone are ~1,600 writes,
 80 s at 20 a second, so upstream's rates put the wall target out of any provisioner's
-reach (docs/benchmarks.md, "Scale, 2026-12-03: the control plane's client rates set the
-wall", at fea2873).
+reach (docs/benchmarks.md#reading-the-wall).
 """
 
 from __future__ import annotations

@@ -12,9 +12,8 @@
   ``image-id`` filter, which copies and glob-matches every known AMI (hundreds);
   an id without glob characters is looked up directly.
 
-In bench.scale's launch rush the last two took ~16 % of the fake's CPU, on a box
-the whole control plane shares (docs/benchmarks.md, "2026-12-04: the box beside the
-reaction").
+In bench.scale's launch rush they took a good part of the fake's CPU, on a box the
+whole control plane shares (docs/benchmarks.md#what-shaped-the-scale-figures).
 """
 
 from __future__ import annotations

@@ -113,9 +113,9 @@ def make_app(state: FakeState) -> FakeAwsApp:
 
 
 class QuietRequestHandler(MotoRequestHandler):
-    """Logs the requests that failed, not every answered one: a line per call cost the
-    server ~6 % of its CPU in bench.scale's launch rush (the layer's own call log,
-    ``/_fake/calls``, keeps every call)."""
+    """Logs the requests that failed, not every answered one: a line per call was a
+    noticeable share of the server's CPU in bench.scale's launch rush (the layer's own
+    call log, ``/_fake/calls``, keeps every call)."""
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         if not str(code).startswith(("2", "3")):

@@ -4,10 +4,9 @@ response instead of two.
 uvicorn writes a response's head (status line and headers) and its body with two
 ``transport.write`` calls, and uvloop's TLS transport encrypts and sends each at
 once. :class:`CoalescingTransport` buffers the writes of one event-loop step and
-sends them as one, like TCP_CORK at the application level. What it buys, measured
-side by side with the same server without it (docs/benchmarks.md, 2026-11-30, the
-denial path): a denial 274 → 235 µs of server CPU (-14 %) and p99 at 16 concurrent
-requests 9.9 → 5.8 ms; a valid review 228 → 198 µs (-13 %), p99 7.5 → 4.7 ms.
+sends them as one, like TCP_CORK at the application level: less server CPU and a
+shorter tail a review, measured side by side with the same server without it
+(docs/benchmarks.md#what-shaped-the-webhook).
 
 It subclasses uvicorn's internal ``HttpToolsProtocol`` (as guards.py builds on this
 class), so uvicorn, httptools and uvloop are pinned exactly in pyproject.toml;

@@ -19,6 +19,7 @@ from atomic_gang_provisioner.cloud.types import (
     ZoneAttempt,
 )
 from atomic_gang_provisioner.pool import machine
+from atomic_gang_provisioner.pool.model import BlockWait
 from atomic_gang_provisioner.pool.phases import block
 from tests.support.pools import KNOBS, T0, instances, observed
 from tests.unit.pool.blocks import (
@@ -120,9 +121,7 @@ def test_a_launch_into_a_block_records_it_and_the_wait() -> None:
         True,
     )
     assert s.waitingSince is None
-    assert [(m.name, m.value) for m in plan.metrics if m.name == "block_wait"] == [
-        ("block_wait", 90.0)
-    ]
+    assert [m for m in plan.metrics if isinstance(m, BlockWait)] == [BlockWait(90.0)]
     launched_event = plan.events[-1]
     assert "in Capacity Block cr-0123456789abcdef0 (ends 2026-11-29T15:00:00Z" in (
         launched_event.message
@@ -138,7 +137,7 @@ def test_an_odcr_launch_has_no_drain_point() -> None:
     assert "capacity reservation cr-0123456789abcdef0 (no end date)" in (
         condition(plan, c.READY).message
     )
-    assert not [m for m in plan.metrics if m.name == "block_wait"]
+    assert not [m for m in plan.metrics if isinstance(m, BlockWait)]
 
 
 # -- the reservation cannot take the gang --------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 
 from atomic_gang_provisioner.cloud.types import Instance
 from atomic_gang_provisioner.pool import machine
+from atomic_gang_provisioner.pool.model import Describe
 from tests.support.pools import IDS, T0, instances, launched, nodes, observed
 from tests.unit.pool.writeahead import released_after_write_ahead
 
@@ -28,7 +29,7 @@ def test_stopped_instance_degrades_the_gang_at_once(state: str) -> None:
     assert not _stopped(state)[0].healthy  # ...but no longer a gang member
     p = launched(phase="Satisfied")
     views = (nodes(4, ready=False)[0], *nodes(4)[1:])  # its kubelet went away
-    assert machine.decide(p, observed(views), T0).describe is True
+    assert isinstance(machine.decide(p, observed(views), T0).read, Describe)
     plan = machine.decide(p, observed(views, _stopped(state)), T0)
     assert plan.status.phase == "Degraded"
     assert plan.status.lastErrorReason == "InstanceLost"

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from atomic_gang_provisioner.cloud.types import TopologyRead
 from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import NodeView, Observed
+from atomic_gang_provisioner.pool.model import Describe, NodeView, Observed
 from tests.support.pools import IDS, KNOBS, T0, instances, launched, nodes, observed
 
 NOW = T0 + timedelta(seconds=40)
@@ -21,7 +21,7 @@ def seen(views: tuple[NodeView, ...], **kw: object) -> Observed:
 
 def test_nodes_ready_within_the_window_need_no_describe() -> None:
     plan = machine.decide(launched(), seen(nodes(4, since=NOW - timedelta(seconds=3))), NOW)
-    assert plan.describe is False
+    assert not isinstance(plan.read, Describe)
     assert plan.status.phase == "Satisfied"
 
 
@@ -31,30 +31,30 @@ def test_the_window_edge_is_inclusive_and_one_second_past_asks_ec2() -> None:
     assert at_edge.status.phase == "Satisfied"
     past = nodes(4, since=NOW - window - timedelta(seconds=1))
     plan = machine.decide(launched(), seen(past), NOW)
-    assert (plan.describe, plan.describe_shared, plan.status.phase) == (True, True, "Joining")
+    assert (plan.read, plan.status.phase) == (Describe(shared=True), "Joining")
 
 
 def test_one_stale_node_makes_the_whole_set_ask_ec2() -> None:
     fresh = nodes(4, since=NOW - timedelta(seconds=2))
     stale = (*fresh[:3], replace(fresh[3], ready_since=NOW - timedelta(seconds=30)))
-    assert machine.decide(launched(), seen(stale), NOW).describe is True
+    assert isinstance(machine.decide(launched(), seen(stale), NOW).read, Describe)
 
 
 def test_a_node_without_a_transition_time_asks_ec2() -> None:
-    assert machine.decide(launched(), seen(nodes(4, since=None)), NOW).describe is True
+    assert isinstance(machine.decide(launched(), seen(nodes(4, since=None)), NOW).read, Describe)
 
 
 def test_a_kubelet_clock_a_little_ahead_vouches_far_ahead_does_not() -> None:
     ahead = machine.decide(launched(), seen(nodes(4, since=NOW + timedelta(seconds=2))), NOW)
     assert ahead.status.phase == "Satisfied"
     far = machine.decide(launched(), seen(nodes(4, since=NOW + timedelta(minutes=5))), NOW)
-    assert far.describe is True
+    assert isinstance(far.read, Describe)
 
 
 def test_an_instance_ec2_called_unhealthy_is_described_and_the_set_released() -> None:
     views = nodes(4, since=NOW - timedelta(seconds=1))
     first = machine.decide(launched(), seen(views, reported_unhealthy=(IDS[2],)), NOW)
-    assert first.describe is True
+    assert isinstance(first.read, Describe)
     described = seen(views, reported_unhealthy=(IDS[0],), instances=instances(dead=1))
     second = machine.decide(launched(), described, NOW)
     assert second.status.phase == "Releasing"
@@ -64,9 +64,9 @@ def test_an_instance_ec2_called_unhealthy_is_described_and_the_set_released() ->
 def test_a_zero_window_asks_ec2_for_every_gang() -> None:
     views = nodes(4, since=NOW)
     zero = replace(seen(views), knobs=replace(KNOBS, liveness_window=timedelta(0)))
-    assert machine.decide(launched(), zero, NOW).describe is True
+    assert isinstance(machine.decide(launched(), zero, NOW).read, Describe)
 
 
 def test_fewer_than_n_ready_never_vouches() -> None:
     plan = machine.decide(launched(), seen(nodes(3, since=NOW)), NOW)
-    assert (plan.describe, plan.status.phase) == (False, "Joining")
+    assert (isinstance(plan.read, Describe), plan.status.phase) == (False, "Joining")

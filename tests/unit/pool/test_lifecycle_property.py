@@ -38,7 +38,7 @@ from atomic_gang_provisioner.cloud.types import (
     ZoneAttempt,
 )
 from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import NodeView, Observed
+from atomic_gang_provisioner.pool.model import Describe, FindByTag, NodeView, Observed, ReadTopology
 from tests.support.pools import KNOBS, T0, pool
 
 # Coverage's tracer (CPython 3.11 has no sys.monitoring) makes a Hypothesis run about
@@ -156,14 +156,14 @@ class PoolLifecycle(RuleBasedStateMachine):
     def reconcile(self, crash: bool) -> None:
         obs = Observed(nodes=self._nodes(), knobs=KNOBS)
         plan = machine.decide(self.pool, obs, self.now)
-        if plan.describe:
+        if isinstance(plan.read, Describe):
             obs = replace(obs, instances=self.cloud.describe(tuple(self.pool.status.instanceIds)))
             plan = machine.decide(self.pool, obs, self.now)
-        if plan.read_topology:
-            obs = replace(obs, topology=self.cloud.read_topology(plan.read_topology))
+        if isinstance(plan.read, ReadTopology):
+            obs = replace(obs, topology=self.cloud.read_topology(plan.read.instance_ids))
             plan = machine.decide(self.pool, obs, self.now)
-        if plan.find is not None:
-            obs = replace(obs, found=self.cloud.find(plan.find))
+        if isinstance(plan.read, FindByTag):
+            obs = replace(obs, found=self.cloud.find(plan.read.generation))
             plan = machine.decide(self.pool, obs, self.now)
         if plan.acquire is not None:
             try:

@@ -23,6 +23,15 @@ from atomic_gang_provisioner.cloud.types import (
     ZoneAttempt,
 )
 from atomic_gang_provisioner.pool import machine, report
+from atomic_gang_provisioner.pool.model import (
+    Describe,
+    FindByTag,
+    JoinDuration,
+    KeepWarmReuse,
+    ReadTopology,
+    Spread,
+    TimeToSatisfied,
+)
 from tests.support.pools import (
     CLAIM,
     IDS,
@@ -257,7 +266,7 @@ def test_waiting_its_turn_is_no_attempt_and_the_claimant_reads_why(
 def test_claim_dropped_while_acquiring_looks_for_a_lost_launch_then_goes_idle() -> None:
     p = pool(claim=None, phase="Acquiring", consecutiveShortfalls=2, acquireGeneration=7)
     first = machine.decide(p, observed(), T0)
-    assert first.find == 7
+    assert first.read == FindByTag(7)
     assert first.status.phase == "Acquiring"
     plan = machine.decide(p, replace(observed(), found=()), T0)
     assert plan.status.phase == "Idle"
@@ -275,7 +284,7 @@ def test_a_quick_join_writes_no_ready_count_per_node_and_a_slow_one_shows_it() -
     slow = machine.decide(p, observed(nodes(3)), T0 + timedelta(seconds=20))
     assert slow.status.readyCount == 3
     done = machine.decide(p, observed(nodes(4)), T0 + timedelta(seconds=5))
-    assert done.describe  # all N Ready: on to the join check at once
+    assert isinstance(done.read, Describe)  # all N Ready: on to the join check at once
 
 
 def test_a_slow_join_shows_its_n_of_n_at_most_every_progress_interval() -> None:
@@ -290,7 +299,7 @@ def test_a_slow_join_shows_its_n_of_n_at_most_every_progress_interval() -> None:
     due = machine.decide(p, at, shown + timedelta(seconds=10))
     assert due.status.readyCount == 3
     done = machine.decide(p, replace(observed(nodes(4)), progress_written_at=shown), shown)
-    assert done.describe  # all N Ready is never held back
+    assert isinstance(done.read, Describe)  # all N Ready is never held back
 
 
 def test_joining_waits_for_exactly_n_ready_nodes() -> None:
@@ -312,7 +321,7 @@ def test_a_ready_node_counts_only_once_it_holds_what_one_pod_asks_for() -> None:
     p = launched().model_copy(update={"spec": launched().spec.model_copy(update={"claim": wants})})
     later = T0 + timedelta(seconds=30)
     bare = machine.decide(p, observed(nodes(4)), later)
-    assert (bare.status.readyCount, bare.describe) == (0, False)
+    assert (bare.status.readyCount, isinstance(bare.read, Describe)) == (0, False)
     assert bare.status.readyWithoutDevices == 4
     said = report.progress(p, bare.status, KNOBS)
     assert "0/4 nodes Ready; 4 more Ready without nvidia.com/gpu: 8 in allocatable" in said
@@ -322,9 +331,9 @@ def test_a_ready_node_counts_only_once_it_holds_what_one_pod_asks_for() -> None:
     partly = machine.decide(p, observed(full), later).status
     assert (partly.readyCount, partly.readyWithoutDevices) == (3, 1)
     done = machine.decide(p, observed(nodes(4, devices=(("nvidia.com/gpu", 8),))), later)
-    assert done.describe  # all N hold it: on to the join check
+    assert isinstance(done.read, Describe)  # all N hold it: on to the join check
     plain = machine.decide(launched(), observed(nodes(4)), later)
-    assert plain.describe  # a claimant asking no device waits for none
+    assert isinstance(plain.read, Describe)  # a claimant asking no device waits for none
     timeout = machine.decide(p, observed(nodes(4)), T0 + timedelta(seconds=600))
     assert timeout.status.phase == "Releasing"
     assert timeout.status.lastError.startswith(
@@ -336,10 +345,10 @@ def test_a_ready_node_counts_only_once_it_holds_what_one_pod_asks_for() -> None:
 def test_n_ready_nodes_need_one_describe_then_satisfied() -> None:
     p = launched()
     first = machine.decide(p, observed(nodes(4)), T0 + timedelta(seconds=40))
-    assert first.describe is True
+    assert isinstance(first.read, Describe)
     assert first.status.phase == "Joining"
     second = machine.decide(p, observed(nodes(4), instances()), T0 + timedelta(seconds=40))
-    assert second.read_topology == tuple(IDS)  # p4d: EC2 reports its network topology
+    assert second.read == ReadTopology(tuple(IDS))  # p4d: EC2 reports its network topology
     third = machine.decide(
         p,
         replace(observed(nodes(4), instances()), topology=TopologyRead()),
@@ -348,8 +357,7 @@ def test_n_ready_nodes_need_one_describe_then_satisfied() -> None:
     s = third.status
     assert s.phase == "Satisfied"
     assert (s.readyCount, s.claimKey) == (4, KEY)
-    names = {m.name: m.value for m in third.metrics}
-    assert names == {"spread": 0.0, "satisfied": 45.0, "joined": 40.0}
+    assert set(third.metrics) == {Spread(p.name, 0), TimeToSatisfied(45.0), JoinDuration(40.0)}
     ready = next(c for c in s.conditions if c.type == "Ready")
     assert ready.status == "True"
 
@@ -421,7 +429,7 @@ def test_warm_reuse_has_no_launch() -> None:
     assert plan.status.claimKey == KEY
     assert plan.tag is not None
     assert plan.tag.tags == ((keys.KEEP_WARM_UNTIL, ""),)
-    assert [m.name for m in plan.metrics] == ["keep_warm_reuse"]
+    assert plan.metrics == (KeepWarmReuse(),)
 
 
 def test_keep_warm_expiry_releases() -> None:
@@ -439,7 +447,7 @@ def test_keep_warm_expiry_releases() -> None:
 def test_lost_instance_degrades_claimant_and_releases() -> None:
     p = launched(phase="Satisfied")
     first = machine.decide(p, observed(nodes(3)), T0)
-    assert first.describe is True
+    assert isinstance(first.read, Describe)
     plan = machine.decide(p, observed(nodes(3), instances(dead=1)), T0)
     s = plan.status
     assert s.phase == "Degraded"
@@ -460,13 +468,17 @@ def test_lost_instance_degrades_claimant_and_releases() -> None:
 def test_not_ready_node_gets_a_grace_period() -> None:
     p = launched(phase="Satisfied")
     views = (*nodes(3), nodes(4, ready=False)[3])
-    assert machine.decide(p, observed(views), T0).describe is True  # one look at EC2 first
+    assert isinstance(
+        machine.decide(p, observed(views), T0).read, Describe
+    )  # one look at EC2 first
     plan = machine.decide(p, observed(views, instances()), T0)
     assert plan.status.phase == "Satisfied"
     assert plan.status.unhealthySince == T0
     assert plan.requeue_after == 60
     held = p.model_copy(update={"status": plan.status})
-    assert machine.decide(held, observed(views), T0 + timedelta(seconds=30)).describe is False
+    assert not isinstance(
+        machine.decide(held, observed(views), T0 + timedelta(seconds=30)).read, Describe
+    )
     later = machine.decide(held, observed(views), T0 + timedelta(seconds=61))
     assert later.status.phase == "Degraded"
     assert later.status.lastErrorReason == "NodeNotReady"
@@ -584,7 +596,7 @@ def test_lost_launch_found_after_abandon_is_released() -> None:
 
 def test_finalizer_while_acquiring_finds_lost_launches() -> None:
     p = pool(deleting=True, phase="Acquiring", acquireGeneration=3)
-    assert machine.decide(p, observed(), T0).find == 3
+    assert machine.decide(p, observed(), T0).read == FindByTag(3)
     plan = machine.decide(p, replace(observed(), found=instances()), T0)
     assert plan.status.instanceIds == IDS
     assert not plan.remove_finalizer

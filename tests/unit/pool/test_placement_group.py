@@ -78,7 +78,7 @@ def test_release_between_generations_keeps_the_group() -> None:
     after = machine.after_release(p, plan, result=ReleaseResult(), now=T0, knobs=KNOBS)
     assert after.status.phase == "Acquiring"
     assert after.status.placementGroup == GROUP
-    assert after.delete_group is False
+    assert after.deletes_group is False
 
 
 def test_idle_without_claim_deletes_the_group_after_the_last_instance() -> None:
@@ -89,13 +89,13 @@ def test_idle_without_claim_deletes_the_group_after_the_last_instance() -> None:
     assert after.status.phase == "Idle"
     assert after.requeue_after == KNOBS.release_poll  # the next round deletes the group
     idle = machine.decide(with_status(p, after.status), observed(), T0)
-    assert idle.delete_group is True
+    assert idle.deletes_group is True
 
 
 def test_group_still_in_use_is_asked_again_not_an_error() -> None:
     p = pool(claim=None, placementGroup=GROUP)
     plan = machine.decide(p, observed(), T0)
-    assert plan.delete_group is True
+    assert plan.deletes_group is True
     after = machine.after_delete_group(p, plan, deleted=False, knobs=KNOBS, now=T0)
     assert after.status.placementGroup == GROUP
     assert after.requeue_after == KNOBS.release_poll
@@ -113,13 +113,13 @@ def test_group_deleted_is_forgotten_with_an_event() -> None:
     ]
     assert after.remove_finalizer is False
     again = machine.decide(with_status(p, after.status), observed(), T0)
-    assert again.delete_group is False
+    assert again.deletes_group is False
 
 
 def test_a_claim_on_an_idle_pool_reuses_its_group() -> None:
     p = shaped(pool(claim=CLAIM, placementGroup=GROUP), placement="cluster")
     plan = machine.decide(p, observed(), T0)
-    assert plan.delete_group is False
+    assert plan.deletes_group is False
     assert plan.status.phase == "Acquiring"
 
 
@@ -140,7 +140,7 @@ def test_keep_warm_reuse_keeps_group_and_topology() -> None:
 def test_deleted_pool_deletes_its_group_before_the_finalizer() -> None:
     p = pool(claim=None, deleting=True, placementGroup=GROUP)
     plan = machine.decide(p, observed(), T0)
-    assert (plan.delete_group, plan.remove_finalizer) == (True, False)
+    assert (plan.deletes_group, plan.remove_finalizer) == (True, False)
     after = machine.after_delete_group(p, plan, deleted=True, knobs=KNOBS, now=T0)
     assert after.remove_finalizer is True
 
@@ -155,7 +155,7 @@ def test_deleted_pool_releasing_keeps_the_finalizer_while_its_group_exists() -> 
     assert after.remove_finalizer is False
     assert after.requeue_after == KNOBS.release_poll
     final = machine.decide(with_status(p, after.status), observed(), T0)
-    assert final.delete_group is True
+    assert final.deletes_group is True
 
 
 def _rejected(code: str, message: str) -> tuple[str, str | None, str]:

@@ -10,7 +10,13 @@ from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.types import Launched, ReleaseResult, TopologyRead
 from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import NodeView, Observed
+from atomic_gang_provisioner.pool.model import (
+    NodeView,
+    Observed,
+    ReadTopology,
+    ShortfallCounted,
+    Spread,
+)
 from tests.support.pools import IDS, KNOBS, SHAPE, T0, instances, launched, nodes, observed
 from tests.unit.pool.writeahead import released_after_write_ahead
 
@@ -36,7 +42,7 @@ def joined(topology: TopologyRead | None = None, views: tuple[NodeView, ...] = (
 def test_unsupported_type_skips_topology_quietly() -> None:
     p = shaped(launched(), instanceType="m5.large")
     plan = machine.decide(p, joined(), NOW)
-    assert plan.read_topology == ()
+    assert not isinstance(plan.read, ReadTopology)
     assert plan.status.phase == "Satisfied"
     assert (plan.status.networkNodes, plan.status.spread) == (None, 0)
     assert plan.label_nodes == ()
@@ -44,9 +50,9 @@ def test_unsupported_type_skips_topology_quietly() -> None:
 
 def test_one_read_for_the_gang_once_all_nodes_are_ready() -> None:
     early = machine.decide(launched(), observed(nodes(3), instances()), NOW)
-    assert early.read_topology == ()
+    assert not isinstance(early.read, ReadTopology)
     plan = machine.decide(launched(), joined(), NOW)
-    assert plan.read_topology == tuple(IDS)
+    assert plan.read == ReadTopology(tuple(IDS))
     assert plan.status.phase == "Joining"
 
 
@@ -57,7 +63,7 @@ def test_the_read_goes_ahead_once_a_node_is_ready_and_only_fills_the_cache() -> 
     assert none_yet.warm_topology == ()
     one = machine.decide(launched(), observed(nodes(1), instances()), NOW)
     assert one.warm_topology == tuple(IDS)
-    assert (one.read_topology, one.status.phase, one.status.networkNodes) == ((), "Joining", None)
+    assert (one.read, one.status.phase, one.status.networkNodes) == (None, "Joining", None)
     small = machine.decide(shaped(launched(), instanceType="m5.large"), observed(nodes(1)), NOW)
     assert small.warm_topology == ()
     known = launched(networkNodes={i: [*LAYERS, "nn-1"] for i in IDS})
@@ -101,7 +107,7 @@ def test_read_is_recorded_with_spread_labels_and_metric() -> None:
     layer = "topology.k8s.aws/network-node-layer-{}".format
     assert labels[views[0].name] == {layer(2): "nn-mid", layer(3): "b1"}  # layer 1 was there
     assert labels[views[3].name] == {layer(1): "nn-top", layer(2): "nn-mid", layer(3): "b1"}
-    assert ("spread", 1.0) in [(m.name, m.value) for m in plan.metrics]
+    assert [m.nodes for m in plan.metrics if isinstance(m, Spread)] == [1]
 
 
 def test_nodes_already_labelled_get_no_patch() -> None:
@@ -123,7 +129,7 @@ def test_nodes_already_labelled_get_no_patch() -> None:
 def test_recorded_topology_is_not_read_again() -> None:
     p = launched(networkNodes={iid: [*LAYERS, "b1"] for iid in IDS}, spread=1)
     plan = machine.decide(p, joined(), NOW)
-    assert plan.read_topology == ()
+    assert not isinstance(plan.read, ReadTopology)
     assert plan.status.phase == "Satisfied"
 
 
@@ -142,9 +148,7 @@ def test_spread_over_max_spread_releases_the_whole_set_as_a_shortfall() -> None:
     assert (s.lastErrorReason, s.consecutiveShortfalls, s.spread) == ("TopologySpread", 2, 2)
     assert "spans 2 bottom-layer network nodes (b1, b2), more than max-spread 1" in s.lastError
     assert plan.label_nodes == ()  # nothing labelled, never Satisfied
-    assert ("shortfall", (("reason", "TopologySpread"),)) in [
-        (m.name, m.labels) for m in plan.metrics
-    ]
+    assert ShortfallCounted("TopologySpread") in plan.metrics
     ready = next(c for c in s.conditions if c.type == "Ready")
     assert (ready.status, ready.reason) == ("False", "TopologySpread")
     _, release = released_after_write_ahead(p, plan)

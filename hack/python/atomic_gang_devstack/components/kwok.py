@@ -28,9 +28,8 @@ STAGES = (
     "pod/fast/pod-delete.yaml",
 )
 # Each real kubelet works on its own node; kwok's defaults (4 node and 4 pod stages at
-# a time) made it the bottleneck at bench.scale's 800 nodes: it saw a Node within 0.1 s
-# and first patched it Ready 15-17 s later (docs/benchmarks.md, "2026-12-03: kwok, not the
-# simulator, held the Nodes back").
+# a time) made it the bottleneck at bench.scale's 800 nodes: it saw a Node at once and
+# patched it Ready seconds later (docs/benchmarks.md#reading-the-wall).
 PARALLELISM = """\
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration

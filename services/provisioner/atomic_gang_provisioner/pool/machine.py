@@ -18,9 +18,13 @@ from atomic_gang_provisioner.cloud.types import AcquireRequest, AcquireResult, R
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool import report
 from atomic_gang_provisioner.pool.model import (
+    DeleteGroup,
+    FindByTag,
     Knobs,
+    Launch,
     Observed,
     Plan,
+    Terminate,
     has_resources,
     update,
     with_status,
@@ -54,7 +58,7 @@ def _finalize(pool: GangNodePool, observed: Observed) -> Plan:
     status = pool.status
     if status.phase == "Acquiring" and not has_resources(status):
         if observed.found is None:  # a lost launch response may have left a set
-            return Plan(status=status, find=status.acquireGeneration)
+            return Plan(status=status, read=FindByTag(status.acquireGeneration))
         if observed.found:
             status = update(status, instanceIds=[i.instance_id for i in observed.found])
     if has_resources(status):
@@ -62,13 +66,13 @@ def _finalize(pool: GangNodePool, observed: Observed) -> Plan:
         first = pool.status.phase != "Releasing"  # one event, not one per ENI poll
         return Plan(
             status=update(status, phase="Releasing"),
-            release=releasing.request(pool, status),
+            call=Terminate(releasing.request(pool, status)),
             events=(event("Finalizing", f"Pool deleted: terminating {n} instance(s)"),)
             if first
             else (),
         )
     if status.placementGroup:  # the pool's own group goes last, before the finalizer
-        return Plan(status=status, delete_group=True)
+        return Plan(status=status, call=DeleteGroup())
     return Plan(status=status, remove_finalizer=True)
 
 
@@ -118,14 +122,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
 
 def _acts(step: Plan) -> bool:
     """The step asks for I/O: the executor performs it and decides again (or writes)."""
-    return bool(
-        step.acquire
-        or step.release
-        or step.describe
-        or step.find
-        or step.read_topology
-        or step.delete_group
-    )
+    return step.call is not None or step.read is not None
 
 
 def _needs_write_ahead(stored: Phase, step: Plan) -> bool:
@@ -136,13 +133,13 @@ def _needs_write_ahead(stored: Phase, step: Plan) -> bool:
     once Releasing (or Degraded) is stored, so the transition is visible and a crash
     mid-termination resumes releasing the recorded set.
     """
-    if step.acquire is None and step.release is None:
+    if not isinstance(step.call, Launch | Terminate):
         return False
     return step.status.phase != stored
 
 
 def _write_ahead(step: Plan) -> Plan:
-    return replace(step, acquire=None, release=None, requeue_after=WRITE_AHEAD_REQUEUE)
+    return replace(step, call=None, requeue_after=WRITE_AHEAD_REQUEUE)
 
 
 def after_acquire(

@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Literal, Unpack
+from typing import Unpack
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, StatusChange
 from atomic_gang_provisioner.backoff import exponential
@@ -17,17 +17,6 @@ from atomic_gang_provisioner.cloud.types import (
     TopologyRead,
 )
 from atomic_gang_provisioner.events import Event
-
-MetricName = Literal[
-    "acquisition",
-    "shortfall",
-    "satisfied",
-    "joined",
-    "keep_warm_reuse",
-    "released",
-    "block_wait",
-    "spread",
-]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,11 +77,123 @@ class Observed:
         return None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Metric:
-    name: MetricName
-    labels: tuple[tuple[str, str], ...] = ()
-    value: float = 1.0
+# What a decision measured: each kind is one series of ``metrics.py`` (the reconciler
+# records them in one place, ``reconcilers/pool.py`` ``_record``).
+@dataclass(frozen=True, slots=True)
+class Acquisition:
+    """One launch attempt's result (launched, adopted, retry, capacity, quota, permanent)."""
+
+    mode: str
+    result: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShortfallCounted:
+    """An attempt that fell short, by the reason status records."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TimeToSatisfied:
+    """From Acquiring to all N Nodes Ready."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class JoinDuration:
+    """From the launch to all N Nodes Ready."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class KeepWarmReuse:
+    """A warm set handed to a new claim without a launch."""
+
+
+@dataclass(frozen=True, slots=True)
+class InstancesReleased:
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class BlockWait:
+    """The seconds a gang waited for its reservation's start, once it launches."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """How many network nodes the pool's set spans (a gauge per pool)."""
+
+    pool: str
+    nodes: int
+
+
+Metric = (
+    Acquisition
+    | ShortfallCounted
+    | TimeToSatisfied
+    | JoinDuration
+    | KeepWarmReuse
+    | InstancesReleased
+    | BlockWait
+    | Spread
+)
+
+
+# The one cloud call a decision may make: the type holds at most one.
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """RunInstances (or CreateFleet) for the generation in the request: N or nothing."""
+
+    request: AcquireRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Terminate:
+    """Terminate the recorded set (then its fleets and stray ENIs)."""
+
+    request: ReleaseRequest
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteGroup:
+    """Delete the pool's own placement group (``status.placementGroup``)."""
+
+
+CloudCall = Launch | Terminate | DeleteGroup
+
+
+# What a decision must read before it can decide: the reconciler reads it and decides
+# again with the answer in ``Observed``.
+@dataclass(frozen=True, slots=True)
+class Describe:
+    """DescribeInstances of the set (batched with other pools' asks). ``shared``: an
+    answer another pool's call got within ec2Api.describeReuseSeconds will do."""
+
+    shared: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FindByTag:
+    """The live instances tagged with this generation: a set whose launch answer was
+    lost. Launches nothing."""
+
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTopology:
+    """One DescribeInstanceTopology of these instances (cached, rate-limited)."""
+
+    instance_ids: tuple[str, ...]
+
+
+Read = Describe | FindByTag | ReadTopology
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,19 +212,14 @@ class NodeLabels:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
-    """What to do now. At most one of ``acquire``/``release``/``delete_group`` is set."""
+    """What to do now: the status to write, and either one read to make first (the
+    reconciler decides again with its answer) or at most one cloud call."""
 
     status: GangNodePoolStatus
-    acquire: AcquireRequest | None = None
-    release: ReleaseRequest | None = None
-    delete_group: bool = False  # the pool's own placement group (status.placementGroup)
+    call: CloudCall | None = None
+    read: Read | None = None
     tag: TagRequest | None = None
     label_nodes: tuple[NodeLabels, ...] = ()
-    describe: bool = False
-    # The join check: a recent answer another pool's call got will do (ec2Api).
-    describe_shared: bool = False
-    find: int | None = None  # look up (pool, generation) by tag; launches nothing
-    read_topology: tuple[str, ...] = ()  # instance ids: one DescribeInstanceTopology
     # Read ahead, the answer only fills the cache: the gang's own read at N Ready is
     # then answered at once instead of waiting for the 1/s budget.
     warm_topology: tuple[str, ...] = ()
@@ -132,8 +228,21 @@ class Plan:
     metrics: tuple[Metric, ...] = ()
     requeue_after: float | None = None
 
+    @property
+    def acquire(self) -> AcquireRequest | None:
+        return self.call.request if isinstance(self.call, Launch) else None
+
+    @property
+    def release(self) -> ReleaseRequest | None:
+        return self.call.request if isinstance(self.call, Terminate) else None
+
+    @property
+    def deletes_group(self) -> bool:
+        return isinstance(self.call, DeleteGroup)
+
     def then(self, other: Plan) -> Plan:
-        """Chain two steps taken in one reconcile: keep both sets of events."""
+        """Chain two steps taken in one reconcile: the later step's status, call and
+        read; the events and metrics of both; its tag and labels, else the earlier's."""
         return replace(
             other,
             events=self.events + other.events,

@@ -26,8 +26,9 @@ MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 320
 def waits_for_launch_budget(raw: Mapping[str, Any]) -> bool:
     """A stored pool told to wait its turn for EC2's launch budget. Its reconcile set
     when to ask again; re-asking on the echo of that write would find a new count (a pool
-    launches every half second), write it, and ask again on its echo: in bench.scale's
-    slow runs 838 of 880 re-asks came that way, each three writes (status, check, Event)."""
+    launches every half second), write it, and ask again on its echo, each time three
+    writes (status, check, Event): a loop that made a slow box slower
+    (docs/benchmarks.md#what-shaped-the-scale-figures)."""
     status = raw.get("status") or {}
     budget = status.get("lastErrorReason") == FailureReason.WAITING_FOR_LAUNCH_BUDGET
     return status.get("phase") == "Acquiring" and budget

@@ -10,11 +10,9 @@ decides with it (so Node events of other pools never queue behind EC2).
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 from atomic_gang_provisioner.api import FINALIZER, GangNodePool
@@ -26,9 +24,31 @@ from atomic_gang_provisioner.cloud.types import (
 from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFoundError
 from atomic_gang_provisioner.nodes import node_view, slim_node
 from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import Metric, NodeLabels, NodeView, Observed, Plan
+from atomic_gang_provisioner.pool.model import (
+    Acquisition,
+    BlockWait,
+    DeleteGroup,
+    Describe,
+    FindByTag,
+    InstancesReleased,
+    JoinDuration,
+    KeepWarmReuse,
+    Launch,
+    Metric,
+    NodeLabels,
+    NodeView,
+    Observed,
+    Plan,
+    Read,
+    ReadTopology,
+    ShortfallCounted,
+    Spread,
+    Terminate,
+    TimeToSatisfied,
+)
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
+from atomic_gang_provisioner.reconcilers.memory import PoolMemory
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX, PoolReads
 from atomic_gang_provisioner.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.runtime import Result
@@ -36,6 +56,8 @@ from atomic_gang_provisioner.workload.view import view
 
 log = logging.getLogger("atomic_gang_provisioner.pool")
 LABEL_WRITERS = 8  # a gang's Node label patches go out side by side
+# The reads a decision may ask for, in the order a reconcile answers them.
+READ_ORDER = (Describe, ReadTopology, FindByTag)
 
 
 def launched_nothing(result: AcquireResult) -> bool:
@@ -64,13 +86,7 @@ class PoolReconciler:
         # once: the Workload side reads the pool from ``latest`` and need not wait for
         # the watch.
         self._claimant_changed = claimant_changed
-        # Pool -> the generation this process introduced (wrote Acquiring at it) and has
-        # not launched at yet: no set of that generation can exist, so no tag lookup.
-        self._fresh: dict[str, int] = {}
-        # Pool -> when this process last wrote a joining gang's n/N (rate-limits the next;
-        # a new leader starts without: one write sooner, once).
-        self._progress_at: dict[str, datetime] = {}
-        self._lock = threading.Lock()
+        self.memory = PoolMemory()
         self._labelers = ThreadPoolExecutor(LABEL_WRITERS, thread_name_prefix="node-labels")
 
     def _nodes(self, pool: GangNodePool) -> tuple[NodeView, ...]:
@@ -91,26 +107,19 @@ class PoolReconciler:
         observed = Observed(
             nodes=self._nodes(pool),
             reported_unhealthy=self.ctx.cloud.reported_unhealthy(pool.status.instanceIds),
-            progress_written_at=self._progress_at.get(name),
+            progress_written_at=self.memory.progress_written_at(name),
             knobs=self.ctx.knobs,
         )
         plan = machine.decide(pool, observed, now)
         if plan.warm_topology and (ahead := self._reads.warm(name, plan.warm_topology)):
             plan = machine.decide(pool, replace(observed, topology=ahead), now)
-        if plan.describe:
-            described = self._reads.describe(pool, shared=plan.describe_shared)
-            if described is None:
-                return Result()  # the answer requeues the pool
-            observed = replace(observed, instances=described)
-            plan = machine.decide(pool, observed, now)
-        if plan.read_topology:
-            read = self._reads.topology(name, plan.read_topology)
-            if read is None:
-                return Result()  # the answer requeues the pool
-            plan = machine.decide(pool, replace(observed, topology=read), now)
-        if plan.find is not None:
-            found = self.ctx.cloud.find(pool=pool.name, generation=plan.find)
-            plan = machine.decide(pool, replace(observed, found=found), now)
+        for kind in READ_ORDER:  # each read at most once; a later ask waits a reconcile
+            if isinstance(plan.read, kind):
+                answered = self._answer(pool, plan.read, observed)
+                if answered is None:
+                    return Result()  # the answer requeues the pool
+                observed = answered
+                plan = machine.decide(pool, observed, now)
         plan = self._perform(pool, plan)
         try:
             self._write(pool, plan)
@@ -118,6 +127,20 @@ class PoolReconciler:
             log.info("pool write conflicted; retrying", extra={"pool": name, "error": str(err)})
             return Result(requeue=True)
         return Result(requeue_after=plan.requeue_after)
+
+    def _answer(self, pool: GangNodePool, read: Read, observed: Observed) -> Observed | None:
+        """``observed`` with the answer to ``read``; None while a batched read is out
+        (its answer requeues the pool)."""
+        match read:
+            case Describe(shared=shared):
+                described = self._reads.describe(pool, shared=shared)
+                return None if described is None else replace(observed, instances=described)
+            case ReadTopology(instance_ids=ids):
+                topology = self._reads.topology(pool.name, ids)
+                return None if topology is None else replace(observed, topology=topology)
+            case FindByTag(generation=generation):
+                found = self.ctx.cloud.find(pool=pool.name, generation=generation)
+                return replace(observed, found=found)
 
     def _wake(self, pools: tuple[str, ...]) -> None:
         """The pools in line for the room a release freed ask now, not at their poll."""
@@ -128,29 +151,29 @@ class PoolReconciler:
     def _perform(self, pool: GangNodePool, plan: Plan) -> Plan:
         ctx = self.ctx
         now = ctx.now()
-        if plan.acquire is not None:
+        if plan.call is not None:
             ctx.must_lead()
-            with self._lock:
-                fresh = self._fresh.pop(pool.name, None) == plan.acquire.generation
-            also = self._reads.wanted(pool.name) if plan.acquire.spec.reservation_ids else ()
-            request = replace(plan.acquire, adopt=not fresh, also_reservations=also)
-            result = ctx.cloud.acquire(request)
-            ctx.faults.after_launch()
-            if launched_nothing(result):
-                with self._lock:  # the same ClientToken next time, without a tag lookup
-                    self._fresh[pool.name] = plan.acquire.generation
-            plan = machine.after_acquire(
-                pool, plan, request=plan.acquire, result=result, now=now, knobs=ctx.knobs
-            )
-        elif plan.release is not None:
-            ctx.must_lead()
-            released = ctx.cloud.release(plan.release)
-            self._wake(released.room_for)
-            plan = machine.after_release(pool, plan, result=released, now=now, knobs=ctx.knobs)
-        elif plan.delete_group:
-            ctx.must_lead()
-            deleted = ctx.cloud.delete_placement_group(pool.name)
-            plan = machine.after_delete_group(pool, plan, deleted=deleted, knobs=ctx.knobs, now=now)
+        match plan.call:
+            case Launch(request=asked):
+                fresh = self.memory.take_fresh(pool.name, asked.generation)
+                also = self._reads.wanted(pool.name) if asked.spec.reservation_ids else ()
+                request = replace(asked, adopt=not fresh, also_reservations=also)
+                result = ctx.cloud.acquire(request)
+                ctx.faults.after_launch()
+                if launched_nothing(result):  # the same ClientToken next time, no lookup
+                    self.memory.launched_nothing(pool.name, asked.generation)
+                plan = machine.after_acquire(
+                    pool, plan, request=asked, result=result, now=now, knobs=ctx.knobs
+                )
+            case Terminate(request=release):
+                released = ctx.cloud.release(release)
+                self._wake(released.room_for)
+                plan = machine.after_release(pool, plan, result=released, now=now, knobs=ctx.knobs)
+            case DeleteGroup():
+                deleted = ctx.cloud.delete_placement_group(pool.name)
+                plan = machine.after_delete_group(
+                    pool, plan, deleted=deleted, knobs=ctx.knobs, now=now
+                )
         if plan.tag is not None and plan.tag.instance_ids:
             ctx.must_lead()
             ctx.cloud.tag(plan.tag.instance_ids, dict(plan.tag.tags))
@@ -180,8 +203,7 @@ class PoolReconciler:
         if plan.status != pool.status:
             ctx.must_lead()
             self._write_status(pool, plan)
-            self._note_fresh(pool, plan)
-            self._note_progress(pool, plan)
+            self.memory.written(pool.name, pool.status, plan.status, ctx.now())
         if plan.remove_finalizer:
             # Its own launch templates (fleet mode) go with it, before the object does: a
             # failure keeps the finalizer, and the next reconcile tries again.
@@ -195,7 +217,7 @@ class PoolReconciler:
                 ctx.events.event(obj, type=ev.type, reason=ev.reason, message=text)
             log.info(ev.message, extra={"pool": pool.name, "reason": ev.reason})
         for metric in plan.metrics:
-            self._observe(pool, metric)
+            self._record(metric)
 
     def _claimant_objects(self, pool: GangNodePool) -> tuple[dict[str, Any], ...]:
         """The claiming Workload and its owner Job or JobSet, so that ``kubectl describe``
@@ -212,27 +234,6 @@ class PoolReconciler:
             of = {"namespace": claim.namespace, "name": owner.name, "uid": owner.uid}
             out.append({"apiVersion": owner.api_version, "kind": owner.kind, "metadata": of})
         return tuple(out)
-
-    def _note_progress(self, pool: GangNodePool, plan: Plan) -> None:
-        """A pool's reconciles run one at a time: its entry needs no lock."""
-        new, old = plan.status, pool.status
-        counts = (new.readyCount, new.readyWithoutDevices)
-        moved = counts != (old.readyCount, old.readyWithoutDevices)
-        if new.phase == "Joining" and old.phase == "Joining" and moved:
-            self._progress_at[pool.name] = self.ctx.now()
-        elif new.phase != "Joining":
-            self._progress_at.pop(pool.name, None)
-
-    def _note_fresh(self, pool: GangNodePool, plan: Plan) -> None:
-        new, old = plan.status, pool.status
-        introduced = new.phase == "Acquiring" and (
-            old.phase != "Acquiring" or old.acquireGeneration != new.acquireGeneration
-        )
-        with self._lock:
-            if introduced:
-                self._fresh[pool.name] = new.acquireGeneration
-            elif new.phase != "Acquiring" or self._fresh.get(pool.name) != new.acquireGeneration:
-                self._fresh.pop(pool.name, None)
 
     def _write_status(self, pool: GangNodePool, plan: Plan) -> None:
         # None fields are left out, as to_dict does: kubectl shows a null column as "<no value>".
@@ -269,22 +270,22 @@ class PoolReconciler:
         except NotFoundError:
             return
 
-    def _observe(self, pool: GangNodePool, metric: Metric) -> None:
+    def _record(self, metric: Metric) -> None:
         m = self.ctx.metrics
-        labels = dict(metric.labels)
-        if metric.name == "acquisition":
-            m.acquisitions.labels(labels["mode"], labels["result"]).inc()
-        elif metric.name == "shortfall":
-            m.shortfalls.labels(labels["reason"]).inc()
-        elif metric.name == "satisfied":
-            m.time_to_satisfied.observe(metric.value)
-        elif metric.name == "joined":
-            m.join_duration.observe(metric.value)
-        elif metric.name == "keep_warm_reuse":
-            m.keep_warm_reuses.inc()
-        elif metric.name == "released":
-            m.released.inc(metric.value)
-        elif metric.name == "block_wait":
-            m.block_wait.observe(metric.value)
-        elif metric.name == "spread":
-            m.spread.labels(labels["pool"]).set(metric.value)
+        match metric:
+            case Acquisition(mode=mode, result=result):
+                m.acquisitions.labels(mode, result).inc()
+            case ShortfallCounted(reason=reason):
+                m.shortfalls.labels(reason).inc()
+            case TimeToSatisfied(seconds=seconds):
+                m.time_to_satisfied.observe(seconds)
+            case JoinDuration(seconds=seconds):
+                m.join_duration.observe(seconds)
+            case KeepWarmReuse():
+                m.keep_warm_reuses.inc()
+            case InstancesReleased(count=count):
+                m.released.inc(count)
+            case BlockWait(seconds=seconds):
+                m.block_wait.observe(seconds)
+            case Spread(pool=name, nodes=nodes):
+                m.spread.labels(name).set(nodes)

@@ -32,10 +32,13 @@ from atomic_gang_provisioner.cloud.types import (
 )
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
+    Acquisition,
+    FindByTag,
     Knobs,
-    Metric,
+    Launch,
     Observed,
     Plan,
+    ShortfallCounted,
     backoff_seconds,
     claim_key,
     seconds_until,
@@ -51,7 +54,7 @@ def abandon(pool: GangNodePool, observed: Observed) -> Plan:
     before going Idle, or it would bill until the reaper's max-lifetime sweep."""
     status = pool.status
     if observed.found is None:
-        return Plan(status=status, find=status.acquireGeneration)
+        return Plan(status=status, read=FindByTag(status.acquireGeneration))
     idle = update(
         status,
         phase="Idle",
@@ -117,7 +120,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         waiting_since=status.acquiringSince,
         replay=replay_of(status),
     )
-    return Plan(status=status, acquire=request)
+    return Plan(status=status, call=Launch(request))
 
 
 def replay_of(status: GangNodePoolStatus) -> UnknownLaunch | None:
@@ -166,12 +169,7 @@ def after_acquire(
                 lastErrorReason=result.reason,
                 pendingLaunch=pending_after(status, result),
             ),
-            metrics=(
-                Metric(
-                    name="acquisition",
-                    labels=(("mode", mode), ("result", "retry")),
-                ),
-            ),
+            metrics=(Acquisition(mode, "retry"),),
             requeue_after=delay,
         )
     if isinstance(result, AwaitingReservation):
@@ -231,9 +229,7 @@ def _launched(
     msg = f"{verb} {len(ids)}×{pool.spec.shape.instanceType} in {','.join(zones)}: {' '.join(ids)}"
     msg += block.where(new, knobs)
     outcome = "adopted" if result.adopted else "launched"
-    acquisition = Metric(
-        name="acquisition", labels=(("mode", pool.spec.shape.mode), ("result", outcome))
-    )
+    acquisition = Acquisition(pool.spec.shape.mode, outcome)
     return Plan(
         status=new,
         events=(event(verb, msg),),
@@ -285,8 +281,8 @@ def _failed(
         status=new,
         events=(event(reason, msg, warning=True),),
         metrics=(
-            Metric(name="acquisition", labels=(("mode", pool.spec.shape.mode), ("result", label))),
-            Metric(name="shortfall", labels=(("reason", reason),)),
+            Acquisition(pool.spec.shape.mode, label),
+            ShortfallCounted(reason),
         ),
         requeue_after=None if done else delay,
     )

@@ -21,7 +21,15 @@ from atomic_gang_provisioner.cloud import reservations
 from atomic_gang_provisioner.cloud.reservations import BlockPolicy, span
 from atomic_gang_provisioner.cloud.types import Launched
 from atomic_gang_provisioner.events import event
-from atomic_gang_provisioner.pool.model import Knobs, Metric, Plan, claim_key, seconds_until, update
+from atomic_gang_provisioner.pool.model import (
+    BlockWait,
+    Knobs,
+    Metric,
+    Plan,
+    claim_key,
+    seconds_until,
+    update,
+)
 from atomic_gang_provisioner.timestamps import rfc3339
 
 WAITING: Final = FailureReason.CAPACITY_RESERVATION_NOT_STARTED
@@ -66,7 +74,7 @@ def waited(status: GangNodePoolStatus, now: datetime) -> tuple[Metric, ...]:
     """The seconds the gang waited for a reservation's start, once it launches."""
     if status.waitingSince is None:
         return ()
-    return (Metric(name="block_wait", value=(now - status.waitingSince).total_seconds()),)
+    return (BlockWait((now - status.waitingSince).total_seconds()),)
 
 
 def forget(status: GangNodePoolStatus) -> GangNodePoolStatus:

@@ -18,6 +18,7 @@ from atomic_gang_provisioner.pool.model import (
     Knobs,
     Observed,
     Plan,
+    Terminate,
     claim_key,
     has_resources,
     seconds_until,
@@ -62,7 +63,7 @@ def enter(
     text = f"Gang degraded: {message}; releasing the whole set, the Workload will be requeued"
     return Plan(
         status=new,
-        release=releasing.request(pool, new),
+        call=Terminate(releasing.request(pool, new)),
         events=(event("GangDegraded", text, warning=True),),
     )
 
@@ -73,7 +74,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         hold = block.holding(pool, status, now, observed.knobs)
         if hold:  # a drained block: its evicted pods stop gracefully first
             return Plan(status=status, requeue_after=hold)
-        return Plan(status=status, release=releasing.request(pool, status))
+        return Plan(status=status, call=Terminate(releasing.request(pool, status)))
     uid = claim_key(pool)
     if uid and uid == status.degradedClaimKey:
         return Plan(status=status)  # waiting for Kueue to evict the claimant

@@ -13,7 +13,14 @@ from typing import Protocol
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.pool.model import Observed, Plan, dead_instances, health, update
+from atomic_gang_provisioner.pool.model import (
+    Describe,
+    Observed,
+    Plan,
+    dead_instances,
+    health,
+    update,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +50,7 @@ def forced(pool: GangNodePool, verdict: Verdict, *, on_loss: OnLoss) -> Plan | N
     """What the gang's health demands before anything else: one describe, or the loss
     (released or degraded, as the phase says); None when the phase may go on."""
     if verdict.describe:
-        return Plan(status=verdict.status, describe=True)
+        return Plan(status=verdict.status, read=Describe())
     if verdict.lost is not None:
         return on_loss(pool, verdict.status, reason=verdict.lost, message=verdict.message)
     return None

@@ -7,7 +7,14 @@ from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.pool.model import Observed, Plan, claim_key, has_resources, update
+from atomic_gang_provisioner.pool.model import (
+    DeleteGroup,
+    Observed,
+    Plan,
+    claim_key,
+    has_resources,
+    update,
+)
 from atomic_gang_provisioner.pool.phases import releasing
 
 
@@ -22,7 +29,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         )
     uid = claim_key(pool)
     if not uid and status.placementGroup:  # the last instance is gone: so goes the group
-        return Plan(status=status, delete_group=True)
+        return Plan(status=status, call=DeleteGroup())
     if not uid:
         return Plan(status=status)
     return Plan(

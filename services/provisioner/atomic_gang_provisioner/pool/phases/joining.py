@@ -26,9 +26,12 @@ from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
+    Describe,
+    JoinDuration,
     Metric,
     Observed,
     Plan,
+    TimeToSatisfied,
     claim_key,
     dead_instances,
     devices_note,
@@ -65,7 +68,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             label_nodes=topology.ahead_labels(status, observed),
         )
     if observed.instances is None and not _nodes_vouch(pool, observed, now):
-        return Plan(status=status, describe=True, describe_shared=True)
+        return Plan(status=status, read=Describe(shared=True))
     placed = topology.gate(pool, status, observed)
     return placed if isinstance(placed, Plan) else _satisfied(pool, placed, now)
 
@@ -149,11 +152,9 @@ def _satisfied(pool: GangNodePool, placed: topology.Placed, now: datetime) -> Pl
     )
     metrics: list[Metric] = []
     if status.acquiringSince is not None:
-        metrics.append(
-            Metric(name="satisfied", value=(now - status.acquiringSince).total_seconds())
-        )
+        metrics.append(TimeToSatisfied((now - status.acquiringSince).total_seconds()))
     if status.launchedAt is not None:
-        metrics.append(Metric(name="joined", value=(now - status.launchedAt).total_seconds()))
+        metrics.append(JoinDuration((now - status.launchedAt).total_seconds()))
     msg = f"All {n} nodes of group {status.activeGroup} are Ready"
     return Plan(
         status=new,

@@ -11,7 +11,7 @@ from atomic_gang import keys
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
-    Metric,
+    KeepWarmReuse,
     Observed,
     Plan,
     TagRequest,
@@ -58,5 +58,5 @@ def _reuse(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) -> Pla
         events=(
             event("KeepWarmReused", f"Reusing {len(ids)} warm nodes for {who}: no launch, no join"),
         ),
-        metrics=(Metric(name="keep_warm_reuse"),),
+        metrics=(KeepWarmReuse(),),
     )

@@ -15,10 +15,11 @@ from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
+    InstancesReleased,
     Knobs,
-    Metric,
     Observed,
     Plan,
+    Terminate,
     claim_key,
     has_resources,
     update,
@@ -44,7 +45,9 @@ def begin(
     if reason.shortfall:
         new = update(new, consecutiveShortfalls=status.consecutiveShortfalls + 1)
     return Plan(
-        status=new, release=request(pool, new), events=(event(reason, message, warning=True),)
+        status=new,
+        call=Terminate(request(pool, new)),
+        events=(event(reason, message, warning=True),),
     )
 
 
@@ -54,14 +57,14 @@ def begin_quietly(
     """Move to Releasing as planned (keep-warm over, a lost launch found): a Normal Event
     named ``reason``, nothing recorded as an error, and release in the same reconcile."""
     new = update(status, phase="Releasing")
-    return Plan(status=new, release=request(pool, new), events=(event(reason, message),))
+    return Plan(status=new, call=Terminate(request(pool, new)), events=(event(reason, message),))
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     status = pool.status
     if not has_resources(status):
         return after_release(pool, status, result=ReleaseResult(), now=now, knobs=observed.knobs)
-    return Plan(status=status, release=request(pool, status))
+    return Plan(status=status, call=Terminate(request(pool, status)))
 
 
 def after_release(
@@ -86,7 +89,7 @@ def after_release(
     return replace(
         plan,
         events=(event("Released", f"Terminated {n} instance(s); nothing left billing"),),
-        metrics=(Metric(name="released", value=float(n)),),
+        metrics=(InstancesReleased(n),),
     )
 
 

@@ -18,7 +18,16 @@ from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.topology import layer_labels, supported
 from atomic_gang_provisioner.cloud.types import TopologyRead
 from atomic_gang_provisioner.events import Event, event
-from atomic_gang_provisioner.pool.model import Metric, NodeLabels, Observed, Plan, update
+from atomic_gang_provisioner.pool.model import (
+    Metric,
+    NodeLabels,
+    Observed,
+    Plan,
+    ReadTopology,
+    ShortfallCounted,
+    Spread,
+    update,
+)
 from atomic_gang_provisioner.pool.phases import releasing
 
 REASON = FailureReason.TOPOLOGY_SPREAD
@@ -62,7 +71,7 @@ def gate(pool: GangNodePool, status: GangNodePoolStatus, observed: Observed) -> 
     if status.networkNodes is None:
         read = observed.topology
         if read is None:
-            return Plan(status=status, read_topology=tuple(status.instanceIds))
+            return Plan(status=status, read=ReadTopology(tuple(status.instanceIds)))
         if read.retry_after > 0:  # the limiter's 1/s budget: ask again, nothing else
             return Plan(status=status, requeue_after=read.retry_after)
         failed = read.reason is not None
@@ -73,10 +82,10 @@ def gate(pool: GangNodePool, status: GangNodePoolStatus, observed: Observed) -> 
         if failed:
             events = (event("TopologyUnavailable", _unreadable(read.message), warning=True),)
         status = _record(status, read)
-        metrics = (Metric(name="spread", labels=(("pool", pool.name),), value=status.spread),)
+        metrics = (Spread(pool.name, status.spread),)
     if limit is not None and status.spread > limit:
         plan = releasing.begin(pool, status, reason=REASON, message=_too_wide(status, limit))
-        shortfall = Metric(name="shortfall", labels=(("reason", REASON),))
+        shortfall = ShortfallCounted(REASON)
         return replace(plan, metrics=(*metrics, shortfall))
     return Placed(status, _labels(status, observed), metrics, events)
 
