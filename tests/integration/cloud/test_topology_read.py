@@ -126,7 +126,7 @@ def test_a_read_failed_by_an_id_asked_along_is_asked_again_without_them(
         }
     )
     read = provider.read_topology_later(mine, also=(bad,)).result()
-    assert (read.error, read.spread) == ("", 1)
+    assert (read.reason, read.spread) == (None, 1)
     calls = fake.calls("DescribeInstanceTopology")
     assert [c["outcome"] for c in calls] == ["error:InvalidInstanceID.Malformed", "ok"]
     assert ids_of(calls[1]) == sorted(mine)

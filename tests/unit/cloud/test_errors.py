@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from atomic_gang_provisioner.cloud.errors import CloudError, classify, hint_for
+from atomic_gang_provisioner.cloud.errors import NAMED_PERMANENT, CloudError, classify, hint_for
 
 
 @pytest.mark.parametrize(
@@ -63,3 +63,24 @@ def test_an_instance_profile_ec2_does_not_know_yet_is_retried() -> None:
     )
     assert fresh.retryable
     assert not CloudError("InvalidParameterValue", "Invalid value for InstanceType").retryable
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "reason"),
+    [
+        pytest.param("InsufficientInstanceCapacity", 500, "InsufficientCapacity", id="capacity"),
+        pytest.param("VcpuLimitExceeded", 400, "QuotaExceeded", id="quota"),
+        pytest.param("RequestLimitExceeded", 503, "Throttled", id="throttled"),
+        pytest.param("InternalError", 500, "Throttled", id="transient"),
+        pytest.param("UnauthorizedOperation", 403, "PermanentError", id="permanent"),
+        pytest.param("InvalidInstanceID.NotFound", 400, "PermanentError", id="not-found"),
+        pytest.param("SubnetNotInCluster", 400, "InvalidSubnet", id="named-permanent"),
+        pytest.param("InvalidPlacementGroup.Unknown", 400, "PlacementGroupNotFound", id="pg"),
+    ],
+)
+def test_an_error_names_the_reason_a_pool_records(code: str, status: int, reason: str) -> None:
+    assert CloudError(code, "m", http_status=status).reason == reason
+
+
+def test_every_named_permanent_error_has_a_permanent_reason() -> None:
+    assert all(reason.permanent for reason in NAMED_PERMANENT.values())

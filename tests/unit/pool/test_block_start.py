@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from atomic_gang_provisioner.api import conditions as c
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AwaitingReservation,
@@ -150,16 +151,17 @@ def test_a_reservation_that_never_fits_rejects_the_claimant() -> None:
     result = PermanentFailure(
         code="CapacityReservationMismatch",
         message=why,
-        reason="CapacityReservationMismatch",
-        rejects=True,
+        reason=FailureReason.CAPACITY_RESERVATION_MISMATCH,
     )
     failed = condition(after(acquiring(), result), c.FAILED)
     assert (failed.status, failed.checkState) == ("True", "Rejected")
     assert why in failed.message
 
 
-@pytest.mark.parametrize("reason", ["CapacityBlockTooShort", "CapacityBlockEnding"])
-def test_a_block_too_short_or_ending_gives_retry_with_the_reason(reason: str) -> None:
+@pytest.mark.parametrize(
+    "reason", [FailureReason.CAPACITY_BLOCK_TOO_SHORT, FailureReason.CAPACITY_BLOCK_ENDING]
+)
+def test_a_block_too_short_or_ending_gives_retry_with_the_reason(reason: FailureReason) -> None:
     why = "Capacity Block cr-0123456789abcdef0 leaves 20m before its drain point"
     result = PermanentFailure(code=reason, message=why, reason=reason)
     failed = condition(after(acquiring(), result), c.FAILED)

@@ -9,6 +9,7 @@ import pytest
 
 from atomic_gang import keys
 from atomic_gang_provisioner.api import GangNodePool, PendingLaunch, conditions
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.types import (
     Instance,
     Launched,
@@ -19,7 +20,6 @@ from atomic_gang_provisioner.cloud.types import (
     TopologyRead,
     UnknownLaunch,
     Waiting,
-    WaitReason,
     ZoneAttempt,
 )
 from atomic_gang_provisioner.pool import machine, report
@@ -139,7 +139,7 @@ def test_permanent_failure_gives_up_at_once() -> None:
             PermanentFailure(
                 code="NodeRoleNotAuthorized",
                 message="node role r may not join cluster c",
-                reason="NodeRoleNotAuthorized",
+                reason=FailureReason.NODE_ROLE_NOT_AUTHORIZED,
             ),
             "NodeRoleNotAuthorized",
             id="node-role-not-authorized",
@@ -148,8 +148,7 @@ def test_permanent_failure_gives_up_at_once() -> None:
             PermanentFailure(
                 code="SubnetNotInCluster",
                 message="subnet s is in vpc-x",
-                reason="InvalidSubnet",
-                rejects=True,
+                reason=FailureReason.INVALID_SUBNET,
             ),
             "InvalidSubnet",
             id="subnet-outside-the-vpc",
@@ -232,15 +231,19 @@ def test_a_record_of_another_generation_is_never_replayed() -> None:
     ("reason", "message"),
     [
         pytest.param(
-            "WaitingForLaunchBudget", "waiting for EC2's launch budget: 12 pools ahead", id="budget"
+            FailureReason.WAITING_FOR_LAUNCH_BUDGET,
+            "waiting for EC2's launch budget: 12 pools ahead",
+            id="budget",
         ),
         pytest.param(
-            "WaitingForCapacity", "waiting for p4d.24xlarge in us-east-1a: 3 gangs ahead", id="cell"
+            FailureReason.WAITING_FOR_CAPACITY,
+            "waiting for p4d.24xlarge in us-east-1a: 3 gangs ahead",
+            id="cell",
         ),
     ],
 )
 def test_waiting_its_turn_is_no_attempt_and_the_claimant_reads_why(
-    reason: WaitReason, message: str
+    reason: FailureReason, message: str
 ) -> None:
     p = pool(phase="Acquiring", claimKey=KEY, acquireGeneration=5, consecutiveShortfalls=2)
     plan = machine.decide(p, observed(), T0)

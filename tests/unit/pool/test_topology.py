@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.types import Launched, ReleaseResult, TopologyRead
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import (
@@ -192,8 +193,15 @@ def test_satisfied_starts_the_attempt_count_from_zero() -> None:
     assert plan.status.consecutiveShortfalls == 0
 
 
+UNREADABLE = TopologyRead(reason=FailureReason.PERMANENT_ERROR, message="UnauthorizedOperation: no")
+
+
 def test_unreadable_topology_without_max_spread_goes_on_with_a_warning() -> None:
-    plan = machine.decide(launched(), joined(TopologyRead(error="UnauthorizedOperation: no")), NOW)
+    plan = machine.decide(
+        launched(),
+        joined(UNREADABLE),
+        NOW,
+    )
     assert plan.status.phase == "Satisfied"
     assert (plan.status.networkNodes, plan.status.spread) == ({}, 0)
     warned = [e for e in plan.events if e.reason == "TopologyUnavailable"]
@@ -204,7 +212,11 @@ def test_unreadable_topology_without_max_spread_goes_on_with_a_warning() -> None
 
 def test_unreadable_topology_with_max_spread_waits_for_it() -> None:
     p = shaped(launched(), maxSpread=1)
-    plan = machine.decide(p, joined(TopologyRead(error="UnauthorizedOperation: no")), NOW)
+    plan = machine.decide(
+        p,
+        joined(UNREADABLE),
+        NOW,
+    )
     assert plan.status.phase == "Joining"
     assert plan.status.networkNodes is None  # read again next round
     assert plan.requeue_after == 30.0

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import Instance, ReleaseResult
 from atomic_gang_provisioner.reconcilers.context import NotLeaderError
@@ -127,7 +128,9 @@ def test_a_cloud_error_is_reported_and_counted() -> None:
 
 def test_a_failed_release_is_neither_ill_health_nor_a_crash() -> None:
     """A release error comes back as a result (retried next sweep), not as a raise."""
-    failed = ReleaseResult(error="RequestLimitExceeded: slow down")
+    failed = ReleaseResult(
+        reason=FailureReason.THROTTLED, message="RequestLimitExceeded: slow down"
+    )
     r = reaper(FakeCloud(listed=[orphan("i-1")], results=[failed]))
     assert r.sweep() == {}
     assert r.ctx.cloud_health.error == ""

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 
 from atomic_gang import keys
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import (
     Instance,
@@ -77,7 +78,7 @@ class FakeCloud:
     def release(self, request: ReleaseRequest) -> ReleaseResult:
         self.requests.append(request)
         result = self.results.pop(0) if self.results else ReleaseResult()
-        if not result.error:  # terminated instances are never listed again
+        if result.reason is None:  # terminated instances are never listed again
             gone = set(request.instance_ids)
             self.listed = [i for i in self.listed if i.instance_id not in gone]
         return result
@@ -147,7 +148,11 @@ def test_pending_enis_are_retried_on_the_next_sweeps_until_deleted() -> None:
 def test_a_failed_release_counts_and_logs_nothing_and_is_retried(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    failed = ReleaseResult(pending_enis=("eni-a",), error="RequestLimitExceeded: slow down")
+    failed = ReleaseResult(
+        pending_enis=("eni-a",),
+        reason=FailureReason.THROTTLED,
+        message="RequestLimitExceeded: slow down",
+    )
     cloud = FakeCloud(listed=[orphan("i-1"), orphan("i-2")], results=[failed])
     r = reaper(cloud)
     with caplog.at_level("WARNING", logger="atomic_gang_provisioner.reaper"):

@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypedDict
 
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.api.types import Condition, PendingLaunch, Phase
 
 
 class StatusChange(TypedDict, total=False):
     """The fields of :class:`GangNodePoolStatus`, as keyword arguments that mypy checks
-    (``pool.model.update``); a test keeps the two lists equal."""
+    (``pool.model.update``); a test keeps the two lists equal. ``lastErrorReason`` is
+    written as a :class:`FailureReason` and stored as its name (a string on the wire)."""
 
     phase: Phase
     observedGeneration: int
@@ -31,7 +33,7 @@ class StatusChange(TypedDict, total=False):
     consecutiveShortfalls: int
     nextAttemptAt: datetime | None
     lastError: str
-    lastErrorReason: str
+    lastErrorReason: FailureReason  # stored by name: a reason is always a member when written
     degradedClaimKey: str
     unhealthySince: datetime | None
     reservationId: str

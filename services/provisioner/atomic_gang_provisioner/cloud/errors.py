@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+from atomic_gang_provisioner.api.reasons import FailureReason
+
 ErrorClass = Literal["capacity", "throttled", "transient", "quota", "not_found", "permanent"]
 RETRYABLE: Final[frozenset[ErrorClass]] = frozenset({"throttled", "transient"})
 
@@ -81,25 +83,21 @@ NOT_FOUND: Final = frozenset(
 )
 IDEMPOTENCY_MISMATCH: Final = "IdempotentParameterMismatch"
 OVER_BUDGET: Final = "OverBudget"
-PERMANENT_ERROR: Final = "PermanentError"  # the reason of any other permanent error
-# Permanent errors with a reason of their own: (reason, the Job's annotations are at fault).
-NAMED_PERMANENT: Final[dict[str, tuple[str, bool]]] = {
-    "NodeRoleNotAuthorized": ("NodeRoleNotAuthorized", False),
-    "SubnetNotInCluster": ("InvalidSubnet", True),
+# Permanent errors with a reason of their own (any other is FailureReason.PERMANENT_ERROR);
+# the reason says whether the Job's annotations are at fault.
+NAMED_PERMANENT: Final[dict[str, FailureReason]] = {
+    "NodeRoleNotAuthorized": FailureReason.NODE_ROLE_NOT_AUTHORIZED,
+    "SubnetNotInCluster": FailureReason.INVALID_SUBNET,
     # No listed reservation can ever hold the gang (type, AZ, size, state): the Job is wrong.
-    "CapacityReservationMismatch": ("CapacityReservationMismatch", True),
+    "CapacityReservationMismatch": FailureReason.CAPACITY_RESERVATION_MISMATCH,
     # Only blocks with too little time left, or past their drain point: Kueue requeues.
-    "CapacityBlockTooShort": ("CapacityBlockTooShort", False),
-    "CapacityBlockEnding": ("CapacityBlockEnding", False),
-    "EfaNotSupported": ("EfaNotSupported", True),
-    "EfaSecurityGroup": ("EfaSecurityGroup", True),
-    "PlacementGroupConflict": ("PlacementGroupConflict", True),
-    "InvalidPlacementGroup.Unknown": ("PlacementGroupNotFound", True),
+    "CapacityBlockTooShort": FailureReason.CAPACITY_BLOCK_TOO_SHORT,
+    "CapacityBlockEnding": FailureReason.CAPACITY_BLOCK_ENDING,
+    "EfaNotSupported": FailureReason.EFA_NOT_SUPPORTED,
+    "EfaSecurityGroup": FailureReason.EFA_SECURITY_GROUP,
+    "PlacementGroupConflict": FailureReason.PLACEMENT_GROUP_CONFLICT,
+    "InvalidPlacementGroup.Unknown": FailureReason.PLACEMENT_GROUP_NOT_FOUND,
 }
-# The reasons a pool records for them: retrying cannot help (the claimant gets Retry),
-# and those where the Job itself is at fault (it gets Rejected).
-PERMANENT_REASONS: Final = frozenset({PERMANENT_ERROR, *(r for r, _ in NAMED_PERMANENT.values())})
-REJECTING_REASONS: Final = frozenset(r for r, rejects in NAMED_PERMANENT.values() if rejects)
 
 _HINTS: Final[dict[str, str]] = {
     "InvalidAMIID.NotFound": "check atomic-gang.k8s.aws/ami-id, or drop it to use the SSM image",
@@ -189,3 +187,14 @@ class CloudError(Exception):
     @property
     def retryable(self) -> bool:
         return self.kind in RETRYABLE
+
+    @property
+    def reason(self) -> FailureReason:
+        """What a pool or a caller records for this error."""
+        if self.kind == "capacity":
+            return FailureReason.INSUFFICIENT_CAPACITY
+        if self.kind == "quota":
+            return FailureReason.QUOTA_EXCEEDED
+        if self.retryable:
+            return FailureReason.THROTTLED
+        return NAMED_PERMANENT.get(self.code, FailureReason.PERMANENT_ERROR)

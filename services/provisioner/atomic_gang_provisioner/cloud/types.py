@@ -2,7 +2,9 @@
 
 ``Instance`` is what EC2 told us about one instance. ``AcquireRequest`` and the
 ``AcquireResult`` variants are the contract with the pool state machine: only a
-*terminal* result lets the reconciler bump ``acquireGeneration``.
+*terminal* result lets the reconciler bump ``acquireGeneration``. Every variant but
+``Launched``, a failed ``ReleaseResult`` and a failed ``TopologyRead`` carry a
+:class:`FailureReason`: expected outcomes are values, only faults raise.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from datetime import datetime
 from typing import ClassVar, Literal, TypeVar
 
 from atomic_gang import GangSpec, GoDuration, keys
-from atomic_gang_provisioner.cloud.errors import PERMANENT_ERROR
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.reservations import RESERVATION_CODES, BlockPolicy, Reservation
 from atomic_gang_provisioner.timestamps import parse_rfc3339
 
@@ -171,6 +173,7 @@ class Shortfall:
     """Not enough capacity anywhere: nothing is left running or billing."""
 
     terminal: ClassVar[bool] = True
+    reason: ClassVar[FailureReason] = FailureReason.INSUFFICIENT_CAPACITY
     attempts: tuple[ZoneAttempt, ...]
     rolled_back: tuple[str, ...] = ()
 
@@ -190,6 +193,7 @@ class AwaitingReservation:
     show it active yet)."""
 
     terminal: ClassVar[bool] = True  # nothing was launched: the next try may use a new token
+    reason: ClassVar[FailureReason] = FailureReason.CAPACITY_RESERVATION_NOT_STARTED
     message: str
     starts_at: datetime | None = None
 
@@ -199,6 +203,7 @@ class QuotaExceeded:
     """An account limit (vCPU or instance count) blocks the launch."""
 
     terminal: ClassVar[bool] = True
+    reason: ClassVar[FailureReason] = FailureReason.QUOTA_EXCEEDED
     code: str
     message: str
 
@@ -207,16 +212,19 @@ class QuotaExceeded:
 class PermanentFailure:
     """Retrying cannot help: AWS's error verbatim, plus what to do about it.
 
-    ``reason`` names the cause for the pool's status and Events; ``rejects`` says
-    the Job's own annotations are at fault (the check goes Rejected, not Retry).
+    ``reason`` names the cause for the pool's status and Events, and says whether the
+    Job's own annotations are at fault (the check goes Rejected, not Retry).
     """
 
     terminal: ClassVar[bool] = True
     code: str
     message: str
     hint: str = ""
-    reason: str = PERMANENT_ERROR
-    rejects: bool = False
+    reason: FailureReason = FailureReason.PERMANENT_ERROR
+
+    @property
+    def rejects(self) -> bool:
+        return self.reason.rejects
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -224,6 +232,7 @@ class RetryLater:
     """Throttled or transient beyond the retry budget: same generation, same tokens."""
 
     terminal: ClassVar[bool] = False
+    reason: ClassVar[FailureReason] = FailureReason.THROTTLED
     code: str
     message: str
     retry_after: float | None = None  # EC2 throttled: when our bucket has a token again
@@ -235,16 +244,13 @@ class RetryLater:
     unknown: UnknownLaunch | None = None
 
 
-WaitReason = Literal["WaitingForLaunchBudget", "WaitingForCapacity"]
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Waiting:
     """No launch was sent: the pool waits its turn (EC2's launch budget, or a capacity
     cell known to be short that a pool ahead of it probes). Not an attempt."""
 
     terminal: ClassVar[bool] = False
-    reason: WaitReason
+    reason: FailureReason  # WAITING_FOR_LAUNCH_BUDGET or WAITING_FOR_CAPACITY
     message: str
     retry_after: float
 
@@ -271,17 +277,19 @@ class ReleaseRequest:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReleaseResult:
-    """``done`` once every instance is terminated and every recorded ENI is gone."""
+    """``done`` once every instance is terminated and every recorded ENI is gone.
+    ``reason`` and ``message``: a call failed (e.g. throttled); release again later."""
 
     terminated: tuple[str, ...] = ()
     deleted_enis: tuple[str, ...] = ()
     pending_enis: tuple[str, ...] = ()
-    error: str = ""
+    reason: FailureReason | None = None
+    message: str = ""
     room_for: tuple[str, ...] = ()  # pools waiting in line for the room this freed
 
     @property
     def done(self) -> bool:
-        return not self.pending_enis and not self.error
+        return not self.pending_enis and self.reason is None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -298,11 +306,12 @@ class PlacementGroup:
 class TopologyRead:
     """Each instance's network nodes, top layer first; none for an unsupported type or one
     not running yet. ``retry_after`` > 0: no token was left for the rest, ask again then.
-    ``error``: the call failed (e.g. not authorised); nothing was read."""
+    ``reason`` and ``message``: the call failed (e.g. not authorised); nothing was read."""
 
     nodes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     retry_after: float = 0.0
-    error: str = ""
+    reason: FailureReason | None = None
+    message: str = ""
 
     def of(self, instance_id: str) -> tuple[str, ...]:
         return next((n for iid, n in self.nodes if iid == instance_id), ())

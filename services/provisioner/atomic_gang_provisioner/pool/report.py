@@ -3,28 +3,23 @@
 ``refresh`` runs after every phase decision, so each status write carries conditions
 that agree with it (``api.conditions`` says what each one means, and is all the
 Workload side reads). Messages are written for the claimant: its AdmissionCheck shows
-them as they are. ``lastTransitionTime`` moves only when a condition flips.
+them as they are. ``lastTransitionTime`` moves only when a condition flips. What the
+stored ``lastErrorReason`` means (permanent, rejecting, a shortfall, a wait) is asked
+of :class:`FailureReason`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple
 
 from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api import conditions as c
-from atomic_gang_provisioner.cloud.errors import PERMANENT_REASONS, REJECTING_REASONS
-from atomic_gang_provisioner.cloud.reservations import CODES
-from atomic_gang_provisioner.cloud.types import WaitReason
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.pool.model import Knobs, devices_note, has_resources, update
 from atomic_gang_provisioner.pool.phases import block
 
-SHORTFALL = frozenset({"InsufficientCapacity", "QuotaExceeded", "JoinTimeout", "TopologySpread"})
-WAITING = frozenset(get_args(WaitReason))  # its turn for the launch budget or a short cell
-BUDGET: WaitReason = "WaitingForLaunchBudget"
-# Permanent for this start only: the listed blocks end too soon (a requeue may find a later one).
-BLOCK_TIMING = frozenset({CODES["too-short"], CODES["ending"]})
 MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 32000
 
 
@@ -35,14 +30,15 @@ def waits_for_launch_budget(raw: Mapping[str, Any]) -> bool:
     writes (status, check, Event): a loop that made a slow box slower
     (docs/benchmarks.md#what-shaped-the-scale-figures)."""
     status = raw.get("status") or {}
-    return status.get("phase") == "Acquiring" and status.get("lastErrorReason") == BUDGET
+    budget = status.get("lastErrorReason") == FailureReason.WAITING_FOR_LAUNCH_BUDGET
+    return status.get("phase") == "Acquiring" and budget
 
 
 def gave_up(status: GangNodePoolStatus, knobs: Knobs) -> bool:
     """The claimant must get Retry (or Rejected): too many shortfalls, or an error that
     retrying can't fix."""
     return (
-        status.lastErrorReason in PERMANENT_REASONS
+        FailureReason.read(status.lastErrorReason).permanent
         or status.consecutiveShortfalls >= knobs.attempts_before_retry
     )
 
@@ -59,16 +55,17 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
     """Ready's message: where the gang stands, in the claimant's words."""
     shape = pool.spec.shape
     n = shape.count
+    reason = FailureReason.read(s.lastErrorReason)
     if s.phase == "Idle":
         return f"No instances, nothing billed; a claim acquires {shape.summary}"
-    if s.phase == "Acquiring" and s.lastErrorReason in WAITING:
+    if s.phase == "Acquiring" and reason is FailureReason.CAPACITY_RESERVATION_NOT_STARTED:
+        return f"{s.lastError}; holding quota, nothing billed"
+    if s.phase == "Acquiring" and reason.waits:  # its turn for the launch budget or a cell
         # A wait after shortfalls keeps them in view: the wait replaced lastError.
         failed = f" ({_attempt(s, knobs)} failed)" if s.consecutiveShortfalls else ""
         return (
             f"Acquiring {shape.summary}{failed}: {s.lastError}; holding quota, nothing billed yet"
         )
-    if s.phase == "Acquiring" and s.lastErrorReason == block.WAITING:
-        return f"{s.lastError}; holding quota, nothing billed"
     if s.phase == "Acquiring" and s.lastErrorReason and s.consecutiveShortfalls:
         return (
             f"Acquiring {shape.summary} ({_attempt(s, knobs)}): {s.lastErrorReason}: "
@@ -95,14 +92,15 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
 
 def _failure(pool: GangNodePool, s: GangNodePoolStatus) -> str:
     shape = pool.spec.shape.summary
-    if s.lastErrorReason in REJECTING_REASONS:
+    reason = FailureReason.read(s.lastErrorReason)
+    if reason.rejects:
         return f"Invalid gang: {s.lastError}"
-    if s.lastErrorReason in BLOCK_TIMING:
+    if reason.block_timing:
         return (
             f"Cannot start {shape} in a listed reservation now: {s.lastError}; releasing "
             "quota so Kueue can requeue (nothing was billed)"
         )
-    if s.lastErrorReason in PERMANENT_REASONS:
+    if reason.permanent:
         return (
             f"Cannot acquire {shape}: {s.lastError}. Retrying will not help until "
             "this is fixed; releasing quota (nothing was billed)"
@@ -123,14 +121,13 @@ class _Fact(NamedTuple):
 
 
 def _facts(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> tuple[_Fact, ...]:
+    reason = FailureReason.read(s.lastErrorReason)
     satisfied = s.phase == "Satisfied"
     failed = _acquiring(s) and gave_up(s, knobs)
-    short = _acquiring(s) and s.consecutiveShortfalls > 0 and s.lastErrorReason in SHORTFALL
+    short = _acquiring(s) and s.consecutiveShortfalls > 0 and reason.shortfall
     degraded = bool(s.degradedClaimKey)
     released = s.phase == "Idle" and not has_resources(s)
-    verdict: Literal["Retry", "Rejected"] = (
-        "Rejected" if s.lastErrorReason in REJECTING_REASONS else "Retry"
-    )
+    verdict: Literal["Retry", "Rejected"] = "Rejected" if reason.rejects else "Retry"
     ready_reason = "Satisfied" if satisfied else s.lastErrorReason or s.phase
     return (
         _Fact(c.READY, satisfied, ready_reason, progress(pool, s, knobs)),

@@ -55,7 +55,7 @@ class PoolReads:
         try:
             return self._topology.answer(name, instance_ids, start)
         except CloudError as err:
-            return TopologyRead(error=f"{err.code}: {err.message}")
+            return TopologyRead(reason=err.reason, message=f"{err.code}: {err.message}")
 
     def _others_joining(self, name: str) -> Iterator[tuple[Mapping[str, Any], list[str]]]:
         """The other joining pools (cached objects, unparsed) with their instance ids."""

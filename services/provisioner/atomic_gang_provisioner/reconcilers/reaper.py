@@ -134,10 +134,10 @@ class Reaper:
         # attached at the deadline are retried from here on every sweep until deleted.
         self._pending_enis = set(result.pending_enis)
         ctx.metrics.sweeps.inc()
-        if result.error:
+        if result.reason is not None:
             log.warning(
                 "reaper release failed; the next sweep tries again",
-                extra={"instances": [r.instance_id for r in reaps], "error": result.error},
+                extra={"instances": [r.instance_id for r in reaps], "error": result.message},
             )
             return {}
         return self._record(reaps)

@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.aws import parse
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.cluster import Placement
@@ -32,9 +33,7 @@ from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.errors import (
     IDEMPOTENCY_MISMATCH,
-    NAMED_PERMANENT,
     OVER_BUDGET,
-    PERMANENT_ERROR,
     CloudError,
     hint_for,
 )
@@ -66,7 +65,9 @@ def failure(err: CloudError) -> AcquireResult:
     if err.code == OVER_BUDGET:  # another pool took the token first: no call was sent
         retry = err.retry_after or 0.0
         return Waiting(
-            reason="WaitingForLaunchBudget", message=budget_message(0), retry_after=retry
+            reason=FailureReason.WAITING_FOR_LAUNCH_BUDGET,
+            message=budget_message(0),
+            retry_after=retry,
         )
     if err.retryable:
         throttled = err.kind == "throttled"
@@ -76,9 +77,8 @@ def failure(err: CloudError) -> AcquireResult:
             retry_after=err.retry_after if throttled else None,
             launched_nothing=throttled,  # EC2 refused the call unprocessed
         )
-    reason, rejects = NAMED_PERMANENT.get(err.code, (PERMANENT_ERROR, False))
     return PermanentFailure(
-        code=err.code, message=err.message, hint=hint_for(err.code), reason=reason, rejects=rejects
+        code=err.code, message=err.message, hint=hint_for(err.code), reason=err.reason
     )
 
 

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from atomic_gang import GangSpec, keys
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws import efa
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer
@@ -111,7 +112,7 @@ class Planner:
             fitting = tuple(p for p in prepared.placements if p.zone == res.zone)
             result = self._try(request, self._plan(request, prepared, fitting, res))
             if isinstance(result, Waiting):
-                if result.reason == "WaitingForLaunchBudget":
+                if result.reason is FailureReason.WAITING_FOR_LAUNCH_BUDGET:
                     return result  # the budget is the account's: no other one goes sooner
                 behind = behind or result  # another pool probes this one: try the next
                 continue

@@ -93,7 +93,9 @@ class Releaser:
             deleted, pending = self._delete_when_detached(enis)
         except CloudError as err:
             # Hand back every ENI we know of, so the next attempt still deletes them.
-            return ReleaseResult(pending_enis=tuple(sorted(enis)), error=str(err))
+            return ReleaseResult(
+                pending_enis=tuple(sorted(enis)), reason=err.reason, message=str(err)
+            )
         return ReleaseResult(
             terminated=terminated, deleted_enis=tuple(deleted), pending_enis=tuple(pending)
         )

@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.parse import when
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.errors import NAMED_PERMANENT, CloudError
 from atomic_gang_provisioner.cloud.reservations import Choice, Reservation
 from atomic_gang_provisioner.cloud.types import (
     AwaitingReservation,
@@ -77,8 +78,7 @@ def unusable(choice: Choice) -> Shortfall | PermanentFailure | AwaitingReservati
             code="CapacityReservationMismatch",
             message=choice.message,
             hint="list reservations of the gang's instance type, AZ and size",
-            reason="CapacityReservationMismatch",
-            rejects=True,
+            reason=FailureReason.CAPACITY_RESERVATION_MISMATCH,
         )
     waiting = choice.of("waiting")
     if waiting:
@@ -91,7 +91,7 @@ def unusable(choice: Choice) -> Shortfall | PermanentFailure | AwaitingReservati
             code=ended[0].code,
             message=choice.message,
             hint="list a later block, or a shorter min-runtime",
-            reason=ended[0].code,
+            reason=NAMED_PERMANENT[ended[0].code],
         )
     return Shortfall(attempts=tuple(attempts_of(choice)))
 

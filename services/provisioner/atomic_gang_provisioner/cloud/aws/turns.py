@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Final
 
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, cell_of
 from atomic_gang_provisioner.cloud.errors import classify
 from atomic_gang_provisioner.cloud.turns.capacity import ShortCells
@@ -50,7 +51,9 @@ class Turns:
             message = f"waiting for {cell}: {wait.describe()}"
             # The pool that probes next comes back when its probe is due, the rest poll.
             again = min(CELL_POLL, wait.probe_in) if wait.probe_in > 0 else CELL_POLL
-            return Waiting(reason="WaitingForCapacity", message=message, retry_after=again)
+            return Waiting(
+                reason=FailureReason.WAITING_FOR_CAPACITY, message=message, retry_after=again
+            )
         operation = "create_fleet" if plan.spec.mode == "fleet" else "run_instances"
         waiting = self._gate.admit(request, operation=operation)
         return waiting or replace(plan, placements=tuple(open_))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.turns.budget import ApiBudget
 from atomic_gang_provisioner.cloud.turns.waitline import WaitLine
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Waiting
@@ -49,7 +50,7 @@ class LaunchGate:
         # Renew the place for as long as the pool is told to wait, plus the slack.
         self._line.ahead(pool, since=since_of(request), now=now, hold=wait + hold)
         return Waiting(
-            reason="WaitingForLaunchBudget",
+            reason=FailureReason.WAITING_FOR_LAUNCH_BUDGET,
             message=budget_message(ahead),
             retry_after=max(MIN_RETRY_SECONDS, wait),
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, PendingLaunch
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
@@ -75,11 +76,10 @@ def abandon(pool: GangNodePool, observed: Observed) -> Plan:
     orphans = update(
         idle, phase="Releasing", instanceIds=ids, acquireGeneration=status.acquireGeneration + 1
     )
-    return releasing.begin(
+    return releasing.begin_quietly(
         pool,
         orphans,
         reason="LostLaunchFound",
-        warning=False,
         message=(
             f"Found {len(ids)} instance(s) of an unrecorded launch after the claim was released; "
             "releasing them"
@@ -100,7 +100,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             nextAttemptAt=None,
             acquiringSince=now,
             lastError="",
-            lastErrorReason="",
+            lastErrorReason=FailureReason.NONE,
             waitingSince=None,
         )
     if gave_up(status, observed.knobs):
@@ -166,7 +166,7 @@ def after_acquire(
             status=update(
                 status,
                 lastError=f"{result.code}: {result.message}",
-                lastErrorReason="Throttled",
+                lastErrorReason=result.reason,
                 pendingLaunch=pending_after(status, result),
             ),
             metrics=(Acquisition(mode, "retry"),),
@@ -189,7 +189,7 @@ def _waiting(
         pendingLaunch=None,
         nextAttemptAt=now + timedelta(seconds=delay),
         lastError=result.message,
-        lastErrorReason=block.WAITING,
+        lastErrorReason=result.reason,
         waitingSince=status.waitingSince or now,
     )
     first = status.lastErrorReason != block.WAITING
@@ -223,7 +223,7 @@ def _launched(
         readyWithoutDevices=0,
         nextAttemptAt=None,
         lastError="",
-        lastErrorReason="",
+        lastErrorReason=FailureReason.NONE,
     )
     verb = "Adopted" if result.adopted else "Launched"
     msg = f"{verb} {len(ids)}×{pool.spec.shape.instanceType} in {','.join(zones)}: {' '.join(ids)}"
@@ -238,14 +238,14 @@ def _launched(
     )
 
 
-def _why(result: Shortfall | QuotaExceeded | PermanentFailure) -> tuple[str, str, str]:
-    """(the reason status and Events name, the detail, the acquisitions metric's result)."""
+def _why(result: Shortfall | QuotaExceeded | PermanentFailure) -> tuple[str, str]:
+    """(the detail status and Events show, the acquisitions metric's result)."""
     if isinstance(result, Shortfall):
-        return "InsufficientCapacity", result.message, "capacity"
+        return result.message, "capacity"
     if isinstance(result, QuotaExceeded):
-        return "QuotaExceeded", f"{result.code}: {result.message}", "quota"
+        return f"{result.code}: {result.message}", "quota"
     hint = f" ({result.hint})" if result.hint else ""
-    return result.reason, f"{result.code}: {result.message}{hint}", "permanent"
+    return f"{result.code}: {result.message}{hint}", "permanent"
 
 
 def _failed(
@@ -258,7 +258,8 @@ def _failed(
     knobs: Knobs,
 ) -> Plan:
     attempt = status.consecutiveShortfalls + 1
-    reason, detail, label = _why(result)
+    reason = result.reason
+    detail, label = _why(result)
     delay = backoff_seconds(
         pool=pool.name, attempt=attempt, base=knobs.backoff_base, cap=knobs.backoff_max
     )

@@ -16,6 +16,7 @@ from typing import Final
 
 from atomic_gang import GoDuration, keys
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud import reservations
 from atomic_gang_provisioner.cloud.reservations import BlockPolicy, span
 from atomic_gang_provisioner.cloud.types import Launched
@@ -31,8 +32,8 @@ from atomic_gang_provisioner.pool.model import (
 )
 from atomic_gang_provisioner.timestamps import rfc3339
 
-WAITING: Final = reservations.CODES["waiting"]  # CapacityReservationNotStarted
-ENDING: Final = reservations.CODES["ending"]  # CapacityBlockEnding
+WAITING: Final = FailureReason.CAPACITY_RESERVATION_NOT_STARTED
+ENDING: Final = FailureReason.CAPACITY_BLOCK_ENDING
 # A reservation whose start has passed but that EC2 does not show active yet: look again.
 NOT_ACTIVE_POLL: Final = 1.0
 
@@ -110,14 +111,14 @@ def where(status: GangNodePoolStatus, knobs: Knobs) -> str:
 
 def too_short_for(
     pool: GangNodePool, status: GangNodePoolStatus, now: datetime, knobs: Knobs
-) -> tuple[str, str] | None:
+) -> tuple[FailureReason, str] | None:
     """(reason, message) when the set's block leaves the claimant less than it needs
     before the drain point (min-runtime, else capacityBlock.minRemainingSeconds)."""
     drain = drain_point(status, knobs)
     need = policy(pool, knobs)
     if drain is None or drain - now >= need.needed:
         return None
-    return "CapacityBlockTooShort", (
+    return FailureReason.CAPACITY_BLOCK_TOO_SHORT, (
         f"Capacity Block {status.reservationId} leaves {span(drain - now)} before its drain"
         f" point {rfc3339(drain)}; the claimant needs {span(need.needed)} ({need.needed_from}):"
         " releasing the warm set"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Knobs,
@@ -27,7 +28,7 @@ from atomic_gang_provisioner.pool.phases import block, releasing
 
 
 def _marked(
-    status: GangNodePoolStatus, key: str, *, reason: str, message: str
+    status: GangNodePoolStatus, key: str, *, reason: FailureReason, message: str
 ) -> GangNodePoolStatus:
     return update(
         status,
@@ -52,7 +53,9 @@ def drain(pool: GangNodePool, status: GangNodePoolStatus, *, now: datetime, knob
     )
 
 
-def enter(pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, message: str) -> Plan:
+def enter(
+    pool: GangNodePool, status: GangNodePoolStatus, *, reason: FailureReason, message: str
+) -> Plan:
     key = claim_key(pool)
     if not key:
         return releasing.begin(pool, status, reason=reason, message=message)

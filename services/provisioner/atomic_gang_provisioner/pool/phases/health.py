@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Protocol
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.pool.model import (
     Describe,
     Observed,
@@ -26,7 +27,7 @@ from atomic_gang_provisioner.pool.model import (
 class Verdict:
     status: GangNodePoolStatus
     describe: bool = False
-    lost: str = ""  # reason when the gang is lost: InstanceLost | NodeNotReady
+    lost: FailureReason | None = None  # why the gang is lost: INSTANCE_LOST | NODE_NOT_READY
     message: str = ""
     wait: float | None = None
 
@@ -35,7 +36,13 @@ class OnLoss(Protocol):
     """What a phase does with a lost gang (releasing.begin, degraded.enter)."""
 
     def __call__(
-        self, pool: GangNodePool, status: GangNodePoolStatus, /, *, reason: str, message: str
+        self,
+        pool: GangNodePool,
+        status: GangNodePoolStatus,
+        /,
+        *,
+        reason: FailureReason,
+        message: str,
     ) -> Plan: ...
 
 
@@ -44,7 +51,7 @@ def forced(pool: GangNodePool, verdict: Verdict, *, on_loss: OnLoss) -> Plan | N
     (released or degraded, as the phase says); None when the phase may go on."""
     if verdict.describe:
         return Plan(status=verdict.status, read=Describe())
-    if verdict.lost:
+    if verdict.lost is not None:
         return on_loss(pool, verdict.status, reason=verdict.lost, message=verdict.message)
     return None
 
@@ -62,7 +69,7 @@ def check(pool: GangNodePool, observed: Observed, now: datetime) -> Verdict:
     if dead:
         return Verdict(
             status,
-            lost="InstanceLost",
+            lost=FailureReason.INSTANCE_LOST,
             message=f"Instance(s) {' '.join(dead)} gone, terminated or stopped",
         )
     since = status.unhealthySince or now
@@ -71,7 +78,7 @@ def check(pool: GangNodePool, observed: Observed, now: datetime) -> Verdict:
         bad = (*h.missing, *h.not_ready, *h.wrong_group)
         return Verdict(
             status,
-            lost="NodeNotReady",
+            lost=FailureReason.NODE_NOT_READY,
             message=(f"Node(s) of {' '.join(bad)} not Ready for {grace.total_seconds():.0f}s"),
         )
     remaining = (since + grace - now).total_seconds()

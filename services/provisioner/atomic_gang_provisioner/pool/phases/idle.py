@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.pool.model import (
     DeleteGroup,
     Observed,
@@ -23,7 +24,7 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         return releasing.begin(
             pool,
             status,
-            reason="Leftover",
+            reason=FailureReason.LEFTOVER,
             message="Idle pool still recorded instances; releasing them",
         )
     uid = claim_key(pool)
@@ -40,6 +41,6 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             consecutiveShortfalls=0,
             nextAttemptAt=None,
             lastError="",
-            lastErrorReason="",
+            lastErrorReason=FailureReason.NONE,
         )
     )

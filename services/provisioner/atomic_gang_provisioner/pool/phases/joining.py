@@ -23,6 +23,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
     Describe,
@@ -110,7 +111,7 @@ def _ended(
             f"{len(dead)} instance(s) died before joining ({' '.join(dead)}); "
             "releasing the whole set"
         )
-        return releasing.begin(pool, status, reason="InstanceLost", message=message)
+        return releasing.begin(pool, status, reason=FailureReason.INSTANCE_LOST, message=message)
     if block.draining(status, now, observed.knobs):
         message = block.drain_message(status, observed.knobs)
         return releasing.begin(pool, status, reason=block.ENDING, message=message)
@@ -120,7 +121,7 @@ def _ended(
             f"deadline{devices_note(pool, status.readyWithoutDevices)}; releasing the whole "
             f"set and retrying{'' if _any_registered(status, observed) else NONE_JOINED}"
         )
-        return releasing.begin(pool, status, reason="JoinTimeout", message=message)
+        return releasing.begin(pool, status, reason=FailureReason.JOIN_TIMEOUT, message=message)
     return None
 
 

@@ -34,11 +34,10 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         return _reuse(pool, verdict.status, now)
     status = verdict.status
     if status.keepWarmUntil is None or now >= status.keepWarmUntil:
-        return releasing.begin(
+        return releasing.begin_quietly(
             pool,
             status,
             reason="KeepWarmExpired",
-            warning=False,
             message="The keep-warm window ended; releasing the warm set",
         )
     wait = seconds_until(status.keepWarmUntil, now)

@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
@@ -25,9 +26,6 @@ from atomic_gang_provisioner.pool.model import (
 )
 from atomic_gang_provisioner.pool.phases import block
 
-# A set released for these counts as a failed attempt (of acquireAttemptsBeforeRetry).
-COUNTED = frozenset({"JoinTimeout", "TopologySpread"})
-
 
 def request(pool: GangNodePool, status: GangNodePoolStatus) -> ReleaseRequest:
     return ReleaseRequest(
@@ -38,24 +36,28 @@ def request(pool: GangNodePool, status: GangNodePoolStatus) -> ReleaseRequest:
 
 
 def begin(
-    pool: GangNodePool,
-    status: GangNodePoolStatus,
-    *,
-    reason: str,
-    message: str,
-    warning: bool = True,
+    pool: GangNodePool, status: GangNodePoolStatus, *, reason: FailureReason, message: str
 ) -> Plan:
-    """Move to Releasing and release in the same reconcile."""
-    new = update(status, phase="Releasing")
-    if warning:
-        new = update(new, lastErrorReason=reason, lastError=message)
-    if reason in COUNTED:
+    """Move to Releasing for ``reason`` (recorded in status, a Warning Event) and release
+    in the same reconcile. A set released for a shortfall counts as a failed attempt (of
+    acquireAttemptsBeforeRetry)."""
+    new = update(status, phase="Releasing", lastErrorReason=reason, lastError=message)
+    if reason.shortfall:
         new = update(new, consecutiveShortfalls=status.consecutiveShortfalls + 1)
     return Plan(
         status=new,
         call=Terminate(request(pool, new)),
-        events=(event(reason, message, warning=warning),),
+        events=(event(reason, message, warning=True),),
     )
+
+
+def begin_quietly(
+    pool: GangNodePool, status: GangNodePoolStatus, *, reason: str, message: str
+) -> Plan:
+    """Move to Releasing as planned (keep-warm over, a lost launch found): a Normal Event
+    named ``reason``, nothing recorded as an error, and release in the same reconcile."""
+    new = update(status, phase="Releasing")
+    return Plan(status=new, call=Terminate(request(pool, new)), events=(event(reason, message),))
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
@@ -77,7 +79,7 @@ def after_release(
         pending = update(
             status,
             pendingEnis=list(result.pending_enis),
-            lastError=result.error or status.lastError,
+            lastError=result.message or status.lastError,
         )
         return Plan(status=pending, requeue_after=knobs.release_poll)
     n = len(status.instanceIds)

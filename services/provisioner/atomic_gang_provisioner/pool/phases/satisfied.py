@@ -40,11 +40,10 @@ def _keep_warm(pool: GangNodePool, status: GangNodePoolStatus, now: datetime, kn
     if until <= now:
         zero = ttl.nanoseconds <= 0
         why = "keep-warm is 0s" if zero else f"{status.reservationId} is past its drain point"
-        return releasing.begin(
+        return releasing.begin_quietly(
             pool,
             status,
             reason="Released" if zero else block.ENDING,
-            warning=False,
             message=f"The claim was released and {why}",
         )
     ids, when = tuple(status.instanceIds), rfc3339(until)

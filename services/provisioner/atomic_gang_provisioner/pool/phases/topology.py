@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.topology import layer_labels, supported
 from atomic_gang_provisioner.cloud.types import TopologyRead
 from atomic_gang_provisioner.events import Event, event
@@ -29,7 +30,7 @@ from atomic_gang_provisioner.pool.model import (
 )
 from atomic_gang_provisioner.pool.phases import releasing
 
-REASON = "TopologySpread"
+REASON = FailureReason.TOPOLOGY_SPREAD
 UNREADABLE_WAIT = 30.0  # a max-spread gang waits for a readable topology (or the deadline)
 
 
@@ -55,7 +56,7 @@ def ahead_labels(status: GangNodePoolStatus, observed: Observed) -> tuple[NodeLa
     far lack, so that at N Ready only the last Nodes are patched (the labels still
     precede Satisfied, and no longer delay it)."""
     read = observed.topology
-    if read is None or read.error or read.retry_after > 0:
+    if read is None or read.reason is not None or read.retry_after > 0:
         return ()
     return _labels(_record(status, read), observed)
 
@@ -73,10 +74,13 @@ def gate(pool: GangNodePool, status: GangNodePoolStatus, observed: Observed) -> 
             return Plan(status=status, read=ReadTopology(tuple(status.instanceIds)))
         if read.retry_after > 0:  # the limiter's 1/s budget: ask again, nothing else
             return Plan(status=status, requeue_after=read.retry_after)
-        if read.error and limit is not None:  # readiness needs it: the join deadline bounds this
-            return Plan(status=update(status, lastError=read.error), requeue_after=UNREADABLE_WAIT)
-        if read.error:
-            events = (event("TopologyUnavailable", _unreadable(read.error), warning=True),)
+        failed = read.reason is not None
+        if failed and limit is not None:  # readiness needs it: the join deadline bounds this
+            return Plan(
+                status=update(status, lastError=read.message), requeue_after=UNREADABLE_WAIT
+            )
+        if failed:
+            events = (event("TopologyUnavailable", _unreadable(read.message), warning=True),)
         status = _record(status, read)
         metrics = (Spread(pool.name, status.spread),)
     if limit is not None and status.spread > limit:
