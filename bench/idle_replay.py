@@ -1,7 +1,7 @@
 """The idle-cost trace replayed in simulated time against the real short-cell code.
 
 ``bench.idle_cost`` takes about 20 minutes a run and moves from run to run; this replays
-the same trace (``bench/idle_trace.py``) through ``cloud.turns.capacity.ShortCells`` on an
+the same trace (``bench/idle_trace.py``) through ``cloud.turns.short_cells.ShortCells`` on an
 injected clock, a few runs a second, to compare line policies before
 spending a real run on one. Each run jitters the stack's latencies (submission, the
 2 s poll, boot and join, release) by 0.7–1.4×, by its seed; the backoff after a
@@ -19,7 +19,7 @@ Usage: .venv/bin/python -m bench.idle_replay [--runs 80] [--owed 135,1e9]
 
 ``--owed`` and ``--probe-max`` set, per variant, how long a gang waits before it is owed
 the room freed next (``ec2Api.shortCellOwedAfterSeconds``; ``1e9``: never) and the
-longest backoff of the outside probe (``capacity.PROBE_SECONDS``).
+longest backoff of the outside probe (``short_cells.PROBE_SECONDS``).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from atomic_gang_provisioner.cloud.turns import capacity, capacity_line
+from atomic_gang_provisioner.cloud.turns import capacity_line, short_cells
 from atomic_gang_provisioner.cloud.turns.budget import ApiBudget, BudgetLimits
-from atomic_gang_provisioner.cloud.turns.capacity import Cell, ShortCells
+from atomic_gang_provisioner.cloud.turns.short_cells import Cell, ShortCells
 from atomic_gang_provisioner.cloud.turns.waitline import WaitLine
 from atomic_gang_provisioner.pool.model import backoff_seconds
 from bench.idle_trace import TraceJob, make_trace
@@ -161,13 +161,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--runs", type=int, default=80, help="seeds per variant")
     ap.add_argument("--owed", default=str(capacity_line.OWED_AFTER_SECONDS))
-    ap.add_argument("--probe-max", default=str(capacity.PROBE_SECONDS[1]))
+    ap.add_argument("--probe-max", default=str(short_cells.PROBE_SECONDS[1]))
     args = ap.parse_args()
-    first = capacity.PROBE_SECONDS[0]
+    first = short_cells.PROBE_SECONDS[0]
     today = [replay(seed, cache_off=True) for seed in range(args.runs)]
     print(f"cache off (today): {summary(today)}")
     for owed, longest in itertools.product(args.owed.split(","), args.probe_max.split(",")):
-        capacity.PROBE_SECONDS = (first, float(longest))
+        short_cells.PROBE_SECONDS = (first, float(longest))
         outcomes = [replay(seed, owed_after=float(owed)) for seed in range(args.runs)]
         print(f"owed after {owed} s, outside probe up to {longest} s: {summary(outcomes)}")
 

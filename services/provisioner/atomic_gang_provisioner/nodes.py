@@ -9,7 +9,7 @@ from typing import Any
 
 from atomic_gang import keys
 from atomic_gang.devices import is_extended, whole_quantity
-from atomic_gang_provisioner.cloud.topology import LAYER_LABEL
+from atomic_gang_provisioner.cloud.network_layers import LAYER_LABEL
 from atomic_gang_provisioner.pool.model import NodeView
 from atomic_gang_provisioner.timestamps import parse_rfc3339
 

@@ -21,8 +21,8 @@ from atomic_gang_provisioner.cloud import (
 )
 from atomic_gang_provisioner.cloud.aws import AwsClients, Ec2Provider
 from atomic_gang_provisioner.cloud.aws.calls import Caller
-from atomic_gang_provisioner.cloud.aws.reservations import ReservationBook
-from atomic_gang_provisioner.cloud.reservations import BlockPolicy, iso
+from atomic_gang_provisioner.cloud.aws.reservation_book import ReservationBook
+from atomic_gang_provisioner.cloud.reservation_fit import BlockPolicy, iso
 from tests.integration.cloud.conftest import TYPE, Factory, FakeClock, live, pool_instances
 
 Spec = Callable[..., GangSpec]

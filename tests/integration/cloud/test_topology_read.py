@@ -10,7 +10,7 @@ from atomic_gang import GangSpec
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_provisioner.cloud import AcquireRequest, Launched
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
-from atomic_gang_provisioner.cloud.aws.topology import THROTTLED_WAIT
+from atomic_gang_provisioner.cloud.aws.topology_reader import THROTTLED_WAIT
 from atomic_gang_provisioner.cloud.naming import placement_group_name
 from tests.integration.cloud.conftest import CLUSTER, FakeClock
 

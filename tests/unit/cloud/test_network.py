@@ -11,16 +11,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from atomic_gang import GangSpec, GoDuration
-from atomic_gang_provisioner.cloud import naming, topology
+from atomic_gang_provisioner.cloud import naming, network_layers
 from atomic_gang_provisioner.cloud.aws import efa
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.instance_types import TypeInfo
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
-from atomic_gang_provisioner.cloud.aws.topology import TokenBucket, TopologyReader
+from atomic_gang_provisioner.cloud.aws.topology_reader import TokenBucket, TopologyReader
 from atomic_gang_provisioner.cloud.batcher import Windows
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.reservations import Reservation
+from atomic_gang_provisioner.cloud.reservation_fit import Reservation
 from atomic_gang_provisioner.cloud.retry import Backoff
 from atomic_gang_provisioner.cloud.types import TopologyRead
 
@@ -148,15 +148,15 @@ def test_spread_counts_distinct_bottom_nodes() -> None:
 
 
 def test_layer_labels_and_supported_types() -> None:
-    assert topology.layer_labels(("n1", "n2", "n3")) == {
+    assert network_layers.layer_labels(("n1", "n2", "n3")) == {
         "topology.k8s.aws/network-node-layer-1": "n1",
         "topology.k8s.aws/network-node-layer-2": "n2",
         "topology.k8s.aws/network-node-layer-3": "n3",
     }
-    assert topology.supported("p4d.24xlarge")
-    assert topology.supported("p6-b200.48xlarge")
-    assert not topology.supported("p3.16xlarge")  # only p3dn
-    assert not topology.supported("m5.large")
+    assert network_layers.supported("p4d.24xlarge")
+    assert network_layers.supported("p6-b200.48xlarge")
+    assert not network_layers.supported("p3.16xlarge")  # only p3dn
+    assert not network_layers.supported("m5.large")
 
 
 class Ec2:

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from atomic_gang_provisioner.cloud.aws.reservations import unusable
+from atomic_gang_provisioner.cloud.aws.reservation_book import unusable
 from atomic_gang_provisioner.cloud.leaks import find_leaks
-from atomic_gang_provisioner.cloud.reservations import Reservation, choose, release_by
+from atomic_gang_provisioner.cloud.reservation_fit import Reservation, choose, release_by
 from atomic_gang_provisioner.cloud.types import (
     AwaitingReservation,
     PermanentFailure,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from atomic_gang import GangSpec, GoDuration
-from atomic_gang_provisioner.cloud.reservations import (
+from atomic_gang_provisioner.cloud.reservation_fit import (
     BlockPolicy,
     Reservation,
     choose,

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from atomic_gang import GangSpec, GoDuration
 from atomic_gang_provisioner.cloud.turns.budget import ApiBudget, BucketSpec, BudgetLimits
-from atomic_gang_provisioner.cloud.turns.capacity import Cell, CellWait, ShortCells
 from atomic_gang_provisioner.cloud.turns.launchgate import LaunchGate
+from atomic_gang_provisioner.cloud.turns.short_cells import Cell, CellWait, ShortCells
 from atomic_gang_provisioner.cloud.types import AcquireRequest, Waiting
 from tests.support.clock import ManualClock
 

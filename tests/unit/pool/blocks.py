@@ -8,7 +8,7 @@ from typing import Any
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.api import conditions as c
-from atomic_gang_provisioner.cloud.reservations import Reservation
+from atomic_gang_provisioner.cloud.reservation_fit import Reservation
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import Plan
 from tests.support.pools import KEY, KNOBS, T0, launched, observed, pool

@@ -20,7 +20,7 @@ from atomic_gang_provisioner.cloud.types import (
 )
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import BlockWait
-from atomic_gang_provisioner.pool.phases import block
+from atomic_gang_provisioner.pool.rules import block
 from tests.support.pools import KNOBS, T0, instances, observed
 from tests.unit.pool.blocks import (
     END,

@@ -16,7 +16,11 @@ from typing import ClassVar, Literal, TypeVar
 
 from atomic_gang import GangSpec, GoDuration, keys
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.cloud.reservations import RESERVATION_CODES, BlockPolicy, Reservation
+from atomic_gang_provisioner.cloud.reservation_fit import (
+    RESERVATION_CODES,
+    BlockPolicy,
+    Reservation,
+)
 from atomic_gang_provisioner.timestamps import parse_rfc3339
 
 InstanceState = Literal["pending", "running", "shutting-down", "terminated", "stopping", "stopped"]

@@ -18,7 +18,7 @@ from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolSta
 from atomic_gang_provisioner.api import conditions as c
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.pool.model import Knobs, devices_note, has_resources, update
-from atomic_gang_provisioner.pool.phases import block
+from atomic_gang_provisioner.pool.rules import block
 
 MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 32000
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.topology import supported
+from atomic_gang_provisioner.cloud.network_layers import supported
 from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
 from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.reconcilers.context import Context

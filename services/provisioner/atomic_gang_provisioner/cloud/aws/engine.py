@@ -28,21 +28,21 @@ from atomic_gang_provisioner.cloud.aws.placement import UNKNOWN as UNKNOWN_GROUP
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.planner import Planner
 from atomic_gang_provisioner.cloud.aws.release import Releaser
-from atomic_gang_provisioner.cloud.aws.reservations import ReservationBook, SawReservation
+from atomic_gang_provisioner.cloud.aws.reservation_book import ReservationBook, SawReservation
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
-from atomic_gang_provisioner.cloud.aws.topology import TopologyReader
+from atomic_gang_provisioner.cloud.aws.topology_reader import TopologyReader
 from atomic_gang_provisioner.cloud.aws.turns import Turns
 from atomic_gang_provisioner.cloud.batcher import Windows
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
 from atomic_gang_provisioner.cloud.turns.budget import ApiBudget, BudgetLimits
-from atomic_gang_provisioner.cloud.turns.capacity import (
+from atomic_gang_provisioner.cloud.turns.launchgate import LaunchGate
+from atomic_gang_provisioner.cloud.turns.short_cells import (
     DEFAULT_TTL_SECONDS,
     OWED_AFTER_SECONDS,
     ShortCells,
 )
-from atomic_gang_provisioner.cloud.turns.launchgate import LaunchGate
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,

@@ -19,8 +19,8 @@ from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws import efa, parse
 from atomic_gang_provisioner.cloud.aws.cluster import Placement
 from atomic_gang_provisioner.cloud.aws.templates import TemplateRef
-from atomic_gang_provisioner.cloud.reservations import Reservation
-from atomic_gang_provisioner.cloud.turns.capacity import Cell
+from atomic_gang_provisioner.cloud.reservation_fit import Reservation
+from atomic_gang_provisioner.cloud.turns.short_cells import Cell
 from atomic_gang_provisioner.cloud.types import Instance, UnknownLaunch
 
 TAGGED = ("instance", "volume", "network-interface")

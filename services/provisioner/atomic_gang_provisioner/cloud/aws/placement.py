@@ -19,7 +19,7 @@ from atomic_gang_provisioner.cloud.aws import parse
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.reservations import Reservation
+from atomic_gang_provisioner.cloud.reservation_fit import Reservation
 from atomic_gang_provisioner.cloud.types import PlacementGroup
 
 DUPLICATE = "InvalidPlacementGroup.Duplicate"

@@ -26,7 +26,7 @@ from atomic_gang_provisioner.cloud.aws.acquire import Acquirer
 from atomic_gang_provisioner.cloud.aws.cluster import ClusterInfo, Placement, Resolver
 from atomic_gang_provisioner.cloud.aws.launch import LaunchNetwork, LaunchPlan, base_template_data
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
-from atomic_gang_provisioner.cloud.aws.reservations import (
+from atomic_gang_provisioner.cloud.aws.reservation_book import (
     ReservationBook,
     attempts_of,
     unusable,
@@ -34,7 +34,7 @@ from atomic_gang_provisioner.cloud.aws.reservations import (
 from atomic_gang_provisioner.cloud.aws.templates import TemplateRef, Templates, digest
 from atomic_gang_provisioner.cloud.aws.turns import Turns
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.reservations import Reservation, choose, listed, release_by
+from atomic_gang_provisioner.cloud.reservation_fit import Reservation, choose, listed, release_by
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,

@@ -1,7 +1,7 @@
 """Whose turn it is to launch: the short capacity cells and EC2's launch budget.
 
 Before a launch, a pool may try only the cells (type, AZ, reservation, group) whose
-short line lets it (``cloud.turns.capacity``), and only when the launch budget comes to it
+short line lets it (``cloud.turns.short_cells``), and only when the launch budget comes to it
 (longest-waiting pool first); otherwise it gets ``Waiting`` and no call is sent. After
 the launch, the cells learn from the answer: a capacity error marks a cell short, a
 launch or a release changes what we hold there.
@@ -17,8 +17,8 @@ from typing import Final
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, cell_of
 from atomic_gang_provisioner.cloud.errors import classify
-from atomic_gang_provisioner.cloud.turns.capacity import ShortCells
 from atomic_gang_provisioner.cloud.turns.launchgate import LaunchGate, since_of
+from atomic_gang_provisioner.cloud.turns.short_cells import ShortCells
 from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,

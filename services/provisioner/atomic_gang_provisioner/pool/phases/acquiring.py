@@ -44,8 +44,9 @@ from atomic_gang_provisioner.pool.model import (
     seconds_until,
     update,
 )
-from atomic_gang_provisioner.pool.phases import block, releasing
+from atomic_gang_provisioner.pool.phases import releasing
 from atomic_gang_provisioner.pool.report import gave_up
+from atomic_gang_provisioner.pool.rules import block
 
 
 def abandon(pool: GangNodePool, observed: Observed) -> Plan:

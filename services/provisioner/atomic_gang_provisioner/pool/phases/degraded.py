@@ -24,7 +24,8 @@ from atomic_gang_provisioner.pool.model import (
     seconds_until,
     update,
 )
-from atomic_gang_provisioner.pool.phases import block, releasing
+from atomic_gang_provisioner.pool.phases import releasing
+from atomic_gang_provisioner.pool.rules import block
 
 
 def _marked(

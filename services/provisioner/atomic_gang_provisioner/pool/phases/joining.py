@@ -39,7 +39,8 @@ from atomic_gang_provisioner.pool.model import (
     seconds_until,
     update,
 )
-from atomic_gang_provisioner.pool.phases import block, releasing, topology
+from atomic_gang_provisioner.pool.phases import releasing
+from atomic_gang_provisioner.pool.rules import block, spread
 
 QUIET_SECONDS = 20.0
 PROGRESS_SECONDS = 10.0
@@ -64,12 +65,12 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         return Plan(
             status=status,
             requeue_after=seconds_until(min(due, default=None), now),
-            warm_topology=topology.ahead(pool, status, ready=h.ready),
-            label_nodes=topology.ahead_labels(status, observed),
+            warm_topology=spread.ahead(pool, status, ready=h.ready),
+            label_nodes=spread.ahead_labels(status, observed),
         )
     if observed.instances is None and not _nodes_vouch(pool, observed, now):
         return Plan(status=status, read=Describe(shared=True))
-    placed = topology.gate(pool, status, observed)
+    placed = spread.gate(pool, status, observed)
     return placed if isinstance(placed, Plan) else _satisfied(pool, placed, now)
 
 
@@ -135,7 +136,7 @@ def _quiet_until(launched_at: datetime | None, progress_at: datetime | None) -> 
     return max(quiet, progress_at + timedelta(seconds=PROGRESS_SECONDS))
 
 
-def _satisfied(pool: GangNodePool, placed: topology.Placed, now: datetime) -> Plan:
+def _satisfied(pool: GangNodePool, placed: spread.Placed, now: datetime) -> Plan:
     status = placed.status
     n = len(status.instanceIds)
     new = update(

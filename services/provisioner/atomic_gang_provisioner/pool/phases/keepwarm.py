@@ -19,7 +19,8 @@ from atomic_gang_provisioner.pool.model import (
     seconds_until,
     update,
 )
-from atomic_gang_provisioner.pool.phases import block, health, releasing
+from atomic_gang_provisioner.pool.phases import releasing
+from atomic_gang_provisioner.pool.rules import block, health
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:

@@ -24,7 +24,7 @@ from atomic_gang_provisioner.pool.model import (
     has_resources,
     update,
 )
-from atomic_gang_provisioner.pool.phases import block
+from atomic_gang_provisioner.pool.rules import block
 
 
 def request(pool: GangNodePool, status: GangNodePoolStatus) -> ReleaseRequest:

@@ -10,7 +10,8 @@ from atomic_gang import GoDuration, keys
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import Knobs, Observed, Plan, TagRequest, claim_key, update
-from atomic_gang_provisioner.pool.phases import block, degraded, health, releasing
+from atomic_gang_provisioner.pool.phases import degraded, releasing
+from atomic_gang_provisioner.pool.rules import block, health
 from atomic_gang_provisioner.timestamps import rfc3339
 
 

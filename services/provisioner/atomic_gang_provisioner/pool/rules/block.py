@@ -17,8 +17,8 @@ from typing import Final
 from atomic_gang import GoDuration, keys
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.cloud import reservations
-from atomic_gang_provisioner.cloud.reservations import BlockPolicy, span
+from atomic_gang_provisioner.cloud import reservation_fit
+from atomic_gang_provisioner.cloud.reservation_fit import BlockPolicy, span
 from atomic_gang_provisioner.cloud.types import Launched
 from atomic_gang_provisioner.events import event
 from atomic_gang_provisioner.pool.model import (
@@ -93,7 +93,7 @@ def drain_point(status: GangNodePoolStatus, knobs: Knobs) -> datetime | None:
 def release_by(status: GangNodePoolStatus, knobs: Knobs) -> datetime | None:
     if not status.capacityBlock or status.reservationEnd is None:
         return None
-    return reservations.release_by(status.reservationEnd, knobs.block_drain_lead)
+    return reservation_fit.release_by(status.reservationEnd, knobs.block_drain_lead)
 
 
 def where(status: GangNodePoolStatus, knobs: Knobs) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.cloud.topology import layer_labels, supported
+from atomic_gang_provisioner.cloud.network_layers import layer_labels, supported
 from atomic_gang_provisioner.cloud.types import TopologyRead
 from atomic_gang_provisioner.events import Event, event
 from atomic_gang_provisioner.pool.model import (
