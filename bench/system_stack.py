@@ -26,7 +26,7 @@ from atomic_gang_devstack.components import default_components
 from atomic_gang_devstack.components.cloud import FakeAws, fakeaws_endpoint
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
-from atomic_gang_provisioner.kube import Handlers, Informer, KubeClient
+from atomic_gang_provisioner.kube import ConflictError, Handlers, Informer, KubeClient
 from atomic_gang_provisioner.nodes import LAYER_PREFIX as LAYER_LABEL_PREFIX
 from atomic_gang_provisioner.nodes import not_ready_taint
 from atomic_gang_provisioner.resources import JOBS, POOLS
@@ -92,15 +92,23 @@ def namespace(kube: KubeClient, name: str, *, queue: bool = True) -> None:
         kube.create(LOCAL_QUEUES, dev_objects.local_queue(name))
 
 
-def set_gpu_quota(kube: KubeClient, gpus: int) -> None:
-    """Room for every gang at once: the dev quota (1000 GPUs) would queue them in Kueue."""
-    cq = kube.get(CLUSTER_QUEUES, dev_objects.CLUSTER_QUEUE)
-    for group in cq["spec"]["resourceGroups"]:
-        for flavor in group["flavors"]:
-            for res in flavor["resources"]:
-                if res["name"] == "nvidia.com/gpu":
-                    res["nominalQuota"] = str(gpus)
-    kube.replace(CLUSTER_QUEUES, cq)
+def set_gpu_quota(kube: KubeClient, gpus: int, *, attempts: int = 5) -> None:
+    """Room for every gang at once: the dev quota (1000 GPUs) would queue them in Kueue.
+    Kueue writes the ClusterQueue's status meanwhile, so a replace at the version read
+    may conflict: read it again and retry."""
+    for attempt in range(attempts):
+        cq = kube.get(CLUSTER_QUEUES, dev_objects.CLUSTER_QUEUE)
+        for group in cq["spec"]["resourceGroups"]:
+            for flavor in group["flavors"]:
+                for res in flavor["resources"]:
+                    if res["name"] == "nvidia.com/gpu":
+                        res["nominalQuota"] = str(gpus)
+        try:
+            kube.replace(CLUSTER_QUEUES, cq)
+            return
+        except ConflictError:
+            if attempt == attempts - 1:
+                raise
 
 
 def add_subnets(ctx: Context, client: Any, cidrs: dict[str, str]) -> list[str]:
