@@ -27,8 +27,8 @@ class PoolMemory:
     def __init__(self) -> None:
         self._fresh: dict[str, int] = {}
         self._progress_at: dict[str, datetime] = {}
-        # Launches run outside the pool's reconcile lock-step with status writes of
-        # other pools; one lock keeps the map consistent across worker threads.
+        # Different pools reconcile on several worker threads at once, all of them
+        # touching the fresh map; one lock keeps it consistent.
         self._lock = threading.Lock()
 
     def progress_written_at(self, pool: str) -> datetime | None:
