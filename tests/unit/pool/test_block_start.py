@@ -19,7 +19,7 @@ from atomic_gang_provisioner.cloud.types import (
     ZoneAttempt,
 )
 from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import BlockWait
+from atomic_gang_provisioner.pool.outcomes import BlockWait
 from atomic_gang_provisioner.pool.rules import block
 from tests.support.pools import KNOBS, T0, instances, observed
 from tests.unit.pool.blocks import (

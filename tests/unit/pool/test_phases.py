@@ -23,12 +23,10 @@ from atomic_gang_provisioner.cloud.types import (
     ZoneAttempt,
 )
 from atomic_gang_provisioner.pool import machine, report
-from atomic_gang_provisioner.pool.model import (
-    Describe,
-    FindByTag,
+from atomic_gang_provisioner.pool.model import Describe, FindByTag, ReadTopology
+from atomic_gang_provisioner.pool.outcomes import (
     JoinDuration,
     KeepWarmReuse,
-    ReadTopology,
     Spread,
     TimeToSatisfied,
 )

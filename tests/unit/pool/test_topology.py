@@ -10,13 +10,8 @@ from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.types import Launched, ReleaseResult, TopologyRead
 from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import (
-    NodeView,
-    Observed,
-    ReadTopology,
-    ShortfallCounted,
-    Spread,
-)
+from atomic_gang_provisioner.pool.model import NodeView, Observed, ReadTopology
+from atomic_gang_provisioner.pool.outcomes import ShortfallCounted, Spread
 from tests.support.pools import IDS, KNOBS, SHAPE, T0, instances, launched, nodes, observed
 from tests.unit.pool.writeahead import released_after_write_ahead
 

@@ -15,8 +15,7 @@ from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, Phase
 from atomic_gang_provisioner.cloud.types import AcquireRequest, AcquireResult, ReleaseResult
-from atomic_gang_provisioner.events import event
-from atomic_gang_provisioner.pool import report
+from atomic_gang_provisioner.pool import outcomes, report
 from atomic_gang_provisioner.pool.model import (
     DeleteGroup,
     FindByTag,
@@ -67,9 +66,7 @@ def _finalize(pool: GangNodePool, observed: Observed) -> Plan:
         return Plan(
             status=update(status, phase="Releasing"),
             call=Terminate(releasing.request(pool, status)),
-            events=(event("Finalizing", f"Pool deleted: terminating {n} instance(s)"),)
-            if first
-            else (),
+            outcomes=(outcomes.Finalizing(instances=n),) if first else (),
         )
     if status.placementGroup:  # the pool's own group goes last, before the finalizer
         return Plan(status=status, call=DeleteGroup())
@@ -175,7 +172,7 @@ def after_delete_group(
     step = Plan(
         status=update(plan.status, placementGroup=""),
         remove_finalizer=pool.deleting,
-        events=(event("PlacementGroupDeleted", f"Deleted placement group {name}"),),
+        outcomes=(outcomes.GroupDeleted(name=name),),
     )
     return _with_conditions(pool, plan.then(step), now, knobs)
 

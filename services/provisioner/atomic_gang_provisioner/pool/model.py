@@ -17,6 +17,7 @@ from atomic_gang_provisioner.cloud.types import (
     TopologyRead,
 )
 from atomic_gang_provisioner.events import Event
+from atomic_gang_provisioner.pool.outcomes import Metric, Outcome
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,74 +76,6 @@ class Observed:
             if node.instance_id == instance_id:
                 return node
         return None
-
-
-# What a decision measured: each kind is one series of ``metrics.py`` (the reconciler
-# records them in one place, ``reconcilers/pool.py`` ``_record``).
-@dataclass(frozen=True, slots=True)
-class Acquisition:
-    """One launch attempt's result (launched, adopted, retry, capacity, quota, permanent)."""
-
-    mode: str
-    result: str
-
-
-@dataclass(frozen=True, slots=True)
-class ShortfallCounted:
-    """An attempt that fell short, by the reason status records."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class TimeToSatisfied:
-    """From Acquiring to all N Nodes Ready."""
-
-    seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class JoinDuration:
-    """From the launch to all N Nodes Ready."""
-
-    seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class KeepWarmReuse:
-    """A warm set handed to a new claim without a launch."""
-
-
-@dataclass(frozen=True, slots=True)
-class InstancesReleased:
-    count: int
-
-
-@dataclass(frozen=True, slots=True)
-class BlockWait:
-    """The seconds a gang waited for its reservation's start, once it launches."""
-
-    seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class Spread:
-    """How many network nodes the pool's set spans (a gauge per pool)."""
-
-    pool: str
-    nodes: int
-
-
-Metric = (
-    Acquisition
-    | ShortfallCounted
-    | TimeToSatisfied
-    | JoinDuration
-    | KeepWarmReuse
-    | InstancesReleased
-    | BlockWait
-    | Spread
-)
 
 
 # The one cloud call a decision may make: the type holds at most one.
@@ -224,9 +157,20 @@ class Plan:
     # then answered at once instead of waiting for the 1/s budget.
     warm_topology: tuple[str, ...] = ()
     remove_finalizer: bool = False
-    events: tuple[Event, ...] = ()
-    metrics: tuple[Metric, ...] = ()
+    # What the decision made happen; each says its Event and metrics (``outcomes.py``).
+    outcomes: tuple[Outcome, ...] = ()
     requeue_after: float | None = None
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """The Events the outcomes are announced by, in order."""
+        said = (o.announce().event for o in self.outcomes)
+        return tuple(e for e in said if e is not None)
+
+    @property
+    def metrics(self) -> tuple[Metric, ...]:
+        """The metrics the outcomes count, in order."""
+        return tuple(m for o in self.outcomes for m in o.announce().metrics)
 
     @property
     def acquire(self) -> AcquireRequest | None:
@@ -242,11 +186,10 @@ class Plan:
 
     def then(self, other: Plan) -> Plan:
         """Chain two steps taken in one reconcile: the later step's status, call and
-        read; the events and metrics of both; its tag and labels, else the earlier's."""
+        read; the outcomes of both; its tag and labels, else the earlier's."""
         return replace(
             other,
-            events=self.events + other.events,
-            metrics=self.metrics + other.metrics,
+            outcomes=self.outcomes + other.outcomes,
             tag=other.tag or self.tag,
             label_nodes=other.label_nodes or self.label_nodes,
         )

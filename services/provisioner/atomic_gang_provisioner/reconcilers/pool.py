@@ -25,25 +25,28 @@ from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFou
 from atomic_gang_provisioner.nodes import node_view, slim_node
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import (
-    Acquisition,
-    BlockWait,
     DeleteGroup,
     Describe,
     FindByTag,
-    InstancesReleased,
-    JoinDuration,
-    KeepWarmReuse,
     Launch,
-    Metric,
     NodeLabels,
     NodeView,
     Observed,
     Plan,
     Read,
     ReadTopology,
+    Terminate,
+)
+from atomic_gang_provisioner.pool.outcomes import (
+    Acquisition,
+    BlockWait,
+    InstancesReleased,
+    JoinDuration,
+    KeepWarmReuse,
+    Metric,
+    Outcome,
     ShortfallCounted,
     Spread,
-    Terminate,
     TimeToSatisfied,
 )
 from atomic_gang_provisioner.reconcilers.context import Context
@@ -209,14 +212,29 @@ class PoolReconciler:
             # failure keeps the finalizer, and the next reconcile tries again.
             ctx.launcher.forget_pool(pool.name)
             self._remove_finalizer(pool)
-        claimant = self._claimant_objects(pool) if plan.events else ()
-        for ev in plan.events:
-            ctx.events.event(pool.to_dict(), type=ev.type, reason=ev.reason, message=ev.message)
+        claimant = self._claimant_objects(pool) if plan.outcomes else ()
+        for outcome in plan.outcomes:
+            self._announce(pool, outcome, claimant)
+
+    def _announce(
+        self, pool: GangNodePool, outcome: Outcome, claimant: tuple[dict[str, Any], ...]
+    ) -> None:
+        """One outcome: its Event on the pool and its claimant, its log line, its metrics."""
+        said = outcome.announce()
+        kind = type(outcome).__name__
+        if said.event is None:
+            log.debug(kind, extra={"pool": pool.name, "outcome": kind})
+        else:
+            ev = said.event
+            self.ctx.events.event(
+                pool.to_dict(), type=ev.type, reason=ev.reason, message=ev.message
+            )
             for obj in claimant:
                 text = f"Pool {pool.name}: {ev.message}"
-                ctx.events.event(obj, type=ev.type, reason=ev.reason, message=text)
-            log.info(ev.message, extra={"pool": pool.name, "reason": ev.reason})
-        for metric in plan.metrics:
+                self.ctx.events.event(obj, type=ev.type, reason=ev.reason, message=text)
+            extra = {"pool": pool.name, "reason": ev.reason, "outcome": kind}
+            log.info(ev.message, extra=extra)
+        for metric in said.metrics:
             self._record(metric)
 
     def _claimant_objects(self, pool: GangNodePool) -> tuple[dict[str, Any], ...]:

@@ -30,15 +30,13 @@ from atomic_gang_provisioner.cloud.types import (
     UnknownLaunch,
     Waiting,
 )
-from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import (
-    Acquisition,
     FindByTag,
     Knobs,
     Launch,
     Observed,
     Plan,
-    ShortfallCounted,
     backoff_seconds,
     claim_key,
     seconds_until,
@@ -67,11 +65,7 @@ def abandon(pool: GangNodePool, observed: Observed) -> Plan:
     if not observed.found:
         return Plan(
             status=idle,
-            events=(
-                event(
-                    "AcquisitionAbandoned", "The claim was released before a launch; nothing billed"
-                ),
-            ),
+            outcomes=(outcomes.AcquisitionAbandoned(),),
         )
     ids = [i.instance_id for i in observed.found]
     orphans = update(
@@ -170,7 +164,7 @@ def after_acquire(
                 lastErrorReason=result.reason,
                 pendingLaunch=pending_after(status, result),
             ),
-            metrics=(Acquisition(mode, "retry"),),
+            outcomes=(outcomes.LaunchRetried(mode=mode),),
             requeue_after=delay,
         )
     if isinstance(result, AwaitingReservation):
@@ -194,8 +188,8 @@ def _waiting(
         waitingSince=status.waitingSince or now,
     )
     first = status.lastErrorReason != block.WAITING
-    events = (event(block.WAITING, f"{result.message}; nothing billed until then"),)
-    return Plan(status=new, events=events if first else (), requeue_after=delay)
+    said = (outcomes.WaitingForReservation(message=result.message),) if first else ()
+    return Plan(status=new, outcomes=said, requeue_after=delay)
 
 
 def _launched(
@@ -226,15 +220,18 @@ def _launched(
         lastError="",
         lastErrorReason=FailureReason.NONE,
     )
-    verb = "Adopted" if result.adopted else "Launched"
-    msg = f"{verb} {len(ids)}×{pool.spec.shape.instanceType} in {','.join(zones)}: {' '.join(ids)}"
-    msg += block.where(new, knobs)
-    outcome = "adopted" if result.adopted else "launched"
-    acquisition = Acquisition(pool.spec.shape.mode, outcome)
+    launched = outcomes.Launched(
+        adopted=result.adopted,
+        mode=pool.spec.shape.mode,
+        instance_type=pool.spec.shape.instanceType,
+        zones=tuple(zones),
+        instance_ids=tuple(ids),
+        where=block.where(new, knobs),
+        waited=block.waited(status, now),
+    )
     return Plan(
         status=new,
-        events=(event(verb, msg),),
-        metrics=(acquisition, *block.waited(status, now)),
+        outcomes=(launched,),
         requeue_after=knobs.join_deadline.total_seconds(),
     )
 
@@ -273,17 +270,18 @@ def _failed(
         lastError=detail,
         lastErrorReason=reason,
     )
-    msg = (
-        f"Acquiring {pool.spec.shape.summary} (attempt {attempt}/{knobs.attempts_before_retry}): "
-        f"{detail}; nothing billed"
+    failed = outcomes.AttemptFailed(
+        reason=reason,
+        result=label,
+        mode=pool.spec.shape.mode,
+        shape=pool.spec.shape.summary,
+        attempt=attempt,
+        attempts=knobs.attempts_before_retry,
+        detail=detail,
     )
     done = gave_up(new, knobs)
     return Plan(
         status=new,
-        events=(event(reason, msg, warning=True),),
-        metrics=(
-            Acquisition(pool.spec.shape.mode, label),
-            ShortfallCounted(reason),
-        ),
+        outcomes=(failed,),
         requeue_after=None if done else delay,
     )

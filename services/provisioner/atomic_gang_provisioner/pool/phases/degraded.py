@@ -13,7 +13,7 @@ from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import (
     Knobs,
     Observed,
@@ -49,7 +49,7 @@ def drain(pool: GangNodePool, status: GangNodePoolStatus, *, now: datetime, knob
     new = _marked(status, claim_key(pool), reason=block.ENDING, message=message)
     return Plan(
         status=new,
-        events=(event("CapacityBlockDrain", message, warning=True),),
+        outcomes=(outcomes.BlockDrain(message=message),),
         requeue_after=seconds_until(block.release_by(new, knobs), now),
     )
 
@@ -61,11 +61,10 @@ def enter(
     if not key:
         return releasing.begin(pool, status, reason=reason, message=message)
     new = _marked(status, key, reason=reason, message=message)
-    text = f"Gang degraded: {message}; releasing the whole set, the Workload will be requeued"
     return Plan(
         status=new,
         call=Terminate(releasing.request(pool, new)),
-        events=(event("GangDegraded", text, warning=True),),
+        outcomes=(outcomes.Degraded(message=message),),
     )
 
 

@@ -24,14 +24,11 @@ from datetime import datetime, timedelta
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import (
     Describe,
-    JoinDuration,
-    Metric,
     Observed,
     Plan,
-    TimeToSatisfied,
     claim_key,
     dead_instances,
     devices_note,
@@ -151,15 +148,11 @@ def _satisfied(pool: GangNodePool, placed: spread.Placed, now: datetime) -> Plan
         consecutiveShortfalls=0,
         lastError="",  # e.g. a topology read that failed a while before it worked
     )
-    metrics: list[Metric] = []
-    if status.acquiringSince is not None:
-        metrics.append(TimeToSatisfied((now - status.acquiringSince).total_seconds()))
-    if status.launchedAt is not None:
-        metrics.append(JoinDuration((now - status.launchedAt).total_seconds()))
-    msg = f"All {n} nodes of group {status.activeGroup} are Ready"
-    return Plan(
-        status=new,
-        label_nodes=placed.labels,
-        events=(*placed.events, event("Satisfied", msg)),
-        metrics=(*placed.metrics, *metrics),
+    acquiring, launched = status.acquiringSince, status.launchedAt
+    satisfied = outcomes.Satisfied(
+        nodes=n,
+        group=status.activeGroup,
+        since_acquiring=None if acquiring is None else (now - acquiring).total_seconds(),
+        since_launch=None if launched is None else (now - launched).total_seconds(),
     )
+    return Plan(status=new, label_nodes=placed.labels, outcomes=(*placed.outcomes, satisfied))

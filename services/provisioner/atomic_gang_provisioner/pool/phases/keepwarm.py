@@ -9,9 +9,8 @@ from datetime import datetime
 
 from atomic_gang import keys
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
-from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import (
-    KeepWarmReuse,
     Observed,
     Plan,
     TagRequest,
@@ -56,8 +55,5 @@ def _reuse(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) -> Pla
     return Plan(
         status=update(status, phase="Satisfied", claimKey=key, keepWarmUntil=None, satisfiedAt=now),
         tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, ""),)),
-        events=(
-            event("KeepWarmReused", f"Reusing {len(ids)} warm nodes for {who}: no launch, no join"),
-        ),
-        metrics=(KeepWarmReuse(),),
+        outcomes=(outcomes.KeepWarmReused(nodes=len(ids), claimant=who),),
     )

@@ -13,9 +13,8 @@ from datetime import datetime
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
-from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import (
-    InstancesReleased,
     Knobs,
     Observed,
     Plan,
@@ -47,7 +46,7 @@ def begin(
     return Plan(
         status=new,
         call=Terminate(request(pool, new)),
-        events=(event(reason, message, warning=True),),
+        outcomes=(outcomes.ReleaseStarted(reason=reason, message=message),),
     )
 
 
@@ -57,7 +56,8 @@ def begin_quietly(
     """Move to Releasing as planned (keep-warm over, a lost launch found): a Normal Event
     named ``reason``, nothing recorded as an error, and release in the same reconcile."""
     new = update(status, phase="Releasing")
-    return Plan(status=new, call=Terminate(request(pool, new)), events=(event(reason, message),))
+    started = outcomes.ReleaseStarted(reason=reason, message=message, planned=True)
+    return Plan(status=new, call=Terminate(request(pool, new)), outcomes=(started,))
 
 
 def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
@@ -86,11 +86,7 @@ def after_release(
     plan = _after(pool, status, _cleared(status), now=now, knobs=knobs)
     if not n:
         return plan
-    return replace(
-        plan,
-        events=(event("Released", f"Terminated {n} instance(s); nothing left billing"),),
-        metrics=(InstancesReleased(n),),
-    )
+    return replace(plan, outcomes=(outcomes.Released(instances=n),))
 
 
 def _cleared(status: GangNodePoolStatus) -> GangNodePoolStatus:

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from atomic_gang import GoDuration, keys
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
-from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import Knobs, Observed, Plan, TagRequest, claim_key, update
 from atomic_gang_provisioner.pool.phases import degraded, releasing
 from atomic_gang_provisioner.pool.rules import block, health
@@ -51,11 +51,6 @@ def _keep_warm(pool: GangNodePool, status: GangNodePoolStatus, now: datetime, kn
     return Plan(
         status=update(status, phase="KeepWarm", keepWarmUntil=until, claimKey=""),
         tag=TagRequest(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, when),)),
-        events=(
-            event(
-                "KeepWarm",
-                f"The claim was released; keeping {len(ids)} nodes warm until {when} ({ttl})",
-            ),
-        ),
+        outcomes=(outcomes.KeptWarm(nodes=len(ids), until=when, ttl=str(ttl)),),
         requeue_after=(until - now).total_seconds(),
     )

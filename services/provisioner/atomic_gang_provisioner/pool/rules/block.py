@@ -20,11 +20,9 @@ from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud import reservation_fit
 from atomic_gang_provisioner.cloud.reservation_fit import BlockPolicy, span
 from atomic_gang_provisioner.cloud.types import Launched
-from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import (
-    BlockWait,
     Knobs,
-    Metric,
     Plan,
     claim_key,
     seconds_until,
@@ -70,11 +68,12 @@ def in_use(status: GangNodePoolStatus, result: Launched) -> GangNodePoolStatus:
     )
 
 
-def waited(status: GangNodePoolStatus, now: datetime) -> tuple[Metric, ...]:
-    """The seconds the gang waited for a reservation's start, once it launches."""
+def waited(status: GangNodePoolStatus, now: datetime) -> float | None:
+    """The seconds the gang waited for a reservation's start, once it launches (None: it
+    did not wait)."""
     if status.waitingSince is None:
-        return ()
-    return (BlockWait((now - status.waitingSince).total_seconds()),)
+        return None
+    return (now - status.waitingSince).total_seconds()
 
 
 def forget(status: GangNodePoolStatus) -> GangNodePoolStatus:
@@ -159,7 +158,7 @@ def watch(plan: Plan, now: datetime, knobs: Knobs) -> Plan:
     )
     return Plan(
         status=update(status, blockEndingWarned=True),
-        events=(event(ENDING, text, warning=True),),
+        outcomes=(outcomes.BlockEnding(message=text),),
         requeue_after=requeue,
     )
 

@@ -17,15 +17,12 @@ from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.network_layers import layer_labels, supported
 from atomic_gang_provisioner.cloud.types import TopologyRead
-from atomic_gang_provisioner.events import Event, event
+from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import (
-    Metric,
     NodeLabels,
     Observed,
     Plan,
     ReadTopology,
-    ShortfallCounted,
-    Spread,
     update,
 )
 from atomic_gang_provisioner.pool.phases import releasing
@@ -36,12 +33,11 @@ UNREADABLE_WAIT = 30.0  # a max-spread gang waits for a readable topology (or th
 
 @dataclass(frozen=True, slots=True)
 class Placed:
-    """The gang may become Satisfied: its status, the labels to add, the metric."""
+    """The gang may become Satisfied: its status, the labels to add, what the read told."""
 
     status: GangNodePoolStatus
     labels: tuple[NodeLabels, ...] = ()
-    metrics: tuple[Metric, ...] = ()
-    events: tuple[Event, ...] = ()
+    outcomes: tuple[outcomes.Outcome, ...] = ()
 
 
 def ahead(pool: GangNodePool, status: GangNodePoolStatus, *, ready: int) -> tuple[str, ...]:
@@ -66,8 +62,7 @@ def gate(pool: GangNodePool, status: GangNodePoolStatus, observed: Observed) -> 
     if not supported(pool.spec.shape.instanceType):
         return Placed(status)
     limit = pool.spec.shape.maxSpread
-    metrics: tuple[Metric, ...] = ()
-    events: tuple[Event, ...] = ()
+    told: tuple[outcomes.Outcome, ...] = ()
     if status.networkNodes is None:
         read = observed.topology
         if read is None:
@@ -79,24 +74,20 @@ def gate(pool: GangNodePool, status: GangNodePoolStatus, observed: Observed) -> 
             return Plan(
                 status=update(status, lastError=read.message), requeue_after=UNREADABLE_WAIT
             )
-        if failed:
-            events = (event("TopologyUnavailable", _unreadable(read.message), warning=True),)
         status = _record(status, read)
-        metrics = (Spread(pool.name, status.spread),)
+        measured = outcomes.SpreadMeasured(pool=pool.name, nodes=status.spread)
+        unread = (outcomes.TopologyUnavailable(error=read.message),) if failed else ()
+        told = (*unread, measured)
     if limit is not None and status.spread > limit:
         plan = releasing.begin(pool, status, reason=REASON, message=_too_wide(status, limit))
-        shortfall = ShortfallCounted(REASON)
-        return replace(plan, metrics=(*metrics, shortfall))
-    return Placed(status, _labels(status, observed), metrics, events)
+        fell_short = outcomes.AttemptFellShort(reason=REASON)
+        return replace(plan, outcomes=(*plan.outcomes, *told, fell_short))
+    return Placed(status, _labels(status, observed), told)
 
 
 def _record(status: GangNodePoolStatus, read: TopologyRead) -> GangNodePoolStatus:
     nodes = {iid: list(read.of(iid)) for iid in status.instanceIds if read.of(iid)}
     return update(status, networkNodes=nodes, spread=read.spread)
-
-
-def _unreadable(error: str) -> str:
-    return f"Network topology not readable ({error}); the gang goes on without node labels"
 
 
 def _too_wide(status: GangNodePoolStatus, limit: int) -> str:
