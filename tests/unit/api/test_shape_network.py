@@ -63,3 +63,19 @@ def test_a_pool_written_before_the_network_fields_reads_as_none() -> None:
     shape = GangNodePool.from_dict(obj).spec.shape
     assert (shape.placement, shape.efa, shape.maxSpread) == (None, None, None)
     assert GangNodePool.from_dict(obj).status.networkNodes is None
+
+
+def test_the_stored_shape_holds_every_field_of_the_gang_shape_and_nothing_else() -> None:
+    """PoolShape is GangSpec's stored form (docs/design.md#the-stored-shape-and-the-gang-spec):
+    a field added to the one and not the other fails here, not in a claimant's reuse."""
+    shape_fields = set(spec().shape()) | {"capacityReservationId"}  # used per launch
+    assert set(PoolShape.model_fields) == shape_fields
+
+
+def test_a_shape_with_every_field_set_round_trips_to_an_equal_spec() -> None:
+    want = spec(
+        **NETWORK,
+        **{k.AMI_ID: "ami-0123456789abcdef0", k.CAPACITY_RESERVATION_ID: "cr-0123456789abcdef0"},
+    )
+    got = PoolShape.of(want).gang_spec(pool=want.pool, keep_warm_ttl=str(want.keep_warm_ttl))
+    assert got == want
