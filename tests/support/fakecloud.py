@@ -102,7 +102,7 @@ class FakeCloud:
     groups: list[PlacementGroup] = field(default_factory=list)
     in_use: set[str] = field(default_factory=set)  # groups EC2 still counts instances in
     refuse: bool = False  # every call not scripted fails the test ...
-    allowed: frozenset[str] = frozenset()  # ... but these methods'
+    allowed: frozenset[str] = frozenset()  # ... but a call of one of these methods
     instances: dict[str, Instance] = field(default_factory=dict)
     _launches: dict[tuple[str, int], tuple[str, ...]] = field(default_factory=dict)
     _queued: dict[str, list[Hook]] = field(default_factory=dict)
@@ -304,7 +304,7 @@ class FakeCloud:
         return cast(
             "tuple[str, ...]",
             self._call(
-                "reported_unhealthy", lambda **_: unhealthy, allowed=True, instance_ids=instance_ids
+                "reported_unhealthy", lambda **_: unhealthy, no_call=True, instance_ids=instance_ids
             ),
         )
 
@@ -370,7 +370,7 @@ class FakeCloud:
 
         return answer
 
-    def _call(self, method: str, default: Hook, *, allowed: bool = False, **args: Any) -> Any:
+    def _call(self, method: str, default: Hook, *, no_call: bool = False, **args: Any) -> Any:
         """Record the call, then answer it: a queued answer, the hook, a held Future,
         or the default (refused on an ``unused`` cloud)."""
         bound = inspect.signature(getattr(type(self), method)).bind(self, **args)
@@ -386,11 +386,15 @@ class FakeCloud:
             held.append(future)
             call.result = future
             return future
-        if hook is None and self.refuse and not allowed and method not in self.allowed:
-            raise AssertionError(f"the cloud was called: {method}")
+        if hook is None and self.refuse and not no_call and method not in self.allowed:
+            call.raised = AssertionError(f"the cloud was called: {method}")
+            raise call.raised
         try:
+            if hook is not None:  # the test's own code: run without the fake's lock
+                result = hook(**call.args)
             with self._lock:
-                result = (hook or default)(**call.args)
+                if hook is None:
+                    result = default(**call.args)
                 self._world_follows(method, result, call.args)
         except BaseException as e:
             call.raised = e
