@@ -1,27 +1,18 @@
 """Fakes of the reconcilers' narrow interfaces: caches, an HTTP-level recording
-transport under the real ``KubeClient``, an event sink, and a cloud that must not
-be called. Recording below ``KubeClient`` checks the wire request (path, query,
-content type, body), not just which method a reconciler called."""
+transport under the real ``KubeClient`` and an event sink; the cloud roles are a
+``tests.support.fakecloud.FakeCloud`` (by default one that must not be called).
+Recording below ``KubeClient`` checks the wire request (path, query, content type,
+body), not just which method a reconciler called."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from atomic_gang import GangSettings
 from atomic_gang_provisioner.caches import POOL_INDEXERS
-from atomic_gang_provisioner.cloud.types import (
-    AcquireRequest,
-    AcquireResult,
-    Instance,
-    PlacementGroup,
-    ReleaseRequest,
-    ReleaseResult,
-    TopologyRead,
-)
 from atomic_gang_provisioner.events import EventType
 from atomic_gang_provisioner.kube.client import KubeClient
 from atomic_gang_provisioner.kube.errors import KubeError
@@ -30,6 +21,7 @@ from atomic_gang_provisioner.kube.transport import Query, Transport
 from atomic_gang_provisioner.kube.types import KubeObject
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.reconcilers.context import Context
+from tests.support.fakecloud import FakeCloud
 from tests.support.pools import KNOBS, T0
 
 
@@ -97,73 +89,6 @@ class RecordingEvents:
         self.seen.append((str(obj["metadata"]["name"]), reason, message))
 
 
-class NoCloud:
-    """Every cloud role (``cloud.roles.Cloud``), for a test whose code never talks to
-    EC2: any call fails the test."""
-
-    def _no(self, *_: Any, **__: Any) -> Any:
-        raise AssertionError("the cloud was called")
-
-    def acquire(self, request: AcquireRequest) -> AcquireResult:
-        return self._no(request)  # type: ignore[no-any-return]
-
-    def find(self, *, pool: str, generation: int) -> tuple[Instance, ...]:
-        return self._no(pool, generation)  # type: ignore[no-any-return]
-
-    def describe_later(
-        self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
-    ) -> Future[tuple[Instance, ...]]:
-        return self._no(instance_ids)  # type: ignore[no-any-return]
-
-    def reported_unhealthy(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
-        return ()  # a read of answers recorded earlier, not a call: none recorded here
-
-    def release(self, request: ReleaseRequest) -> ReleaseResult:
-        return self._no(request)  # type: ignore[no-any-return]
-
-    def tag(self, instance_ids: Sequence[str], tags: Mapping[str, str]) -> None:
-        self._no(instance_ids, tags)
-
-    def list_owned(self) -> tuple[Instance, ...]:
-        return self._no()  # type: ignore[no-any-return]
-
-    def forget_pool(self, pool: str) -> None:
-        self._no(pool)
-
-    def prune_templates(self) -> tuple[str, ...]:
-        return self._no()  # type: ignore[no-any-return]
-
-    def recover_enis(self) -> tuple[str, ...]:
-        return self._no()  # type: ignore[no-any-return]
-
-    def delete_placement_group(self, pool: str) -> bool:
-        return self._no(pool)  # type: ignore[no-any-return]
-
-    def list_placement_groups(self) -> tuple[PlacementGroup, ...]:
-        return self._no()  # type: ignore[no-any-return]
-
-    def reap_placement_group(self, name: str) -> bool:
-        return self._no(name)  # type: ignore[no-any-return]
-
-    def read_topology_later(
-        self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
-    ) -> Future[TopologyRead]:
-        return self._no(instance_ids)  # type: ignore[no-any-return]
-
-    def warm_up(self) -> None:
-        self._no()
-
-
-def answered(value: Any) -> Future[Any]:
-    """A Future that already holds ``value`` (an exception is raised by ``result()``)."""
-    done: Future[Any] = Future()
-    if isinstance(value, BaseException):
-        done.set_exception(value)
-    else:
-        done.set_result(value)
-    return done
-
-
 def context(
     *,
     settings: GangSettings,
@@ -175,7 +100,10 @@ def context(
     checks: FakeCache | None = None,
     leading: Callable[[], bool] = lambda: True,
     now: Callable[[], datetime] = lambda: T0,
+    cloud: FakeCloud | None = None,
 ) -> Context:
+    """A reconcile context; ``cloud`` plays every cloud role (default: ``FakeCloud.unused()``)."""
+    cloud = cloud or FakeCloud.unused()
     return Context(
         client=KubeClient(transport),
         pools=pools or FakeCache([], POOL_INDEXERS),
@@ -184,9 +112,9 @@ def context(
         jobs=jobs or FakeCache(),
         checks=checks or FakeCache(),
         flavors=FakeCache(),
-        launcher=NoCloud(),
-        observer=NoCloud(),
-        janitor=NoCloud(),
+        launcher=cloud,
+        observer=cloud,
+        janitor=cloud,
         settings=settings,
         knobs=KNOBS,
         events=events or RecordingEvents(),

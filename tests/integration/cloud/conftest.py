@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -19,30 +18,11 @@ from atomic_gang_fakeaws import FakeAws, installed
 from atomic_gang_fakeaws.world import World, seed_backends
 from atomic_gang_provisioner.cloud.aws import AwsClients, Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.cloud.retry import Backoff
+from tests.support.clock import ManualClock
 
 REGION = "us-east-1"
 CLUSTER = "demo"
 TYPE = "p4d.24xlarge"
-
-
-class FakeClock:
-    """Monotonic and wall time that only move when someone sleeps."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-        # Wall time starts at the real now: moto stamps launch times with it.
-        self.start = datetime.now(UTC)
-        self.slept: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def now(self) -> datetime:
-        return self.start + timedelta(seconds=self.t - 1000.0)
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.t += seconds
 
 
 def fake_aws_env(patch: pytest.MonkeyPatch) -> None:
@@ -99,12 +79,12 @@ def shared_clients(session: Any) -> AwsClients:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
-def fake(clock: FakeClock) -> Iterator[FakeAws]:
+def fake(clock: ManualClock) -> Iterator[FakeAws]:
     with mock_aws(), installed(clock=clock.monotonic, wall=clock.now) as layer:
         yield layer
 
@@ -123,7 +103,7 @@ Factory = Callable[..., Ec2Provider]
 
 
 @pytest.fixture
-def make_provider(clients: AwsClients, clock: FakeClock) -> Factory:
+def make_provider(clients: AwsClients, clock: ManualClock) -> Factory:
     """A fresh engine each call: a new one is what a restarted controller has."""
 
     def build(**overrides: Any) -> Ec2Provider:

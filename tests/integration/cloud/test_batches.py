@@ -13,7 +13,8 @@ from atomic_gang_fakeaws import FakeAws
 from atomic_gang_provisioner.cloud import AcquireRequest, CloudError, Launched, ReleaseRequest
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, batch
 from atomic_gang_provisioner.cloud.batcher import Windows
-from tests.integration.cloud.conftest import Factory, FakeClock, live
+from tests.integration.cloud.conftest import Factory, live
+from tests.support.clock import ManualClock
 
 DEADLINE = 30.0
 UNKNOWN = "i-0123456789abcdef0"
@@ -81,7 +82,7 @@ def test_describe_errors_other_than_unknown_ids_reach_every_caller(
 
 
 def test_a_join_check_takes_another_pools_recent_answer_and_asks_ec2_once_it_is_old(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     """Pool a's join check asks along for joining pool b; b's check, 6 s later, is
     answered from that call; 11 s later (past ec2Api.describeReuseSeconds, 10) it asks."""
@@ -118,7 +119,7 @@ def test_a_terminated_instance_seen_in_a_recent_answer_is_reported_as_terminated
 
 
 def test_ec2s_last_word_on_an_instance_is_kept_for_the_join_check(
-    provider: Ec2Provider, make_spec: Spec, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, clock: ManualClock
 ) -> None:
     """A join check its Nodes vouch for still asks EC2 about an instance EC2 last called
     unhealthy, however old that answer; ids never described, or described running, pass."""

@@ -13,7 +13,8 @@ from moto import mock_aws
 
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.world import World
-from tests.integration.cloud.conftest import CLUSTER, TYPE, FakeClock, live
+from tests.integration.cloud.conftest import CLUSTER, TYPE, live
+from tests.support.clock import ManualClock
 
 AMI = "ami-12345678"
 
@@ -100,7 +101,7 @@ def test_instant_fleet_min_target_capacity(
 
 
 def test_token_bucket_throttling(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     ec2 = admin["ec2"]
     for _ in range(5):

@@ -13,8 +13,9 @@ from pydantic import ValidationError
 
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.world import World
-from tests.integration.cloud.conftest import TYPE, FakeClock, live
+from tests.integration.cloud.conftest import TYPE, live
 from tests.integration.cloud.test_fake_layer import AMI, code, run
+from tests.support.clock import ManualClock
 
 ZONE = "us-east-1a"
 BLOCK: dict[str, Any] = {"InstanceMarketOptions": {"MarketType": "capacity-block"}}
@@ -35,7 +36,7 @@ def describe(ec2: Any, rid: str) -> dict[str, Any]:
     return found
 
 
-def block(fake: FakeAws, clock: FakeClock, rid: str, *, count: int = 4, **fields: Any) -> None:
+def block(fake: FakeAws, clock: ManualClock, rid: str, *, count: int = 4, **fields: Any) -> None:
     """A block from now+1h to now+5h, unless the fields say otherwise."""
     fields.setdefault("start_date", clock.now() + timedelta(hours=1))
     fields.setdefault("end_date", clock.now() + timedelta(hours=5))
@@ -45,7 +46,7 @@ def block(fake: FakeAws, clock: FakeClock, rid: str, *, count: int = 4, **fields
 
 
 def test_the_clock_moves_a_block_scheduled_active_expired(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     ec2 = admin["ec2"]
     block(fake, clock, "cr-b1")
@@ -71,7 +72,7 @@ def test_the_clock_moves_a_block_scheduled_active_expired(
 
 
 def test_a_given_state_overrides_the_clock(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     block(fake, clock, "cr-b2", start_date=clock.now(), state="payment-pending")
     assert describe(admin["ec2"], "cr-b2")["State"] == "payment-pending"
@@ -84,7 +85,7 @@ def test_a_given_state_overrides_the_clock(
 
 
 def test_launches_before_the_start_and_after_the_end_are_refused(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     ec2 = admin["ec2"]
     block(fake, clock, "cr-b3")
@@ -107,7 +108,7 @@ def test_launches_before_the_start_and_after_the_end_are_refused(
 
 
 def test_block_instances_show_their_reservation_and_lifecycle(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     ec2 = admin["ec2"]
     block(fake, clock, "cr-b4", start_date=clock.now())
@@ -146,7 +147,7 @@ def test_the_market_type_and_the_reservation_go_together(
     admin: dict[str, Any],
     world: World,
     fake: FakeAws,
-    clock: FakeClock,
+    clock: ManualClock,
     extra: dict[str, Any],
     rid: str,
     needle: str,
@@ -212,7 +213,7 @@ def _template(ec2: Any, name: str, data: dict[str, Any]) -> str:
 
 
 def test_the_launch_templates_target_and_market_are_honoured(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     ec2 = admin["ec2"]
     block(fake, clock, "cr-b6", start_date=clock.now(), count=2)
@@ -250,7 +251,7 @@ def _fleet(ec2: Any, world: World, lt: str, n: int, kind: str = "capacity-block"
 
 
 def test_an_instant_fleet_into_a_block(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     ec2 = admin["ec2"]
     block(fake, clock, "cr-b7", count=4)
@@ -272,7 +273,7 @@ def test_an_instant_fleet_into_a_block(
 
 
 def test_ec2_terminates_what_still_runs_30_minutes_before_the_end(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     ec2 = admin["ec2"]
     block(fake, clock, "cr-b8", start_date=clock.now(), end_date=clock.now() + timedelta(hours=2))

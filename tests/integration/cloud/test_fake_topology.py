@@ -10,10 +10,11 @@ from botocore.exceptions import ClientError
 
 from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.world import World
-from tests.integration.cloud.conftest import CLUSTER, REGION, FakeClock
+from tests.integration.cloud.conftest import CLUSTER, REGION
 from tests.integration.cloud.test_fake_layer import code
 from tests.integration.cloud.test_fake_layer import run as launch
 from tests.integration.cloud.test_fake_placement import create
+from tests.support.clock import ManualClock
 
 
 def topology(ec2: Any, **kwargs: Any) -> dict[str, list[str]]:
@@ -22,7 +23,7 @@ def topology(ec2: Any, **kwargs: Any) -> dict[str, list[str]]:
 
 
 def test_a_cluster_group_shares_its_nodes_until_it_spills(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     ec2 = admin["ec2"]
     create(ec2, "gang")
@@ -43,7 +44,7 @@ def test_a_cluster_group_shares_its_nodes_until_it_spills(
 
 
 def test_nodes_are_deterministic_and_others_are_spread(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     ec2 = admin["ec2"]
     create(ec2, "gang")
@@ -60,7 +61,7 @@ def test_nodes_are_deterministic_and_others_are_spread(
 
 
 def test_unsupported_types_and_stopped_instances_are_not_listed(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     ec2 = admin["ec2"]
     small = ec2.run_instances(
@@ -78,7 +79,7 @@ def test_unsupported_types_and_stopped_instances_are_not_listed(
 
 
 def test_its_throttling_bucket_is_one_a_second(
-    admin: dict[str, Any], world: World, fake: FakeAws, clock: FakeClock
+    admin: dict[str, Any], world: World, fake: FakeAws, clock: ManualClock
 ) -> None:
     ec2 = admin["ec2"]
     ids = launch(ec2, world, 1)

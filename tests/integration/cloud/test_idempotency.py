@@ -21,7 +21,8 @@ from atomic_gang_provisioner.cloud import (
     Waiting,
 )
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
-from tests.integration.cloud.conftest import TYPE, FakeClock, backend, pool_instances
+from tests.integration.cloud.conftest import TYPE, backend, pool_instances
+from tests.support.clock import ManualClock
 
 Spec = Callable[..., GangSpec]
 
@@ -86,7 +87,7 @@ def test_retry_budget_exhausted_then_next_attempt_adopts(
 
 
 def test_a_throttled_launch_is_retried_after_the_hint_with_the_same_token(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, admin: dict[str, Any], clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, admin: dict[str, Any], clock: ManualClock
 ) -> None:
     for _ in range(5):  # another launcher in the account drains RunInstances' burst of 5
         admin["ec2"].run_instances(ImageId="ami-12345678", MinCount=1, MaxCount=1)
@@ -100,7 +101,7 @@ def test_a_throttled_launch_is_retried_after_the_hint_with_the_same_token(
     early = provider.acquire(replace(request, adopt=False))
     assert isinstance(early, Waiting)  # our mirror of the bucket: no call before the hint
     assert throttled.retry_after is not None
-    clock.t += throttled.retry_after
+    clock.advance(throttled.retry_after)
     reads = len(fake.calls("DescribeInstances"))
     result = provider.acquire(replace(request, adopt=False))
     assert isinstance(result, Launched)

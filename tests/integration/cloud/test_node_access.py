@@ -23,8 +23,9 @@ from atomic_gang_provisioner.cloud.types import (
     PermanentFailure,
     RetryLater,
 )
+from tests.support.clock import ManualClock
 
-from .conftest import CLUSTER, REGION, Factory, FakeClock, pool_instances
+from .conftest import CLUSTER, REGION, Factory, pool_instances
 
 Spec = Callable[..., GangSpec]
 LAUNCHES = ("RunInstances", "CreateFleet", "CreateLaunchTemplate")
@@ -100,7 +101,7 @@ def test_an_access_entry_removed_after_a_yes_stops_the_next_launch(
     admin: dict[str, Any],
     world: World,
     fake: FakeAws,
-    clock: FakeClock,
+    clock: ManualClock,
 ) -> None:
     """A warm cache (gangs already ran), the entry deleted, a gang applied after the
     access window: nothing launches and the message names the access entry; re-creating
@@ -108,7 +109,7 @@ def test_an_access_entry_removed_after_a_yes_stops_the_next_launch(
     eks = admin["eks"]
     assert isinstance(_acquire(provider, make_spec(pool="earlier")), Launched)
     eks.delete_access_entry(clusterName=CLUSTER, principalArn=world.node_role_arn)
-    clock.t += ACCESS_TTL_SECONDS + 1  # a person deleting an entry, then applying a Job
+    clock.advance(ACCESS_TTL_SECONDS + 1)  # a person deleting an entry, then applying a Job
     before = len(_launch_calls(fake))
     result = _acquire(provider, make_spec(pool="next"))
     assert isinstance(result, PermanentFailure)

@@ -29,10 +29,10 @@ from tests.integration.cloud.conftest import (
     REGION,
     TYPE,
     Factory,
-    FakeClock,
     backend,
     live,
 )
+from tests.support.clock import ManualClock
 
 Spec = Callable[..., GangSpec]
 P4D_CARDS = [(0, 0, "efa"), (1, 1, "efa"), (2, 1, "efa"), (3, 1, "efa")]
@@ -113,7 +113,7 @@ def test_a_group_by_our_name_that_is_not_ours_is_refused(
 
 
 def test_a_group_that_cannot_hold_the_gang_is_a_shortfall_at_no_cost(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     fake.set_placement_capacity(TYPE, 3)
     spec = make_spec(count=4, placement="cluster", availability_zones=(REGION + "a",))

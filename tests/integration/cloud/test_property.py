@@ -37,7 +37,8 @@ from atomic_gang_provisioner.cloud import (
 from atomic_gang_provisioner.cloud.aws import AwsClients, Ec2Provider, EngineConfig, make_clients
 from atomic_gang_provisioner.cloud.leaks import PoolView
 from atomic_gang_provisioner.cloud.retry import Backoff
-from tests.integration.cloud.conftest import CLUSTER, REGION, TYPE, FakeClock, backend, tags_of
+from tests.integration.cloud.conftest import CLUSTER, REGION, TYPE, backend, tags_of
+from tests.support.clock import ManualClock
 
 # Coverage's tracer (CPython 3.11 has no sys.monitoring) makes a Hypothesis run about
 # three times slower, and the example tests cover the same lines (all but ~11 of 5,300).
@@ -92,7 +93,7 @@ class GangMachine(RuleBasedStateMachine):
         super().__init__()
         self.mock = mock_aws()
         self.mock.start()
-        self.clock = FakeClock()
+        self.clock = ManualClock()
         self.layer_cm = installed(clock=self.clock.monotonic)
         self.fake = self.layer_cm.__enter__()
         self.world = seed_backends(region=REGION, cluster=CLUSTER)

@@ -19,7 +19,8 @@ from atomic_gang_provisioner.cloud import (
     naming,
 )
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, inventory
-from tests.integration.cloud.conftest import CLUSTER, FakeClock, live, pool_instances
+from tests.integration.cloud.conftest import CLUSTER, live, pool_instances
+from tests.support.clock import ManualClock
 
 Spec = Callable[..., GangSpec]
 
@@ -64,7 +65,7 @@ def test_listing_follows_next_token(
     provider: Ec2Provider,
     make_spec: Spec,
     fake: FakeAws,
-    clock: FakeClock,
+    clock: ManualClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for i in range(5):
@@ -77,7 +78,7 @@ def test_listing_follows_next_token(
 
 
 def test_sweep_terminates_orphans_and_expired_keep_warm_only(
-    provider: Ec2Provider, make_spec: Spec, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, clock: ManualClock
 ) -> None:
     kept = launch(provider, make_spec(pool="kept", count=1))
     warm = launch(provider, make_spec(pool="warm", count=1))
@@ -105,7 +106,7 @@ def test_sweep_terminates_orphans_and_expired_keep_warm_only(
 
 
 def test_a_stray_of_any_generation_is_reaped_but_a_set_being_adopted_is_kept(
-    provider: Ec2Provider, make_spec: Spec, clock: FakeClock, admin: dict[str, Any]
+    provider: Ec2Provider, make_spec: Spec, clock: ManualClock, admin: dict[str, Any]
 ) -> None:
     """Issue 12 (5): a duplicate of the live pool's *current* generation that status never
     recorded (a crash at the wrong moment) is released after the grace period; the set

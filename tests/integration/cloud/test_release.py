@@ -12,7 +12,8 @@ from atomic_gang_fakeaws import FakeAws
 from atomic_gang_fakeaws.world import World
 from atomic_gang_provisioner.cloud import AcquireRequest, Launched, ReleaseRequest
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
-from tests.integration.cloud.conftest import CLUSTER, FakeClock, pool_instances
+from tests.integration.cloud.conftest import CLUSTER, pool_instances
+from tests.support.clock import ManualClock
 
 Spec = Callable[..., GangSpec]
 
@@ -80,7 +81,7 @@ def test_release_waits_for_detachment_on_the_injected_clock(
     admin: dict[str, Any],
     world: World,
     fake: FakeAws,
-    clock: FakeClock,
+    clock: ManualClock,
 ) -> None:
     cni = attach(admin, world, gang.instance_ids[0], cni=True, delete_on_termination=False)
     fake.set_eni_detach_polls(3)

@@ -23,7 +23,8 @@ from atomic_gang_provisioner.cloud.aws import AwsClients, Ec2Provider
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.reservation_book import ReservationBook
 from atomic_gang_provisioner.cloud.reservation_fit import BlockPolicy, iso
-from tests.integration.cloud.conftest import TYPE, Factory, FakeClock, live, pool_instances
+from tests.integration.cloud.conftest import TYPE, Factory, live, pool_instances
+from tests.support.clock import ManualClock
 
 Spec = Callable[..., GangSpec]
 LAUNCHES = ("RunInstances", "CreateFleet")
@@ -37,7 +38,7 @@ def describes(fake: FakeAws) -> list[dict[str, Any]]:
     return fake.calls("DescribeCapacityReservations")
 
 
-def block(fake: FakeAws, clock: FakeClock, rid: str, **fields: Any) -> None:
+def block(fake: FakeAws, clock: ManualClock, rid: str, **fields: Any) -> None:
     fields.setdefault("zone", "us-east-1b")
     fields.setdefault("count", 4)
     fields.setdefault("start_date", clock.now() - timedelta(minutes=5))
@@ -46,7 +47,7 @@ def block(fake: FakeAws, clock: FakeClock, rid: str, **fields: Any) -> None:
 
 
 @pytest.fixture
-def book(provider: Ec2Provider, clients: AwsClients, clock: FakeClock) -> ReservationBook:
+def book(provider: Ec2Provider, clients: AwsClients, clock: ManualClock) -> ReservationBook:
     """The book every acquire of the engine reads its reservations from, as the engine
     builds it."""
     return ReservationBook(
@@ -59,7 +60,7 @@ def book(provider: Ec2Provider, clients: AwsClients, clock: FakeClock) -> Reserv
 
 
 def test_one_call_describes_every_pools_reservations_and_is_cached(
-    book: ReservationBook, fake: FakeAws, clock: FakeClock
+    book: ReservationBook, fake: FakeAws, clock: ManualClock
 ) -> None:
     for rid in ("cr-a1", "cr-a2", "cr-b1"):
         fake.add_reservation(rid, zone="us-east-1a", instance_type=TYPE, count=2)
@@ -97,7 +98,7 @@ def test_an_unknown_id_is_found_by_halving_and_remembered(
 
 
 def test_a_block_to_come_costs_no_launch_then_launches_at_its_start(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock, world: World
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock, world: World
 ) -> None:
     start = clock.now().replace(microsecond=0) + timedelta(minutes=1)
     block(fake, clock, "cr-w1", start_date=start)
@@ -119,7 +120,7 @@ def test_a_block_to_come_costs_no_launch_then_launches_at_its_start(
 
 
 def test_an_unfit_list_is_rejected_with_zero_launch_calls(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     fake.add_reservation("cr-u1", zone="us-east-1a", instance_type="p5.48xlarge", count=4)
     block(fake, clock, "cr-u2", zone="us-east-1c")
@@ -142,7 +143,7 @@ def test_too_few_available_is_read_not_launched(
     make_spec: Spec,
     fake: FakeAws,
     admin: dict[str, Any],
-    clock: FakeClock,
+    clock: ManualClock,
 ) -> None:
     fake.add_reservation("cr-s1", zone="us-east-1a", instance_type=TYPE, count=4)
     spec = make_spec(count=4, capacity_reservation_id="cr-s1")
@@ -158,7 +159,7 @@ def test_too_few_available_is_read_not_launched(
 
 
 def test_a_full_reservation_at_launch_moves_on_to_the_next_listed(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     """The count said yes, EC2 said no (someone was faster): the next one is tried."""
     block(fake, clock, "cr-n1", zone="us-east-1a")
@@ -189,7 +190,7 @@ def test_a_reservation_in_another_placement_group_moves_on_to_the_next_listed(
     provider: Ec2Provider,
     make_spec: Spec,
     fake: FakeAws,
-    clock: FakeClock,
+    clock: ManualClock,
     admin: dict[str, Any],
 ) -> None:
     """Its capacity sits in a group the Job did not name: judged unfit, never launched."""
@@ -216,7 +217,7 @@ def test_a_reservation_in_another_placement_group_moves_on_to_the_next_listed(
 
 
 def test_min_runtime_skips_a_block_ending_too_soon_for_the_next(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     block(fake, clock, "cr-m1", end_date=clock.now() + timedelta(hours=2))
     block(fake, clock, "cr-m2", end_date=clock.now() + timedelta(hours=9))
@@ -232,7 +233,7 @@ def test_min_runtime_skips_a_block_ending_too_soon_for_the_next(
 
 
 def test_the_reservation_fixes_the_az(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     block(fake, clock, "cr-z1", zone="us-east-1c")
     spec = make_spec(count=4, capacity_reservation_id="cr-z1")
@@ -243,7 +244,7 @@ def test_the_reservation_fixes_the_az(
 
 
 def test_fleet_into_a_block_is_one_create_fleet(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     block(fake, clock, "cr-f1")
     spec = make_spec(mode="fleet", count=4, capacity_reservation_id="cr-f1")
@@ -259,7 +260,7 @@ def test_fleet_into_a_block_is_one_create_fleet(
 
 
 def test_an_adopted_set_knows_its_block(
-    make_provider: Factory, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    make_provider: Factory, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     block(fake, clock, "cr-d1")
     spec = make_spec(count=4, capacity_reservation_id="cr-d1")
@@ -274,7 +275,7 @@ def test_an_adopted_set_knows_its_block(
 
 
 def test_each_described_reservation_reports_its_available_count(
-    make_provider: Factory, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    make_provider: Factory, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     """What the metrics gauge is fed: every reservation as described, before and after
     a launch debited it."""

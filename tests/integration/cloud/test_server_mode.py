@@ -16,7 +16,8 @@ from atomic_gang import GangSpec, GoDuration
 from atomic_gang_fakeaws import ControlClient
 from atomic_gang_provisioner.cloud import AcquireRequest, Launched, Shortfall
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
-from tests.integration.cloud.conftest import REGION, TYPE, FakeClock
+from tests.integration.cloud.conftest import REGION, TYPE
+from tests.support.clock import ManualClock
 from tests.support.fakeaws_server import fakeaws_server
 from tests.support.wait import wait_for
 
@@ -27,7 +28,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         yield up
 
 
-def provider_for(endpoint: str, clock: FakeClock) -> Ec2Provider:
+def provider_for(endpoint: str, clock: ManualClock) -> Ec2Provider:
     session = boto3.session.Session(
         aws_access_key_id="x",
         aws_secret_access_key="x",
@@ -60,7 +61,7 @@ def test_dropped_connection_after_launch_is_adopted_over_http(server: dict[str, 
     control = ControlClient(server["endpoint"])
     control.clear_calls()
     control.add_rule({"action": "RunInstances", "effect": "lost_response"})
-    engine = provider_for(server["endpoint"], FakeClock())
+    engine = provider_for(server["endpoint"], ManualClock())
     result = engine.acquire(AcquireRequest(spec=spec(server["world"], "remote", 2), generation=0))
     assert isinstance(result, Launched)
     runs = control.calls("RunInstances")
@@ -75,7 +76,7 @@ def test_capacity_set_over_the_control_api(server: dict[str, Any]) -> None:
     control = ControlClient(server["endpoint"])
     for zone in ("a", "b", "c"):
         control.set_capacity(REGION + zone, TYPE, 1)
-    engine = provider_for(server["endpoint"], FakeClock())
+    engine = provider_for(server["endpoint"], ManualClock())
     result = engine.acquire(AcquireRequest(spec=spec(server["world"], "big", 2), generation=0))
     assert isinstance(result, Shortfall)
     assert [a.code for a in result.attempts] == ["InsufficientInstanceCapacity"] * 3

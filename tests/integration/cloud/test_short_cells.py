@@ -20,7 +20,8 @@ from atomic_gang_provisioner.cloud import (
     Waiting,
 )
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
-from tests.integration.cloud.conftest import TYPE, FakeClock
+from tests.integration.cloud.conftest import TYPE
+from tests.support.clock import ManualClock
 
 Spec = Callable[..., GangSpec]
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -34,7 +35,7 @@ def request(make_spec: Spec, pool: str, *, waited: int, generation: int = 0) -> 
 
 
 def test_only_the_longest_waiting_pool_probes_a_short_cell_until_a_release(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     fake.set_capacity(ZONE, TYPE, 2)
     holder = provider.acquire(request(make_spec, "holder", waited=0))
@@ -67,7 +68,7 @@ def test_only_the_longest_waiting_pool_probes_a_short_cell_until_a_release(
 
 
 def test_the_pool_that_probes_next_comes_back_when_its_probe_is_due(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     """The others poll every 2 s (no EC2 call); the first in line is told to come back
     at its probe time once that is sooner, so the probe is not up to 2 s late."""
@@ -89,7 +90,7 @@ def test_the_pool_that_probes_next_comes_back_when_its_probe_is_due(
 
 
 def test_a_gang_waiting_long_is_owed_what_a_release_frees(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     """The line ages a pool by its acquiringSince, in wall time: a 4-gang that has waited
     160 s gets the 2 + 2 instances our releases free, not the 2-gang behind it."""

@@ -12,7 +12,8 @@ from atomic_gang_provisioner.cloud import AcquireRequest, Launched
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
 from atomic_gang_provisioner.cloud.aws.topology_reader import THROTTLED_WAIT
 from atomic_gang_provisioner.cloud.naming import placement_group_name
-from tests.integration.cloud.conftest import CLUSTER, FakeClock
+from tests.integration.cloud.conftest import CLUSTER
+from tests.support.clock import ManualClock
 
 Spec = Callable[..., GangSpec]
 
@@ -24,7 +25,7 @@ def launch(engine: Ec2Provider, spec: GangSpec) -> tuple[str, ...]:
 
 
 def test_a_gang_in_one_group_has_spread_one_and_is_read_once(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     ids = launch(provider, make_spec(count=4, placement="cluster"))
     read = provider.read_topology_later(ids).result()
@@ -47,7 +48,7 @@ def test_a_group_that_spills_has_spread_two(
 
 
 def test_the_next_gang_waits_for_a_token_in_the_batch_thread_not_in_a_reconcile(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     """Paced a tenth below EC2's 1/s: EC2 never throttles us, and the second gang's
     answer comes after the wait, with nothing for its reconcile to retry."""
@@ -63,7 +64,7 @@ def test_the_next_gang_waits_for_a_token_in_the_batch_thread_not_in_a_reconcile(
 
 
 def test_gangs_outside_a_group_spread_and_unsupported_types_have_none(
-    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: FakeClock
+    provider: Ec2Provider, make_spec: Spec, fake: FakeAws, clock: ManualClock
 ) -> None:
     loose = launch(provider, make_spec(pool="loose", count=3))
     assert provider.read_topology_later(loose).result().spread == 3

@@ -24,8 +24,9 @@ from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
 from atomic_gang_provisioner.resources import POOLS
 from tests.integration.kube.conftest import install_crd
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
-from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
+from tests.support.kubefakes import FakeCache, RecordingTransport, context
 from tests.support.pools import T0, launched
 from tests.support.wait import wait_for
 
@@ -95,7 +96,7 @@ def test_an_older_replica_reconciles_a_newer_status_and_keeps_its_fields(
         client=client,
         pools=pools,
         nodes=FakeCache([], {INSTANCE_INDEX: instance_index}),
-        launcher=NoCloud(),  # the release itself waits for the write-ahead of Releasing
+        launcher=FakeCloud.unused(),  # the release itself waits for the write-ahead of Releasing
     )
     PoolReconciler(ctx).reconcile(name)  # raised ValidationError (extra_forbidden) before
 

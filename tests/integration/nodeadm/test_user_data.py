@@ -47,11 +47,11 @@ from atomic_gang_provisioner.cloud.userdata import (
 from tests.integration.cloud.conftest import (
     REGION,
     TYPE,
-    FakeClock,
     client_session,
     fake_aws_env,
     live,
 )
+from tests.support.clock import ManualClock
 
 # EKS allows 1-100 characters of [A-Za-z0-9_-] (starting alphanumeric): the longest.
 CLUSTER = "My_Cluster-" + "x" * 89
@@ -146,7 +146,7 @@ def aws_env() -> Iterator[None]:
         yield
 
 
-def _reserve(fake: FakeAws, clock: FakeClock, case: Case) -> str | None:
+def _reserve(fake: FakeAws, clock: ManualClock, case: Case) -> str | None:
     if case.reservation == "odcr":
         fake.add_reservation("cr-0dc1", zone=REGION + "a", instance_type=TYPE, count=case.count)
         return "cr-0dc1"
@@ -166,7 +166,7 @@ def _reserve(fake: FakeAws, clock: FakeClock, case: Case) -> str | None:
 
 def launch(session: Any, case: Case) -> Launch:
     """The gang through the real engine; its user data as each instance would read it."""
-    clock = FakeClock()
+    clock = ManualClock()
     with mock_aws(), installed(clock=clock.monotonic, wall=clock.now) as fake:
         world = seed_backends(region=REGION, cluster=CLUSTER)
         reservation = _reserve(fake, clock, case)

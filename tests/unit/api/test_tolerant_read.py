@@ -19,8 +19,9 @@ from atomic_gang_provisioner.pool.model import update
 from atomic_gang_provisioner.pool.report import refresh
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
-from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
+from tests.support.kubefakes import FakeCache, RecordingTransport, context
 from tests.support.pools import KNOBS, T0, launched
 
 NEWER = {"warmPoolTier": "gold", "drain": {"startedAt": "2026-11-29T11:00:00Z", "nodes": 2}}
@@ -90,7 +91,7 @@ def test_the_pool_reconciler_reconciles_a_newer_pool_and_writes_its_fields_back(
         now=lambda: T0 + timedelta(seconds=601),  # past the join deadline: a status write
     )
     nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
-    ctx = replace(ctx, nodes=nodes, launcher=NoCloud())
+    ctx = replace(ctx, nodes=nodes, launcher=FakeCloud.unused())
     PoolReconciler(ctx).reconcile("pretrain")
     (put,) = [w for w in transport.writes() if w.path.endswith("/status")]
     assert put.body["status"]["phase"] == "Releasing"

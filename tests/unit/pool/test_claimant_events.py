@@ -8,12 +8,12 @@ from datetime import timedelta
 from typing import Any
 
 from atomic_gang_provisioner.caches import POOL_INDEXERS
-from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
-from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
+from tests.support.kubefakes import FakeCache, RecordingTransport, context
 from tests.support.pools import CLAIM, T0, launched
 
 
@@ -42,7 +42,7 @@ def workload() -> dict[str, Any]:
 
 
 def reconcile(
-    pool_obj: dict[str, Any], workloads: list[dict[str, Any]], cloud: NoCloud | None = None
+    pool_obj: dict[str, Any], workloads: list[dict[str, Any]], cloud: FakeCloud | None = None
 ) -> Refs:
     refs = Refs()
     ctx = context(
@@ -53,7 +53,7 @@ def reconcile(
         now=lambda: T0 + timedelta(seconds=601),  # past the join deadline
     )
     nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
-    ctx = replace(ctx, events=refs, nodes=nodes, launcher=cloud or NoCloud())
+    ctx = replace(ctx, events=refs, nodes=nodes, launcher=cloud or FakeCloud.unused())
     PoolReconciler(ctx).reconcile("pretrain")
     return refs
 
@@ -83,14 +83,9 @@ def test_an_unclaimed_pool_records_on_itself_only() -> None:
     ]
 
 
-class Releasing(NoCloud):
-    def release(self, request: ReleaseRequest) -> ReleaseResult:
-        return ReleaseResult(terminated=request.instance_ids)
-
-
 def test_the_write_ahead_finish_records_released_not_the_cause_again() -> None:
     stored = launched(phase="Releasing", lastErrorReason="JoinTimeout").to_dict()
-    refs = reconcile(stored, [workload()], cloud=Releasing())
+    refs = reconcile(stored, [workload()], cloud=FakeCloud.unused("release"))
     assert [(kind, reason) for kind, _, _, reason, _ in refs.seen] == [
         ("GangNodePool", "Released"),
         ("Workload", "Released"),

@@ -13,8 +13,8 @@ and an acquire may answer that the listed block has not started.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from hypothesis import settings
@@ -28,17 +28,12 @@ from atomic_gang_provisioner.cloud.types import (
     AcquireRequest,
     AcquireResult,
     AwaitingReservation,
-    Instance,
     Launched,
-    ReleaseRequest,
-    ReleaseResult,
     RetryLater,
-    Shortfall,
-    TopologyRead,
-    ZoneAttempt,
 )
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import Describe, FindByTag, NodeView, Observed, ReadTopology
+from tests.support.fakecloud import FakeCloud
 from tests.support.pools import KNOBS, T0, pool
 
 # Coverage's tracer (CPython 3.11 has no sys.monitoring) makes a Hypothesis run about
@@ -46,54 +41,38 @@ from tests.support.pools import KNOBS, T0, pool
 pytestmark = pytest.mark.no_cover
 
 N = 4
+TYPE = "p4d.24xlarge"
 
 
 class LostResponseError(Exception):
     """The launch happened at EC2 but the answer never arrived."""
 
 
-@dataclass
-class FakeCloud:
-    capacity: int = 8
-    live: dict[str, int] = field(default_factory=dict)  # instance id -> generation
-    tokens: dict[int, tuple[str, ...]] = field(default_factory=dict)
-    next_fault: str = ""
-    seq: int = 0
-    now: datetime = T0
-    block_minutes: int = 45  # launches land in a Capacity Block ending this soon (0: none)
+class PoolLifecycle(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = T0
+        self.block_minutes = 45  # launches land in a Capacity Block ending this soon (0: none)
+        self.cloud = FakeCloud(
+            now=lambda: self.now,
+            capacity={TYPE: 8},
+            layers=("nn-1", "nn-2"),
+            reservation_for=lambda _: self._block(),
+        )
+        self.pool = pool(claim=None)
+        self.joined: set[str] = set()
+        self.claims = 0
 
-    def acquire(self, req: AcquireRequest) -> AcquireResult:
-        fault, self.next_fault = self.next_fault, ""
-        if req.generation in self.tokens:  # ClientToken idempotency: adopt
-            ids = self.tokens[req.generation]
-            return Launched(instances=self._insts(ids), client_token="t", adopted=True)
-        if fault == "throttle":
-            return RetryLater(code="RequestLimitExceeded", message="slow down")
-        if fault == "await":
-            return AwaitingReservation(message="Capacity Block cr-1 is not active yet")
-        if self.capacity - len(self.live) < N:
-            return Shortfall(
-                attempts=(
-                    ZoneAttempt(
-                        zone="us-east-1a", code="InsufficientInstanceCapacity", message="no"
-                    ),
-                )
-            )
-        ids = tuple(f"i-{self.seq + k:017x}" for k in range(N))
-        self.seq += N
-        for iid in ids:
-            self.live[iid] = req.generation
-        self.tokens[req.generation] = ids
-        if fault == "lost":
-            raise LostResponseError
-        return Launched(instances=self._insts(ids), client_token="t", reservation=self._block())
+    def _live(self) -> dict[str, int]:
+        """Each live instance and the generation it was launched for."""
+        return {i.instance_id: i.generation or 0 for i in self.cloud.live()}
 
     def _block(self) -> Reservation | None:
         if not self.block_minutes:
             return None
         return Reservation(
             reservation_id="cr-00000001",
-            instance_type="p4d.24xlarge",
+            instance_type=TYPE,
             zone="us-east-1a",
             state="active",
             total=N,
@@ -102,54 +81,26 @@ class FakeCloud:
             end=self.now + timedelta(minutes=self.block_minutes),
         )
 
-    def _insts(self, ids: tuple[str, ...]) -> tuple[Instance, ...]:
-        return tuple(
-            Instance(
-                instance_id=i,
-                state="running" if i in self.live else "terminated",
-                availability_zone="us-east-1a",
-                instance_type="p4d.24xlarge",
-                launch_time=T0,
-            )
-            for i in ids
-        )
-
-    def describe(self, ids: tuple[str, ...]) -> tuple[Instance, ...]:
-        return self._insts(ids)
-
-    def find(self, generation: int) -> tuple[Instance, ...]:
-        return tuple(i for i in self._insts(self.tokens.get(generation, ())) if i.live)
-
-    def read_topology(self, ids: tuple[str, ...]) -> TopologyRead:
-        return TopologyRead(nodes=tuple((i, ("nn-1", "nn-2")) for i in ids if i in self.live))
-
-    def release(self, req: ReleaseRequest) -> ReleaseResult:
-        for iid in req.instance_ids:
-            self.live.pop(iid, None)
-        return ReleaseResult(terminated=req.instance_ids)
-
-
-class PoolLifecycle(RuleBasedStateMachine):
-    def __init__(self) -> None:
-        super().__init__()
-        self.cloud = FakeCloud()
-        self.pool = pool(claim=None)
-        self.now = T0
-        self.joined: set[str] = set()
-        self.claims = 0
+    def _lost(self, request: AcquireRequest) -> AcquireResult:
+        """The launch happens at EC2 but its answer never arrives."""
+        result = self.cloud.launch(request)
+        if isinstance(result, Launched):
+            raise LostResponseError
+        return result
 
     def _nodes(self) -> tuple[NodeView, ...]:
         s = self.pool.status
+        live = self._live()
         return tuple(
             NodeView(
                 name=iid,
                 instance_id=iid,
                 ready=True,
                 pool=self.pool.name,
-                group=naming.group_id(pool=self.pool.name, generation=self.cloud.live[iid]),
+                group=naming.group_id(pool=self.pool.name, generation=live[iid]),
             )
             for iid in s.instanceIds
-            if iid in self.joined and iid in self.cloud.live
+            if iid in self.joined and iid in live
         )
 
     @rule(crash=st.booleans())
@@ -157,13 +108,16 @@ class PoolLifecycle(RuleBasedStateMachine):
         obs = Observed(nodes=self._nodes(), knobs=KNOBS)
         plan = machine.decide(self.pool, obs, self.now)
         if isinstance(plan.read, Describe):
-            obs = replace(obs, instances=self.cloud.describe(tuple(self.pool.status.instanceIds)))
+            ids = tuple(self.pool.status.instanceIds)
+            obs = replace(obs, instances=self.cloud.describe_later(ids).result())
             plan = machine.decide(self.pool, obs, self.now)
         if isinstance(plan.read, ReadTopology):
-            obs = replace(obs, topology=self.cloud.read_topology(plan.read.instance_ids))
+            read = self.cloud.read_topology_later(plan.read.instance_ids).result()
+            obs = replace(obs, topology=read)
             plan = machine.decide(self.pool, obs, self.now)
         if isinstance(plan.read, FindByTag):
-            obs = replace(obs, found=self.cloud.find(plan.read.generation))
+            found = self.cloud.find(pool=self.pool.name, generation=plan.read.generation)
+            obs = replace(obs, found=found)
             plan = machine.decide(self.pool, obs, self.now)
         if plan.acquire is not None:
             try:
@@ -201,11 +155,10 @@ class PoolLifecycle(RuleBasedStateMachine):
     @rule(seconds=st.sampled_from([1, 30, 120, 700, 1000]))
     def tick(self, seconds: int) -> None:
         self.now += timedelta(seconds=seconds)
-        self.cloud.now = self.now
 
     @rule()
     def join_all(self) -> None:
-        self.joined.update(self.cloud.live)
+        self.joined.update(self._live())
 
     @rule()
     def settle(self) -> None:
@@ -217,31 +170,40 @@ class PoolLifecycle(RuleBasedStateMachine):
 
     @rule(k=st.integers(min_value=0, max_value=N - 1))
     def join_some(self, k: int) -> None:
-        self.joined.update(sorted(self.cloud.live)[:k])
+        self.joined.update(sorted(self._live())[:k])
 
     @rule(minutes=st.sampled_from([0, 45, 80]))
     def block(self, minutes: int) -> None:
         """The next launches go into a block ending that long after them (0: on-demand)."""
-        self.cloud.block_minutes = minutes
+        self.block_minutes = minutes
 
     @rule(fault=st.sampled_from(["throttle", "lost", "await", ""]))
     def inject(self, fault: str) -> None:
-        self.cloud.next_fault = fault
+        """The next launch meets this fault (none: a fault injected earlier is dropped)."""
+        self.cloud.clear("acquire")
+        if fault == "throttle":
+            self.cloud.next("acquire", RetryLater(code="RequestLimitExceeded", message="slow down"))
+        elif fault == "await":
+            self.cloud.next(
+                "acquire", AwaitingReservation(message="Capacity Block cr-1 is not active yet")
+            )
+        elif fault == "lost":
+            self.cloud.next_hook("acquire", self._lost)
 
     @rule(capacity=st.sampled_from([0, 3, 4, 8]))
     def set_capacity(self, capacity: int) -> None:
-        self.cloud.capacity = capacity
+        self.cloud.capacity[TYPE] = capacity
 
-    @precondition(lambda self: bool(self.cloud.live))
+    @precondition(lambda self: bool(self.cloud.live()))
     @rule()
     def kill_one(self) -> None:
-        victim = sorted(self.cloud.live)[0]
-        del self.cloud.live[victim]
+        self.cloud.terminate(sorted(self._live())[0])
 
     @invariant()
     def at_most_one_gang_live(self) -> None:
-        assert len(self.cloud.live) <= N
-        assert len(set(self.cloud.live.values())) <= 1
+        live = self._live()
+        assert len(live) <= N
+        assert len(set(live.values())) <= 1
 
     @invariant()
     def satisfied_means_n_ready(self) -> None:
@@ -256,19 +218,19 @@ class PoolLifecycle(RuleBasedStateMachine):
     def nothing_untracked(self) -> None:
         s = self.pool.status
         recorded = set(s.instanceIds)
-        for iid, gen in self.cloud.live.items():
+        for iid, gen in self._live().items():
             # Untracked only in the crash window, and then adoptable by the current token.
             assert iid in recorded or gen == s.acquireGeneration
 
     def teardown(self) -> None:
         """Unclaimed and past keep-warm: a few reconciles leave nothing live."""
         self._set_claim(None)
-        self.cloud.next_fault = ""
-        self.joined.update(self.cloud.live)
+        self.cloud.clear("acquire")
+        self.joined.update(self._live())
         for _ in range(8):
             self.now += timedelta(hours=1)
             self.reconcile(crash=False)
-        assert self.cloud.live == {}, (self.pool.status.phase, self.cloud.live)
+        assert self._live() == {}, (self.pool.status.phase, self._live())
 
 
 PoolLifecycle.TestCase.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)

@@ -7,18 +7,14 @@ from dataclasses import replace
 from datetime import timedelta
 
 from atomic_gang_provisioner.caches import POOL_INDEXERS
-from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
+from atomic_gang_provisioner.cloud.types import ReleaseResult
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
-from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
+from tests.support.kubefakes import FakeCache, RecordingTransport, context
 from tests.support.pools import T0, launched
-
-
-class FreesRoom(NoCloud):
-    def release(self, request: ReleaseRequest) -> ReleaseResult:
-        return ReleaseResult(terminated=request.instance_ids, room_for=("eight", "two"))
 
 
 def test_the_pools_in_line_for_the_freed_room_are_requeued() -> None:
@@ -31,7 +27,12 @@ def test_the_pools_in_line_for_the_freed_room_are_requeued() -> None:
         now=lambda: T0 + timedelta(seconds=60),
     )
     nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
-    ctx = replace(ctx, nodes=nodes, launcher=FreesRoom())
+    frees_room = FakeCloud.unused()
+    frees_room.next_hook(
+        "release",
+        lambda request: ReleaseResult(terminated=request.instance_ids, room_for=("eight", "two")),
+    )
+    ctx = replace(ctx, nodes=nodes, launcher=frees_room)
     woken: list[str] = []
     PoolReconciler(ctx, requeue=woken.append).reconcile("pretrain")
     assert woken == ["eight", "two"]

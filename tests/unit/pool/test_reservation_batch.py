@@ -10,22 +10,14 @@ from typing import Any
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.caches import POOL_INDEXERS
-from atomic_gang_provisioner.cloud.types import AcquireRequest, AcquireResult, AwaitingReservation
+from atomic_gang_provisioner.cloud.types import AwaitingReservation
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
-from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, context
+from tests.support.kubefakes import FakeCache, RecordingTransport, context
 from tests.support.pools import KEY, T0, pool
-
-
-class AskedCloud(NoCloud):
-    def __init__(self) -> None:
-        self.asked: list[AcquireRequest] = []
-
-    def acquire(self, request: AcquireRequest) -> AcquireResult:
-        self.asked.append(request)
-        return AwaitingReservation(message="Capacity Block cr-0000000a starts later")
 
 
 def named(name: str, reservations: str, *, claimed: bool = True, **status: Any) -> dict[str, Any]:
@@ -49,7 +41,8 @@ def test_one_acquire_carries_the_reservations_every_other_acquiring_pool_awaits(
         named("idle-unclaimed", "cr-0000000d", claimed=False),
         named("formed", "cr-0000000e", phase="Satisfied"),
     ]
-    cloud = AskedCloud()
+    cloud = FakeCloud.unused()
+    cloud.next("acquire", AwaitingReservation(message="Capacity Block cr-0000000a starts later"))
     ctx = context(
         settings=settings(),
         transport=RecordingTransport(),
@@ -60,6 +53,6 @@ def test_one_acquire_carries_the_reservations_every_other_acquiring_pool_awaits(
     nodes = FakeCache([], {INSTANCE_INDEX: instance_index})
     ctx = replace(ctx, nodes=nodes, launcher=cloud)
     PoolReconciler(ctx).reconcile("pretrain")
-    (request,) = cloud.asked
+    (request,) = cloud.requests("acquire")
     assert request.spec.reservation_ids == ("cr-0000000a",)
     assert request.also_reservations == ("cr-0000000b", "cr-0000000c")

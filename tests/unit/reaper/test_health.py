@@ -13,13 +13,14 @@ import pytest
 
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.types import Instance, ReleaseResult
+from atomic_gang_provisioner.cloud.types import ReleaseResult
 from atomic_gang_provisioner.reconcilers.context import NotLeaderError
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, RecordingTransport, context
 from tests.support.pools import T0, launched
-from tests.unit.reaper.test_sweep import FakeCloud, managed, orphan
+from tests.unit.reaper.test_sweep import listing, managed, orphan
 
 HOUR = timedelta(hours=1)
 
@@ -69,19 +70,17 @@ def test_a_malformed_pool_is_skipped_not_reported_as_ec2_down(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     good_ids = launched().status.instanceIds
-    cloud = FakeCloud(
-        listed=[
-            orphan("i-orphan"),
-            managed("i-of-broken", "broken", generation=1, age=HOUR),
-            *(managed(i, "good", generation=1, age=HOUR) for i in good_ids),
-        ]
+    cloud = listing(
+        orphan("i-orphan"),
+        managed("i-of-broken", "broken", generation=1, age=HOUR),
+        *(managed(i, "good", generation=1, age=HOUR) for i in good_ids),
     )
     r = reaper(cloud, pools=[good_pool(), malformed_pool()])
     with caplog.at_level("WARNING", logger="atomic_gang_provisioner.reaper"):
         assert r.sweep() == {"orphaned": 1}
     # The other pools were swept; the unreadable pool's instances are left alone (it
     # exists, so they are not orphans) until a replica that can read it decides.
-    assert [q.instance_ids for q in cloud.requests] == [("i-orphan",)]
+    assert [q.instance_ids for q in cloud.requests("release")] == [("i-orphan",)]
     assert r.ctx.cloud_health.error == ""
     assert reaper_errors(r) == 1
     (record,) = [x for x in caplog.records if getattr(x, "pool", None) == "broken"]
@@ -89,7 +88,7 @@ def test_a_malformed_pool_is_skipped_not_reported_as_ec2_down(
 
 
 def test_lost_leadership_is_not_cloud_ill_health() -> None:
-    r = reaper(FakeCloud(listed=[orphan("i-1")]), leading=False)
+    r = reaper(listing(orphan("i-1")), leading=False)
     r.ctx.cloud_health.report("")
     with pytest.raises(NotLeaderError):
         r.sweep()
@@ -99,11 +98,9 @@ def test_lost_leadership_is_not_cloud_ill_health() -> None:
 
 
 def test_a_bug_in_a_sweep_leaves_the_last_cloud_verdict_alone() -> None:
-    class Broken(FakeCloud):
-        def list_owned(self) -> tuple[Instance, ...]:
-            raise KeyError("a bug, not EC2")
-
-    r = reaper(Broken())
+    broken = FakeCloud()
+    broken.next("list_owned", KeyError("a bug, not EC2"))
+    r = reaper(broken)
     r.ctx.cloud_health.report("CloudError: RequestLimitExceeded: slow down")
     with pytest.raises(KeyError):
         r.sweep()
@@ -112,16 +109,14 @@ def test_a_bug_in_a_sweep_leaves_the_last_cloud_verdict_alone() -> None:
 
 
 def test_a_cloud_error_is_reported_and_counted() -> None:
-    class Throttled(FakeCloud):
-        def list_owned(self) -> tuple[Instance, ...]:
-            raise CloudError("UnauthorizedOperation", "not allowed")
-
-    r = reaper(Throttled())
+    refused = FakeCloud()
+    refused.next("list_owned", CloudError("UnauthorizedOperation", "not allowed"))
+    r = reaper(refused)
     with pytest.raises(CloudError):
         r.sweep()
     assert "UnauthorizedOperation" in r.ctx.cloud_health.error
     assert reaper_errors(r) == 1
-    r.ctx.janitor.list_owned = lambda: ()  # type: ignore[method-assign]
+    # the next listing answers (with nothing listed)
     r.sweep()
     assert r.ctx.cloud_health.error == ""
 
@@ -131,7 +126,9 @@ def test_a_failed_release_is_neither_ill_health_nor_a_crash() -> None:
     failed = ReleaseResult(
         reason=FailureReason.THROTTLED, message="RequestLimitExceeded: slow down"
     )
-    r = reaper(FakeCloud(listed=[orphan("i-1")], results=[failed]))
+    cloud = listing(orphan("i-1"))
+    cloud.next("release", failed)
+    r = reaper(cloud)
     assert r.sweep() == {}
     assert r.ctx.cloud_health.error == ""
     assert reaper_errors(r) == 0

@@ -14,10 +14,11 @@ import pytest
 
 from atomic_gang_provisioner.cloud.types import Instance
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, RecordingTransport, context
 from tests.support.pools import IDS, T0, launched, pool
-from tests.unit.reaper.test_sweep import FakeCloud, managed
+from tests.unit.reaper.test_sweep import listing, managed
 
 HOUR = timedelta(hours=1)
 # Joining at generation 1 with IDS recorded; the next launch would use generation 2.
@@ -34,7 +35,7 @@ def pool_object(phase: str, **status: Any) -> dict[str, Any]:
 
 
 def sweep(pool_obj: dict[str, Any], *listed: Instance) -> tuple[dict[str, int], FakeCloud]:
-    cloud = FakeCloud(listed=list(listed))
+    cloud = listing(*listed)
     ctx = replace(
         context(
             settings=settings(),
@@ -84,7 +85,7 @@ def test_unrecorded_instances(
     listed = managed("i-x", "pretrain", generation=generation, age=age)
     done, cloud = sweep(pool_object(phase, **status), listed)
     assert done == ({"stray": 1} if reaped else {})
-    assert [q.instance_ids for q in cloud.requests] == ([("i-x",)] if reaped else [])
+    assert [q.instance_ids for q in cloud.requests("release")] == ([("i-x",)] if reaped else [])
 
 
 @pytest.mark.parametrize("generation", [0, 1, 2, None])

@@ -13,8 +13,9 @@ from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.nodes import node_read_changed, node_view, slim_node
 from atomic_gang_provisioner.workload.view import view
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
-from tests.support.kubefakes import NoCloud, RecordingTransport
+from tests.support.kubefakes import RecordingTransport
 
 Obj = dict[str, Any]
 CHECK = "atomic-gang-check"
@@ -45,7 +46,7 @@ def manager(items: list[Obj] | None = None) -> tuple[Manager, ListingTransport]:
         settings=settings(),
         server=ServerSettings(),
         client=KubeClient(transport),
-        cloud=NoCloud(),
+        cloud=FakeCloud.unused(),
         metrics=ProvisionerMetrics.create(),
     )
     check(m, CHECK, m.settings.controllerName)

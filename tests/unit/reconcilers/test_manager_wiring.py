@@ -10,8 +10,9 @@ from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.resources import JOBSETS, TRAINJOBS
 from atomic_gang_provisioner.runtime import WorkQueue
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
-from tests.support.kubefakes import NoCloud, RecordingTransport
+from tests.support.kubefakes import RecordingTransport
 
 Obj = dict[str, Any]
 
@@ -25,7 +26,7 @@ def manager() -> Manager:
         settings=settings(),
         server=ServerSettings(),
         client=KubeClient(RecordingTransport()),
-        cloud=NoCloud(),
+        cloud=FakeCloud.unused(),
         metrics=ProvisionerMetrics.create(),
     )
     check = {
@@ -292,7 +293,7 @@ def test_an_owner_kind_the_apiserver_serves_is_cached_and_enqueues_its_workload(
         settings=settings(),
         server=ServerSettings(),
         client=KubeClient(RecordingTransport()),
-        cloud=NoCloud(),
+        cloud=FakeCloud.unused(),
         metrics=ProvisionerMetrics.create(),
         owners=(JOBSETS, TRAINJOBS),
     )

@@ -14,8 +14,9 @@ from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.runtime import Result
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
-from tests.support.kubefakes import NoCloud, RecordingTransport
+from tests.support.kubefakes import RecordingTransport
 from tests.support.wait import wait_for
 
 
@@ -51,7 +52,7 @@ def manager(*, setting: int, override: int | None = None) -> Manager:
         settings=settings(maxConcurrentPoolReconciles=setting),
         server=ServerSettings(pool_workers=override),
         client=KubeClient(RecordingTransport()),
-        cloud=NoCloud(),
+        cloud=FakeCloud.unused(),
         metrics=ProvisionerMetrics.create(),
     )
 

@@ -8,7 +8,7 @@ from concurrent.futures import Future
 import pytest
 
 from atomic_gang_provisioner.reconcilers.outstanding import Ids, Outstanding
-from tests.support.kubefakes import answered
+from tests.support.fakecloud import answered
 
 
 class Reads:

@@ -3,44 +3,32 @@ batched describe and ends; the answer requeues the pool, which then decides with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from atomic_gang import keys
 from atomic_gang_provisioner.caches import POOL_INDEXERS
-from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
-from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, answered, context
+from tests.support.kubefakes import FakeCache, RecordingTransport, context
 from tests.support.pools import IDS, T0, instances, launched
 
 
-class LaterCloud(NoCloud):
-    """A describe whose answer comes when the test says so."""
+def later_cloud(unhealthy: tuple[str, ...] = ()) -> FakeCloud:
+    """A describe whose answer comes when the test says so (``held``); EC2's recorded
+    answers call ``unhealthy`` stopped; none of them sits in a reported topology."""
+    cloud = FakeCloud.unused("read_topology_later")
+    cloud.hold("describe_later")
+    cloud.add(*(i for i in instances("stopped") if i.instance_id in unhealthy))
+    return cloud
 
-    def __init__(self) -> None:
-        self.asked: list[tuple[str, ...]] = []
-        self.along: list[tuple[tuple[str, ...], bool]] = []
-        self.pending: list[Future[tuple[Instance, ...]]] = []
 
-    def describe_later(
-        self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
-    ) -> Future[tuple[Instance, ...]]:
-        self.asked.append(tuple(instance_ids))
-        self.along.append((tuple(also), reuse))
-        future: Future[tuple[Instance, ...]] = Future()
-        self.pending.append(future)
-        return future
-
-    def read_topology_later(
-        self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
-    ) -> Future[TopologyRead]:
-        return answered(TopologyRead())  # none of them sits in a reported topology
+def asked(cloud: FakeCloud) -> list[tuple[str, ...]]:
+    return [tuple(c["instance_ids"]) for c in cloud.calls("describe_later")]
 
 
 def ready_node(i: int, since: str = "") -> dict[str, Any]:
@@ -56,18 +44,7 @@ def ready_node(i: int, since: str = "") -> dict[str, Any]:
     }
 
 
-class Reported(LaterCloud):
-    """EC2's recorded answers call some instances unhealthy."""
-
-    def __init__(self, unhealthy: tuple[str, ...]) -> None:
-        super().__init__()
-        self.unhealthy = unhealthy
-
-    def reported_unhealthy(self, instance_ids: Sequence[str]) -> tuple[str, ...]:
-        return tuple(i for i in instance_ids if i in self.unhealthy)
-
-
-def reconcile_at_30s(nodes: list[dict[str, Any]], cloud: LaterCloud) -> RecordingTransport:
+def reconcile_at_30s(nodes: list[dict[str, Any]], cloud: FakeCloud) -> RecordingTransport:
     """One reconcile of the launched pool, 30 s after its launch, over these Nodes."""
     transport = RecordingTransport()
     ctx = context(
@@ -86,13 +63,13 @@ def reconcile_at_30s(nodes: list[dict[str, Any]], cloud: LaterCloud) -> Recordin
 def test_nodes_just_turned_ready_stand_for_the_describe_unless_ec2_said_otherwise() -> None:
     """Ready 5 s ago (inside ec2Api.describeReuseSeconds): Satisfied with no call; the
     same Nodes with one instance EC2 last called unhealthy: the describe is asked."""
-    for cloud, asked, phase in (
-        (Reported(()), [], "Satisfied"),
-        (Reported((IDS[1],)), [IDS], None),
+    for cloud, ids, phase in (
+        (later_cloud(), [], "Satisfied"),
+        (later_cloud((IDS[1],)), [IDS], None),
     ):
         since = (T0 + timedelta(seconds=25)).strftime("%Y-%m-%dT%H:%M:%SZ")
         transport = reconcile_at_30s([ready_node(i, since) for i in range(len(IDS))], cloud)
-        assert cloud.asked == [tuple(i) for i in asked]
+        assert asked(cloud) == [tuple(i) for i in ids]
         assert [w.body["status"]["phase"] for w in transport.writes()] == ([phase] if phase else [])
 
 
@@ -104,13 +81,13 @@ def test_the_gang_is_not_satisfied_while_a_ready_node_keeps_its_not_ready_taint(
     nodes[-1]["spec"]["taints"] = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
     phases = []
     for last in (nodes[-1], ready_node(len(IDS) - 1, since)):
-        transport = reconcile_at_30s([*nodes[:-1], last], Reported(()))
+        transport = reconcile_at_30s([*nodes[:-1], last], later_cloud())
         phases.append([w.body["status"]["phase"] for w in transport.writes()])
     assert phases == [["Joining"], ["Satisfied"]]
 
 
 def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:
-    transport, cloud = RecordingTransport(), LaterCloud()
+    transport, cloud = RecordingTransport(), later_cloud()
     requeued: list[str] = []
     ctx = context(
         settings=settings(),
@@ -125,15 +102,15 @@ def test_the_describe_is_handed_off_and_its_answer_requeues_the_pool() -> None:
         ctx, requeue=requeued.append, claimant_changed=lambda key, phase: told.append((key, phase))
     )
     reconciler.reconcile("pretrain")
-    assert cloud.asked == [tuple(IDS)]
+    assert asked(cloud) == [tuple(IDS)]
     assert transport.writes() == []  # nothing decided yet, the worker is free
     assert requeued == []
     reconciler.reconcile("pretrain")  # a Node event before the answer: no second describe
-    assert len(cloud.asked) == 1
-    cloud.pending[0].set_result(instances())
+    assert len(asked(cloud)) == 1
+    cloud.held("describe_later")[0].set_result(instances())
     assert requeued == ["pretrain"]
     reconciler.reconcile("pretrain")
-    assert len(cloud.asked) == 1  # the answer was used, not asked for again
+    assert len(asked(cloud)) == 1  # the answer was used, not asked for again
     (write,) = transport.writes()
     assert write.body["status"]["phase"] == "Satisfied"
     # The claimant hears at once, not after the watch, and what the pool now says.
@@ -151,7 +128,7 @@ def test_the_join_check_asks_along_for_the_other_joining_pools_and_may_reuse() -
     no call; pools in other phases are not asked about, the gangs with the fewest Nodes
     left to turn Ready go first, and a gang with no Node Ready yet is not asked about (it
     would be read again at every window)."""
-    cloud = LaterCloud()
+    cloud = later_cloud()
     pools = [
         launched().to_dict(),
         other_pool("joining", "Joining", ["i-00000000000000aa", "i-00000000000000ab"]),
@@ -182,7 +159,7 @@ def test_the_join_check_asks_along_for_the_other_joining_pools_and_may_reuse() -
     )
     # the gangs with a Ready Node, fewest left first: the next to need a check;
     # "joining" has none Ready
-    assert cloud.along == [
+    assert [(tuple(c["also"]), c["reuse"]) for c in cloud.calls("describe_later")] == [
         (("i-00000000000000ca", "i-00000000000000da", "i-00000000000000db"), True)
     ]
 
@@ -195,7 +172,7 @@ def test_the_reconciler_holds_a_joining_gangs_next_n_of_n_for_the_progress_inter
     pools = FakeCache([launched().to_dict()], POOL_INDEXERS)
     ctx = context(settings=settings(), transport=transport, pools=pools, now=lambda: clock[0])
     reconciler = PoolReconciler(
-        replace(ctx, nodes=nodes, observer=Reported(())), requeue=lambda _: None
+        replace(ctx, nodes=nodes, observer=later_cloud()), requeue=lambda _: None
     )
     counts = []
     for ready, seconds in ((2, 30), (3, 31), (3, 40)):

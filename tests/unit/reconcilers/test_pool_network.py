@@ -3,48 +3,37 @@ patched, a refused patch or a failed read not fatal, and the own group deleted."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from atomic_gang import keys
 from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
+from atomic_gang_provisioner.cloud.types import TopologyRead
 from atomic_gang_provisioner.kube.errors import ForbiddenError
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
+from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
-from tests.support.kubefakes import FakeCache, NoCloud, RecordingTransport, answered, context
+from tests.support.kubefakes import FakeCache, RecordingTransport, context
 from tests.support.pools import IDS, T0, instances, launched, pool
 
 LAYER = "topology.k8s.aws/network-node-layer-{}".format
 
 
-@dataclass
-class NetCloud(NoCloud):
-    read: TopologyRead | Exception = field(default_factory=TopologyRead)
-    reads: list[tuple[str, ...]] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    in_use: bool = False
+def net_cloud(read: TopologyRead | None = None) -> FakeCloud:
+    """EC2 holds the launched set, each instance under the network nodes ``read`` gives;
+    a call other than the describe, the topology read and the group's deletion fails."""
+    cloud = FakeCloud.unused("describe_later", "read_topology_later", "delete_placement_group")
+    cloud.add(*instances())
+    cloud.topology.update((read or TopologyRead()).nodes)
+    return cloud
 
-    def describe_later(
-        self, instance_ids: Sequence[str], *, also: Sequence[str] = (), reuse: bool = False
-    ) -> Future[tuple[Instance, ...]]:
-        return answered(instances())
 
-    def read_topology_later(
-        self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
-    ) -> Future[TopologyRead]:
-        self.reads.append(tuple(instance_ids))
-        return answered(self.read)
-
-    def delete_placement_group(self, pool: str) -> bool:
-        self.deleted.append(pool)
-        return not self.in_use
+def reads(cloud: FakeCloud) -> list[tuple[str, ...]]:
+    return [tuple(ids) for ids in cloud.requests("read_topology_later")]
 
 
 def node(i: int, **labels: str) -> dict[str, Any]:
@@ -59,7 +48,7 @@ def node(i: int, **labels: str) -> dict[str, Any]:
     }
 
 
-def run(obj: dict[str, Any], cloud: NetCloud, transport: RecordingTransport) -> dict[str, Any]:
+def run(obj: dict[str, Any], cloud: FakeCloud, transport: RecordingTransport) -> dict[str, Any]:
     ctx = context(
         settings=settings(),
         transport=transport,
@@ -75,7 +64,7 @@ def run(obj: dict[str, Any], cloud: NetCloud, transport: RecordingTransport) -> 
 
 
 def joining(
-    cloud: NetCloud, transport: RecordingTransport, *nodes: dict[str, Any]
+    cloud: FakeCloud, transport: RecordingTransport, *nodes: dict[str, Any]
 ) -> PoolReconciler:
     """The launched pool's reconciler, with these of its Nodes registered."""
     ctx = context(
@@ -90,9 +79,9 @@ def joining(
 
 def test_one_read_then_labels_patched_where_missing() -> None:
     read = TopologyRead(nodes=tuple((iid, ("top", "mid", "b1")) for iid in IDS))
-    cloud, transport = NetCloud(read=read), RecordingTransport()
+    cloud, transport = net_cloud(read), RecordingTransport()
     status = run(launched().to_dict(), cloud, transport)
-    assert cloud.reads == [tuple(IDS)]
+    assert reads(cloud) == [tuple(IDS)]
     assert (status["phase"], status["spread"]) == ("Satisfied", 1)
     patches = {w.path: w.body for w in transport.writes() if w.method == "PATCH"}
     assert patches["/api/v1/nodes/node-0"] == {
@@ -104,18 +93,10 @@ def test_one_read_then_labels_patched_where_missing() -> None:
 def test_a_joining_gang_reads_ahead_without_waiting_for_the_answer() -> None:
     """Two of four Nodes Ready: the read goes out (it fills the cache), the reconcile
     does not wait for it and records nothing of it."""
-    pending: Future[TopologyRead] = Future()
-
-    class Slow(NetCloud):
-        def read_topology_later(
-            self, instance_ids: Sequence[str], *, also: Sequence[str] = ()
-        ) -> Future[TopologyRead]:
-            self.reads.append(tuple(instance_ids))
-            return pending  # never answered in this test
-
-    cloud, transport = Slow(), RecordingTransport()
+    cloud, transport = net_cloud(), RecordingTransport()
+    cloud.hold("read_topology_later")  # never answered in this test
     joining(cloud, transport, node(0), node(1)).reconcile("pretrain")
-    assert cloud.reads == [tuple(IDS)]
+    assert reads(cloud) == [tuple(IDS)]
     written = [w.body["status"] for w in transport.writes() if w.path.endswith("/status")]
     assert all(s.get("networkNodes") is None for s in written)
     assert all(s["phase"] == "Joining" for s in written)
@@ -125,12 +106,13 @@ def test_a_refused_label_patch_does_not_stop_the_gang() -> None:
     read = TopologyRead(nodes=tuple((iid, ("top", "b1")) for iid in IDS))
     transport = RecordingTransport()
     transport.errors[("PATCH", "/api/v1/nodes/node-1")] = ForbiddenError("denied by policy")
-    status = run(launched().to_dict(), NetCloud(read=read), transport)
+    status = run(launched().to_dict(), net_cloud(read), transport)
     assert status["phase"] == "Satisfied"
 
 
 def test_a_failed_read_is_decided_on_not_raised() -> None:
-    cloud = NetCloud(read=CloudError("UnauthorizedOperation", "not allowed"))
+    cloud = net_cloud()
+    cloud.next("read_topology_later", CloudError("UnauthorizedOperation", "not allowed"))
     status = run(launched().to_dict(), cloud, RecordingTransport())
     assert status["phase"] == "Satisfied"
     assert (status["networkNodes"], status["spread"]) == ({}, 0)
@@ -138,9 +120,9 @@ def test_a_failed_read_is_decided_on_not_raised() -> None:
 
 def test_idle_pool_deletes_its_group_and_forgets_it() -> None:
     obj = pool(claim=None, placementGroup="atomic-gang-c-pretrain-1").to_dict()
-    cloud = NetCloud()
+    cloud = net_cloud()
     status = run(obj, cloud, RecordingTransport())
-    assert cloud.deleted == ["pretrain"]
+    assert cloud.requests("delete_placement_group") == ["pretrain"]
     assert status["placementGroup"] == ""
 
 
@@ -163,7 +145,7 @@ def test_a_node_is_not_labelled_again_before_the_watch_brings_our_patch() -> Non
     shows them unlabelled, but nothing is patched twice."""
     read = TopologyRead(nodes=tuple((iid, ("top", "b1")) for iid in IDS))
     transport = StoredNodes()
-    reconciler = joining(NetCloud(read=read), transport, node(0), node(1))
+    reconciler = joining(net_cloud(read), transport, node(0), node(1))
     reconciler.reconcile("pretrain")
     labelled = [w.path for w in transport.writes() if w.path.startswith("/api/v1/nodes/")]
     assert sorted(labelled) == ["/api/v1/nodes/node-0", "/api/v1/nodes/node-1"]
