@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
             target=_check_until_ok, args=(check, health, done), name="cluster-check", daemon=True
         ).start()
     manager.start(identity=args.identity)
-    log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})
+    log.info("running", extra={"cluster": settings.cluster_name, "port": http.server_port})
     stopped_by = wait_for_stop()
     done.set()
     log.info("shutting down", extra={"signal": stopped_by.name})
@@ -184,30 +184,30 @@ def main(argv: list[str] | None = None) -> None:
 
 def budget_limits(api: Ec2Api) -> BudgetLimits:
     return BudgetLimits(
-        run_instances=BucketSpec(api.runInstancesBurst, api.runInstancesPerSecond),
+        run_instances=BucketSpec(api.run_instances_burst, api.run_instances_per_second),
         run_instances_instances=BucketSpec(
-            api.runInstancesInstanceBurst, api.runInstancesInstancesPerSecond
+            api.run_instances_instance_burst, api.run_instances_instances_per_second
         ),
-        mutating=BucketSpec(api.mutatingBurst, api.mutatingPerSecond),
-        non_mutating=BucketSpec(api.nonMutatingBurst, api.nonMutatingPerSecond),
+        mutating=BucketSpec(api.mutating_burst, api.mutating_per_second),
+        non_mutating=BucketSpec(api.non_mutating_burst, api.non_mutating_per_second),
     )
 
 
 def _cloud(
     settings: GangSettings, server: ServerSettings, client: KubeClient, metrics: ProvisionerMetrics
 ) -> Ec2Provider:
-    api = settings.ec2Api
+    api = settings.ec2_api
     return Ec2Provider(
         clients=make_clients(region=settings.defaults.region),
         config=EngineConfig(
-            cluster=settings.clusterName,
+            cluster=settings.cluster_name,
             eni_wait_seconds=server.eni_wait_seconds,
-            self_manage_instance_profile=settings.iam.selfManageInstanceProfile,
+            self_manage_instance_profile=settings.iam.self_manage_instance_profile,
             limits=budget_limits(api),
-            batch=Windows(idle_seconds=api.batchIdleSeconds, max_seconds=api.batchMaxSeconds),
-            capacity_ttl_seconds=api.shortCellSeconds,
-            capacity_owed_after_seconds=api.shortCellOwedAfterSeconds,
-            describe_reuse_seconds=api.describeReuseSeconds,
+            batch=Windows(idle_seconds=api.batch_idle_seconds, max_seconds=api.batch_max_seconds),
+            capacity_ttl_seconds=api.short_cell_seconds,
+            capacity_owed_after_seconds=api.short_cell_owed_after_seconds,
+            describe_reuse_seconds=api.describe_reuse_seconds,
         ),
         aws_auth=aws_auth_reader(client),
         on_call=metrics.aws_call,

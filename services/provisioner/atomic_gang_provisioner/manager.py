@@ -69,7 +69,7 @@ class Manager:
     ) -> None:
         self.settings, self.server, self.client, self.metrics = settings, server, client, metrics
         self.owner_kinds = tuple(owners)
-        self.scope = WorkloadScope(settings.controllerName)
+        self.scope = WorkloadScope(settings.controller_name)
         self.informers = informers(
             client, resync_seconds=server.resync_seconds, scope=self.scope, owners=owners
         )
@@ -107,7 +107,7 @@ class Manager:
 
     def _reaper(self, cloud: Cloud) -> Reaper:
         return Reaper(
-            self.ctx, interval=float(self.settings.reapIntervalSeconds), probe=cloud.warm_up
+            self.ctx, interval=float(self.settings.reap_interval_seconds), probe=cloud.warm_up
         )
 
     def _is_leading(self) -> bool:
@@ -142,7 +142,7 @@ class Manager:
         return c
 
     def _controllers(self) -> dict[str, Controller[str]]:
-        pool_workers = self.server.pool_workers or self.settings.maxConcurrentPoolReconciles
+        pool_workers = self.server.pool_workers or self.settings.max_concurrent_pool_reconciles
         latest = self.pool_writes  # both sides read our own pool writes at once
         pools = PoolReconciler(
             self.ctx,
@@ -271,7 +271,7 @@ class Manager:
                 self._wait_for_sync(name, cache)
         for name, cache in caches.items():
             self._wait_for_sync(name, cache)
-        le = self.settings.leaderElection
+        le = self.settings.leader_election
         if not le.enabled:
             self._started_leading()
             return

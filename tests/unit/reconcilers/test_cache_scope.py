@@ -48,7 +48,7 @@ def manager(items: list[Obj] | None = None) -> tuple[Manager, ListingTransport]:
         cloud=NoCloud(),
         metrics=ProvisionerMetrics.create(),
     )
-    check(m, CHECK, m.settings.controllerName)
+    check(m, CHECK, m.settings.controller_name)
     return m, transport
 
 
@@ -225,9 +225,9 @@ def test_our_check_names_changing_lists_the_workloads_again() -> None:
     assert workloads._relist_asked.is_set()  # from none to ours (before its first list)
     workloads._relist_asked.clear()
     check(m, "foreign", "example.com/other")  # another controller's check: no relist
-    check(m, CHECK, m.settings.controllerName, rv="2")  # ours again, same name: none
+    check(m, CHECK, m.settings.controller_name, rv="2")  # ours again, same name: none
     assert not workloads._relist_asked.is_set()
-    check(m, "second", m.settings.controllerName)
+    check(m, "second", m.settings.controller_name)
     assert m.scope.names == {CHECK, "second"}
     assert workloads._relist_asked.is_set()
     workloads._relist_asked.clear()

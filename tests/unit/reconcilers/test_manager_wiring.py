@@ -30,7 +30,7 @@ def manager() -> Manager:
     )
     check = {
         "metadata": {"name": CHECK, "resourceVersion": "1"},
-        "spec": {"controllerName": m.settings.controllerName},
+        "spec": {"controllerName": m.settings.controller_name},
     }
     m.informers.checks.store.upsert(CHECK, check)
     m.on_check_names(check)

@@ -104,7 +104,7 @@ class Context:
 
     def our_checks(self) -> frozenset[str]:
         """Names of AdmissionChecks whose controllerName is ours."""
-        return our_check_names(self.checks.list(), self.settings.controllerName)
+        return our_check_names(self.checks.list(), self.settings.controller_name)
 
 
 def is_ours(check: Mapping[str, Any], controller_name: str) -> bool:
@@ -119,14 +119,14 @@ def our_check_names(checks: Iterable[KubeObject], controller_name: str) -> froze
 
 def knobs(settings: GangSettings) -> Knobs:
     return Knobs(
-        cluster=settings.clusterName,
-        join_deadline=timedelta(seconds=settings.joinDeadlineSeconds),
-        attempts_before_retry=settings.acquireAttemptsBeforeRetry,
-        backoff_base=settings.acquireRetry.backoffBaseSeconds,
-        backoff_max=settings.acquireRetry.backoffMaxSeconds,
-        health_grace=timedelta(seconds=settings.healthGraceSeconds),
-        liveness_window=timedelta(seconds=settings.ec2Api.describeReuseSeconds),
-        block_drain_lead=timedelta(seconds=settings.capacityBlock.drainLeadSeconds),
-        block_min_remaining=timedelta(seconds=settings.capacityBlock.minRemainingSeconds),
-        block_warning_lead=timedelta(seconds=settings.capacityBlock.warningLeadSeconds),
+        cluster=settings.cluster_name,
+        join_deadline=timedelta(seconds=settings.join_deadline_seconds),
+        attempts_before_retry=settings.acquire_attempts_before_retry,
+        backoff_base=settings.acquire_retry.backoff_base_seconds,
+        backoff_max=settings.acquire_retry.backoff_max_seconds,
+        health_grace=timedelta(seconds=settings.health_grace_seconds),
+        liveness_window=timedelta(seconds=settings.ec2_api.describe_reuse_seconds),
+        block_drain_lead=timedelta(seconds=settings.capacity_block.drain_lead_seconds),
+        block_min_remaining=timedelta(seconds=settings.capacity_block.min_remaining_seconds),
+        block_warning_lead=timedelta(seconds=settings.capacity_block.warning_lead_seconds),
     )
