@@ -12,6 +12,7 @@ from atomic_gang_provisioner.kube.transport import Query
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.nodes import node_read_changed, node_view, slim_node
+from atomic_gang_provisioner.settings import resolve
 from atomic_gang_provisioner.workload.view import view
 from tests.support.jobs import settings
 from tests.support.kubefakes import NoCloud, RecordingTransport
@@ -42,8 +43,7 @@ class ListingTransport(RecordingTransport):
 def manager(items: list[Obj] | None = None) -> tuple[Manager, ListingTransport]:
     transport = ListingTransport(items or [])
     m = Manager(
-        settings=settings(),
-        server=ServerSettings(),
+        settings=resolve(settings(), ServerSettings()),
         client=KubeClient(transport),
         cloud=NoCloud(),
         metrics=ProvisionerMetrics.create(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from atomic_gang import GangSettings
@@ -115,18 +115,3 @@ def is_ours(check: Mapping[str, Any], controller_name: str) -> bool:
 def our_check_names(checks: Iterable[KubeObject], controller_name: str) -> frozenset[str]:
     """Names of the AdmissionChecks whose controllerName is ``controller_name``."""
     return frozenset(str(c["metadata"]["name"]) for c in checks if is_ours(c, controller_name))
-
-
-def knobs(settings: GangSettings) -> Knobs:
-    return Knobs(
-        cluster=settings.cluster_name,
-        join_deadline=timedelta(seconds=settings.join_deadline_seconds),
-        attempts_before_retry=settings.acquire_attempts_before_retry,
-        backoff_base=settings.acquire_retry.backoff_base_seconds,
-        backoff_max=settings.acquire_retry.backoff_max_seconds,
-        health_grace=timedelta(seconds=settings.health_grace_seconds),
-        liveness_window=timedelta(seconds=settings.ec2_api.describe_reuse_seconds),
-        block_drain_lead=timedelta(seconds=settings.capacity_block.drain_lead_seconds),
-        block_min_remaining=timedelta(seconds=settings.capacity_block.min_remaining_seconds),
-        block_warning_lead=timedelta(seconds=settings.capacity_block.warning_lead_seconds),
-    )
