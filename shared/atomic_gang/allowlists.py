@@ -42,7 +42,7 @@ def _one(
 def ami(raw: str | None, s: GangSettings, out: Collector) -> str | None:
     return _one(
         raw,
-        s.allowedAmiIds,
+        s.allowed_ami_ids,
         out,
         key=keys.AMI_ID,
         setting="allowedAmiIds",
@@ -53,7 +53,7 @@ def ami(raw: str | None, s: GangSettings, out: Collector) -> str | None:
 
 
 def subnets(raw: str, chosen: tuple[str, ...], s: GangSettings, out: Collector) -> tuple[str, ...]:
-    outside = [x for x in chosen if not patterns.allowed(x, s.allowedSubnets)]
+    outside = [x for x in chosen if not patterns.allowed(x, s.allowed_subnets)]
     if not outside:
         return chosen
     out.add(
@@ -69,7 +69,7 @@ def subnets(raw: str, chosen: tuple[str, ...], s: GangSettings, out: Collector) 
 def reservation(raw: str | None, s: GangSettings, out: Collector) -> str | None:
     return _one(
         raw,
-        s.allowedCapacityReservationIds,
+        s.allowed_capacity_reservation_ids,
         out,
         key=keys.CAPACITY_RESERVATION_ID,
         setting="allowedCapacityReservationIds",
@@ -82,7 +82,7 @@ def reservation(raw: str | None, s: GangSettings, out: Collector) -> str | None:
 def placement_group(raw: str | None, s: GangSettings, out: Collector) -> str | None:
     return _one(
         raw,
-        s.allowedPlacementGroups,
+        s.allowed_placement_groups,
         out,
         key=keys.PLACEMENT_GROUP_NAME,
         setting="allowedPlacementGroups",
@@ -93,7 +93,7 @@ def placement_group(raw: str | None, s: GangSettings, out: Collector) -> str | N
 
 
 def lifetime(raw: str, life: GoDuration, s: GangSettings, out: Collector) -> GoDuration | None:
-    cap = s.limits.maxLifetime
+    cap = s.limits.max_lifetime
     if life.nanoseconds <= cap.nanoseconds:
         return life
     out.add(

@@ -26,12 +26,12 @@ def _duration(ann: Mapping[str, str], key: str, out: Collector) -> GoDuration | 
 def keep_warm(ann: Mapping[str, str], s: GangSettings, out: Collector) -> GoDuration | None:
     ttl = _duration(ann, keys.KEEP_WARM_TTL, out)
     if ttl is None:
-        return None if keys.KEEP_WARM_TTL in ann else s.defaults.keepWarmTTL
-    if not 0 <= ttl.nanoseconds <= s.limits.maxKeepWarmTTL.nanoseconds:
+        return None if keys.KEEP_WARM_TTL in ann else s.defaults.keep_warm_ttl
+    if not 0 <= ttl.nanoseconds <= s.limits.max_keep_warm_ttl.nanoseconds:
         out.add(
             keys.KEEP_WARM_TTL,
             "KeepWarmTTLOutOfRange",
-            f"must be between 0s and limits.maxKeepWarmTTL ({s.limits.maxKeepWarmTTL})",
+            f"must be between 0s and limits.maxKeepWarmTTL ({s.limits.max_keep_warm_ttl})",
             ann[keys.KEEP_WARM_TTL],
             "use 0s to release nodes as soon as the job ends",
         )
@@ -42,7 +42,7 @@ def keep_warm(ann: Mapping[str, str], s: GangSettings, out: Collector) -> GoDura
 def max_lifetime(ann: Mapping[str, str], s: GangSettings, out: Collector) -> GoDuration | None:
     life = _duration(ann, keys.MAX_LIFETIME, out)
     if life is None:
-        return None if keys.MAX_LIFETIME in ann else s.defaults.maxLifetime
+        return None if keys.MAX_LIFETIME in ann else s.defaults.max_lifetime
     if life.nanoseconds <= 0:
         out.add(
             keys.MAX_LIFETIME,

@@ -110,7 +110,7 @@ def _parity(spec: Mapping[str, Any], raw_count: str, out: Collector) -> None:
 
 
 def check_queued(found: _Maps, settings: GangSettings, out: Collector) -> None:
-    if found.queue or settings.manageJobsWithoutQueueName:
+    if found.queue or settings.manage_jobs_without_queue_name:
         return
     out.add(
         keys.QUEUE_NAME_LABEL,
@@ -144,7 +144,7 @@ def check_pool_reserved(
     pool = found.labels.get(keys.POOL)
     if namespace is None or not pool:
         return
-    listed = listed_for(pool, settings.poolNamespaces)
+    listed = listed_for(pool, settings.pool_namespaces)
     if listed is None or namespace in listed:
         return
     out.add(
@@ -192,7 +192,7 @@ def _spreads(
 def packed_verdict(warning: str, field: str, s: GangSettings, out: Collector) -> str:
     """Pods that may share nodes: the warning, or with requireOnePodPerNode a violation at
     ``field`` (and no warning)."""
-    if not s.requireOnePodPerNode:
+    if not s.require_one_pod_per_node:
         return warning
     out.add(
         field,
@@ -219,14 +219,14 @@ def controllers(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def by_jobset_controller(job: Mapping[str, Any], user: str, settings: GangSettings) -> bool:
-    """The JobSet controller (``settings.jobSetUsername``) writing a Job that a JobSet
+    """The JobSet controller (``settings.job_set_username``) writing a Job that a JobSet
     controls: the one writer besides Kueue whose Job templates may carry gang node
     claims, pinned (``template.pinned``). It copies them from its JobSet's replicatedJob
     templates, where only Kueue can have put them: the webhook refuses them in a JobSet
     on CREATE, and on UPDATE by anyone but Kueue. The owner alone proves nothing (the
     writer sets ownerReferences), the requester is what tenants cannot forge: a
     tenant's Job with a JobSet owner and the JobSet's labels is judged like any other."""
-    return user == settings.jobSetUsername and controllers(job) == [JOBSET_OWNER]
+    return user == settings.job_set_username and controllers(job) == [JOBSET_OWNER]
 
 
 def review_job(
@@ -296,7 +296,7 @@ def review_job_update(
 ) -> Findings | None:
     """The UPDATE verdict: None when neither version is ours. The gang keys are
     immutable once Kueue sized the Job, the queue label and count parity must still
-    hold, and only Kueue (``settings.kueueUsername``) may add gang node claims, or the
+    hold, and only Kueue (``settings.kueue_username``) may add gang node claims, or the
     JobSet controller pinning its JobSet's Job as it resumes it (``by_jobset_controller``)."""
     was, now = read_maps(old, trim=False), read_maps(new, trim=False)
     old_spec, new_spec = field_map(old, "spec", "oldObject"), field_map(new, "spec", "object")
@@ -304,7 +304,7 @@ def review_job_update(
     template.check_update(
         pod_spec(old_spec),
         pod_spec(new_spec),
-        by_kueue=user == settings.kueueUsername,
+        by_kueue=user == settings.kueue_username,
         may_pin=by_jobset_controller(new, user, settings),
         out=out,
     )

@@ -150,14 +150,14 @@ def _moved(found: list[Violation], role: Role, start: int) -> None:
 
 
 def by_trainer(jobset: Mapping[str, Any], user: str, settings: GangSettings) -> bool:
-    """The Kubeflow Trainer (``settings.trainerUsername``) writing the JobSet a TrainJob
+    """The Kubeflow Trainer (``settings.trainer_username``) writing the JobSet a TrainJob
     controls: the one writer besides Kueue whose JobSet templates may carry gang node
     claims, pinned (``template.pinned``), or drop them all. It builds them from the
     TrainJob's runtime and runtime patches, where only Kueue can have put claims: the
     webhook refuses them in a runtime whoever asks, and in a TrainJob's patches on
     CREATE and on UPDATE by anyone but Kueue. The owner proves nothing (the writer sets
     ownerReferences); the requester is what tenants cannot forge."""
-    return user == settings.trainerUsername and controllers(jobset) == [TRAINJOB_OWNER]
+    return user == settings.trainer_username and controllers(jobset) == [TRAINJOB_OWNER]
 
 
 def _templates(all_roles: tuple[Role, ...], out: Collector, *, may_pin: bool = False) -> None:
@@ -270,7 +270,7 @@ def review_jobset_update(
         template.check_update(
             before.pod if before else {},
             role.pod,
-            by_kueue=user == settings.kueueUsername,
+            by_kueue=user == settings.kueue_username,
             may_pin=trainer,
             may_clear=trainer,
             out=out,

@@ -31,11 +31,11 @@ def _count(ann: Mapping[str, str], s: GangSettings, out: Collector) -> int | Non
         )
         return None
     n = int(raw)
-    if n > s.limits.maxGangSize:
+    if n > s.limits.max_gang_size:
         out.add(
             keys.COUNT,
             "CountExceedsLimit",
-            f"must be <= limits.maxGangSize ({s.limits.maxGangSize})",
+            f"must be <= limits.maxGangSize ({s.limits.max_gang_size})",
             raw,
             "split the job or ask an admin to raise limits.maxGangSize",
         )
@@ -56,13 +56,13 @@ def _instance_type(ann: Mapping[str, str], s: GangSettings, out: Collector) -> s
             "e.g. p4d.24xlarge",
         )
         return None
-    if not patterns.allowed(raw, s.allowedInstanceTypes):
+    if not patterns.allowed(raw, s.allowed_instance_types):
         out.add(
             keys.INSTANCE_TYPE,
             "InstanceTypeNotAllowed",
             "is not in allowedInstanceTypes",
             raw,
-            "allowed: " + ", ".join(s.allowedInstanceTypes),
+            "allowed: " + ", ".join(s.allowed_instance_types),
         )
         return None
     return raw
@@ -168,7 +168,7 @@ def _subnets(ann: Mapping[str, str], s: GangSettings, out: Collector) -> tuple[s
 def _role(ann: Mapping[str, str], s: GangSettings, out: Collector) -> str | None:
     raw = ann.get(keys.NODE_ROLE_ARN)
     if raw is None:
-        if not s.defaults.nodeRoleArn:
+        if not s.defaults.node_role_arn:
             out.add(
                 keys.NODE_ROLE_ARN,
                 "MissingRequired",
@@ -176,7 +176,7 @@ def _role(ann: Mapping[str, str], s: GangSettings, out: Collector) -> str | None
                 None,
                 f"set {keys.NODE_ROLE_ARN}",
             )
-        return s.defaults.nodeRoleArn or None
+        return s.defaults.node_role_arn or None
     if not patterns.ROLE_ARN.match(raw):
         out.add(
             keys.NODE_ROLE_ARN,
@@ -188,7 +188,7 @@ def _role(ann: Mapping[str, str], s: GangSettings, out: Collector) -> str | None
         return None
     if raw not in s.allowed_roles:
         # Never the list: role ARNs name the account and other teams' roles.
-        where = "allowedNodeRoleArns" if s.allowedNodeRoleArns else "defaults.nodeRoleArn"
+        where = "allowedNodeRoleArns" if s.allowed_node_role_arns else "defaults.nodeRoleArn"
         out.add(
             keys.NODE_ROLE_ARN,
             "NodeRoleNotAllowed",

@@ -4,6 +4,11 @@ The YAML file uses the Helm chart's value names and nesting, so the chart can
 mount its values as a ConfigMap. Environment variables (``ATOMIC_GANG_`` prefix,
 ``__`` between nesting levels) override the file. Invalid settings raise
 :class:`SettingsError` with one line per problem.
+
+Fields are snake_case in code (``settings.cluster_name``) and camelCase in the file,
+the chart and the environment (``clusterName``, ``ATOMIC_GANG_CLUSTERNAME``): each
+field's alias, made by pydantic's ``to_camel`` or given where that would not give the
+chart's name (``keepWarmTTL``). Errors name the file's (camelCase) names.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from atomic_gang import patterns
@@ -67,31 +73,42 @@ class GangSettings(BaseSettings):
     """Defaults, limits, allowlists and every controller knob of the chart."""
 
     model_config = SettingsConfigDict(
-        env_prefix="ATOMIC_GANG_", env_nested_delimiter="__", extra="forbid", frozen=True
+        env_prefix="ATOMIC_GANG_",
+        env_nested_delimiter="__",
+        # The prefix goes before the alias: ATOMIC_GANG_CLUSTERNAME (case-insensitive).
+        env_prefix_target="alias",
+        extra="forbid",
+        frozen=True,
+        # Read by the file's names only (see settings_sections._Section).
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=False,
+        serialize_by_alias=True,
+        loc_by_alias=True,
     )
 
-    clusterName: str = Field(default="", description="EKS cluster the gang nodes join.")
-    controllerName: str = Field(default=DEFAULT_CONTROLLER_NAME, min_length=1, max_length=253)
-    integrationMode: Literal["admissioncheck"] = "admissioncheck"
+    cluster_name: str = Field(default="", description="EKS cluster the gang nodes join.")
+    controller_name: str = Field(default=DEFAULT_CONTROLLER_NAME, min_length=1, max_length=253)
+    integration_mode: Literal["admissioncheck"] = "admissioncheck"
     defaults: Defaults = Field(default_factory=Defaults)
     limits: Limits = Field(default_factory=Limits)
-    allowedInstanceTypes: tuple[str, ...] = ()
-    allowedNodeRoleArns: tuple[str, ...] = ()
-    allowedAmiIds: tuple[str, ...] = Field(default=(), description="ami-id allowlist; [] = any.")
-    allowedSubnets: tuple[str, ...] = Field(default=(), description="subnets allowlist; [] = any.")
-    allowedCapacityReservationIds: tuple[str, ...] = Field(
+    allowed_instance_types: tuple[str, ...] = ()
+    allowed_node_role_arns: tuple[str, ...] = ()
+    allowed_ami_ids: tuple[str, ...] = Field(default=(), description="ami-id allowlist; [] = any.")
+    allowed_subnets: tuple[str, ...] = Field(default=(), description="subnets allowlist; [] = any.")
+    allowed_capacity_reservation_ids: tuple[str, ...] = Field(
         default=(), description="capacity-reservation-id allowlist; [] = any."
     )
-    allowedPlacementGroups: tuple[str, ...] = Field(
+    allowed_placement_groups: tuple[str, ...] = Field(
         default=(),
         description="placement-group-name allowlist (names or trailing-* globs); [] = any.",
     )
-    namespaceAllowlists: tuple[NamespaceAllowlist, ...] = Field(
+    namespace_allowlists: tuple[NamespaceAllowlist, ...] = Field(
         default=(),
         max_length=1024,
         description="Allowlists scoped to namespaces; they replace the global ones there.",
     )
-    poolNamespaces: tuple[PoolNamespaces, ...] = Field(
+    pool_namespaces: tuple[PoolNamespaces, ...] = Field(
         default=(),
         max_length=1024,
         description=(
@@ -99,18 +116,18 @@ class GangSettings(BaseSettings):
             "belongs to the namespace that created it."
         ),
     )
-    manageJobsWithoutQueueName: bool = Field(
+    manage_jobs_without_queue_name: bool = Field(
         default=False, description="Kueue's setting: gang Jobs need no queue-name label."
     )
-    requireOnePodPerNode: bool = Field(
+    require_one_pod_per_node: bool = Field(
         default=False, description="Deny (not just warn) gangs whose pods may share a node."
     )
-    kueueUsername: str = Field(
+    kueue_username: str = Field(
         default=DEFAULT_KUEUE_USERNAME,
         min_length=1,
         description="Kueue's identity: the only user that may add gang node selectors to a Job.",
     )
-    jobSetUsername: str = Field(
+    job_set_username: str = Field(
         default=DEFAULT_JOBSET_USERNAME,
         min_length=1,
         description=(
@@ -118,7 +135,7 @@ class GangSettings(BaseSettings):
             "JobSet's Jobs with gang node claims, and only pinned to one pool and group."
         ),
     )
-    trainerUsername: str = Field(
+    trainer_username: str = Field(
         default=DEFAULT_TRAINER_USERNAME,
         min_length=1,
         description=(
@@ -127,12 +144,14 @@ class GangSettings(BaseSettings):
             "and group."
         ),
     )
-    reapIntervalSeconds: int = Field(default=120, ge=1)
-    joinDeadlineSeconds: int = Field(default=600, ge=1)
-    acquireAttemptsBeforeRetry: int = Field(default=20, ge=1)
-    maxConcurrentPoolReconciles: int = Field(default=5, ge=1, le=256)
-    healthGraceSeconds: int = Field(default=60, ge=0, description="NotReady grace after Satisfied.")
-    ownerWaitSeconds: int = Field(
+    reap_interval_seconds: int = Field(default=120, ge=1)
+    join_deadline_seconds: int = Field(default=600, ge=1)
+    acquire_attempts_before_retry: int = Field(default=20, ge=1)
+    max_concurrent_pool_reconciles: int = Field(default=5, ge=1, le=256)
+    health_grace_seconds: int = Field(
+        default=60, ge=0, description="NotReady grace after Satisfied."
+    )
+    owner_wait_seconds: int = Field(
         default=60,
         ge=1,
         le=86_400,
@@ -141,11 +160,11 @@ class GangSettings(BaseSettings):
             "before it is Rejected (its quota freed)."
         ),
     )
-    acquireRetry: AcquireRetry = Field(default_factory=AcquireRetry)
-    leaderElection: LeaderElection = Field(default_factory=LeaderElection)
+    acquire_retry: AcquireRetry = Field(default_factory=AcquireRetry)
+    leader_election: LeaderElection = Field(default_factory=LeaderElection)
     iam: Iam = Field(default_factory=Iam)
-    ec2Api: Ec2Api = Field(default_factory=Ec2Api)
-    capacityBlock: CapacityBlock = Field(default_factory=CapacityBlock)
+    ec2_api: Ec2Api = Field(default_factory=Ec2Api)
+    capacity_block: CapacityBlock = Field(default_factory=CapacityBlock)
 
     @classmethod
     def settings_customise_sources(
@@ -170,7 +189,7 @@ class GangSettings(BaseSettings):
         """These settings as a Job in ``namespace`` meets them: the allowlists of every
         ``namespaceAllowlists`` entry that names it replace the global ones."""
         found: dict[str, set[str]] = {}
-        for entry in self.namespaceAllowlists:
+        for entry in self.namespace_allowlists:
             if not patterns.allowed(namespace, entry.namespaces):
                 continue
             for name in SCOPED_ALLOWLISTS:
@@ -184,51 +203,55 @@ class GangSettings(BaseSettings):
     @property
     def allowed_roles(self) -> tuple[str, ...]:
         """``allowedNodeRoleArns``, or just the default role when that list is empty."""
-        if self.allowedNodeRoleArns:
-            return self.allowedNodeRoleArns
-        return (self.defaults.nodeRoleArn,) if self.defaults.nodeRoleArn else ()
+        if self.allowed_node_role_arns:
+            return self.allowed_node_role_arns
+        return (self.defaults.node_role_arn,) if self.defaults.node_role_arn else ()
 
     def require(self, *fields: str) -> None:
-        """Fail when a field a service cannot run without is empty."""
+        """Fail when a field a service cannot run without is empty (``fields``: the
+        file's dotted names, as the message shows them: ``defaults.region``)."""
         missing = [f for f in fields if not _lookup(self, f)]
         if missing:
             raise SettingsError("settings: required but empty: " + ", ".join(missing))
 
 
 def _lookup(obj: Any, dotted: str) -> Any:
+    """The value at a dotted path of file names (aliases) or field names."""
     for part in dotted.split("."):
-        obj = getattr(obj, part)
+        by_alias = {f.alias: name for name, f in type(obj).model_fields.items() if f.alias}
+        obj = getattr(obj, by_alias.get(part, part))
     return obj
 
 
 # The allowlists a namespaceAllowlists entry may scope.
 SCOPED_ALLOWLISTS = (
-    "allowedAmiIds",
-    "allowedSubnets",
-    "allowedCapacityReservationIds",
-    "allowedNodeRoleArns",
-    "allowedPlacementGroups",
+    "allowed_ami_ids",
+    "allowed_subnets",
+    "allowed_capacity_reservation_ids",
+    "allowed_node_role_arns",
+    "allowed_placement_groups",
 )
+# The id allowlists: (field, file name, id kind).
 _ID_ALLOWLISTS = (
-    ("allowedAmiIds", "ami"),
-    ("allowedSubnets", "subnet"),
-    ("allowedCapacityReservationIds", "cr"),
+    ("allowed_ami_ids", "allowedAmiIds", "ami"),
+    ("allowed_subnets", "allowedSubnets", "subnet"),
+    ("allowed_capacity_reservation_ids", "allowedCapacityReservationIds", "cr"),
 )
 
 
 def _allowlist_problems(s: GangSettings) -> list[str]:
     out: list[str] = []
-    for i, pat in enumerate(s.allowedInstanceTypes):
+    for i, pat in enumerate(s.allowed_instance_types):
         if not patterns.INSTANCE_TYPE_GLOB.match(pat) or "*" in pat[:-1]:
             out.append(f"allowedInstanceTypes[{i}] {pat!r}: exact type or trailing-* glob")
     out += _id_problems(s, "")
-    for n, entry in enumerate(s.namespaceAllowlists):
+    for n, entry in enumerate(s.namespace_allowlists):
         where = f"namespaceAllowlists[{n}]."
         out += _id_problems(entry, where)
         for i, ns in enumerate(entry.namespaces):
             if not patterns.NAMESPACE_GLOB.match(ns):
                 out.append(f"{where}namespaces[{i}] {ns!r}: a namespace name or trailing-* glob")
-        for i, arn in enumerate(entry.allowedNodeRoleArns or ()):
+        for i, arn in enumerate(entry.allowed_node_role_arns or ()):
             if not patterns.ROLE_ARN.match(arn):
                 out.append(f"{where}allowedNodeRoleArns[{i}] {arn!r} is not an IAM role ARN")
     return out
@@ -236,11 +259,11 @@ def _allowlist_problems(s: GangSettings) -> list[str]:
 
 def _id_problems(lists: Any, where: str) -> list[str]:
     out: list[str] = []
-    for name, kind in _ID_ALLOWLISTS:
+    for name, file_name, kind in _ID_ALLOWLISTS:
         for i, pat in enumerate(getattr(lists, name) or ()):
             if not patterns.id_glob_ok(kind, pat):
-                out.append(f"{where}{name}[{i}] {pat!r}: exact {kind}-… id or trailing-* glob")
-    for i, pat in enumerate(lists.allowedPlacementGroups or ()):
+                out.append(f"{where}{file_name}[{i}] {pat!r}: exact {kind}-… id or trailing-* glob")
+    for i, pat in enumerate(lists.allowed_placement_groups or ()):
         if not patterns.PLACEMENT_GROUP_GLOB.match(pat):
             out.append(
                 f"{where}allowedPlacementGroups[{i}] {pat!r}: a group name or trailing-* glob"
@@ -250,32 +273,32 @@ def _id_problems(lists: Any, where: str) -> list[str]:
 
 def _cross_field_problems(s: GangSettings) -> list[str]:
     out: list[str] = []
-    if s.clusterName and not patterns.EKS_CLUSTER_NAME.match(s.clusterName):
+    if s.cluster_name and not patterns.EKS_CLUSTER_NAME.match(s.cluster_name):
         out.append(
-            f"clusterName {s.clusterName[:128]!r} is not a valid EKS cluster name "
+            f"clusterName {s.cluster_name[:128]!r} is not a valid EKS cluster name "
             f"({patterns.EKS_CLUSTER_RULE})"
         )
     if s.defaults.region and not patterns.REGION.match(s.defaults.region):
         out.append(f"defaults.region {s.defaults.region!r} is not an AWS region")
-    for where, arn in [("defaults.nodeRoleArn", s.defaults.nodeRoleArn)] + [
-        (f"allowedNodeRoleArns[{i}]", a) for i, a in enumerate(s.allowedNodeRoleArns)
+    for where, arn in [("defaults.nodeRoleArn", s.defaults.node_role_arn)] + [
+        (f"allowedNodeRoleArns[{i}]", a) for i, a in enumerate(s.allowed_node_role_arns)
     ]:
         if arn and not patterns.ROLE_ARN.match(arn):
             out.append(f"{where} {arn!r} is not an IAM role ARN")
-    role = s.defaults.nodeRoleArn
-    if role and s.allowedNodeRoleArns and role not in s.allowedNodeRoleArns:
+    role = s.defaults.node_role_arn
+    if role and s.allowed_node_role_arns and role not in s.allowed_node_role_arns:
         # Jobs relying on the default would pass the webhook and fail at launch.
         out.append(
             f"defaults.nodeRoleArn {role!r} is not in allowedNodeRoleArns"
-            f" ({', '.join(s.allowedNodeRoleArns)}): add it to allowedNodeRoleArns,"
+            f" ({', '.join(s.allowed_node_role_arns)}): add it to allowedNodeRoleArns,"
             " or set defaults.nodeRoleArn to one of those roles"
         )
     out += _allowlist_problems(s)
-    if not 0 <= s.defaults.keepWarmTTL.nanoseconds <= s.limits.maxKeepWarmTTL.nanoseconds:
+    if not 0 <= s.defaults.keep_warm_ttl.nanoseconds <= s.limits.max_keep_warm_ttl.nanoseconds:
         out.append("defaults.keepWarmTTL must be between 0 and limits.maxKeepWarmTTL")
-    if not 0 < s.defaults.maxLifetime.nanoseconds <= s.limits.maxLifetime.nanoseconds:
+    if not 0 < s.defaults.max_lifetime.nanoseconds <= s.limits.max_lifetime.nanoseconds:
         out.append("defaults.maxLifetime must be > 0 and <= limits.maxLifetime")
-    if s.acquireRetry.backoffBaseSeconds > s.acquireRetry.backoffMaxSeconds:
+    if s.acquire_retry.backoff_base_seconds > s.acquire_retry.backoff_max_seconds:
         out.append("acquireRetry.backoffBaseSeconds must be <= backoffMaxSeconds")
     return out
 

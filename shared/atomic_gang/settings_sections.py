@@ -1,46 +1,68 @@
-"""The sections of the settings model, one class per chart value group."""
+"""The sections of the settings model, one class per chart value group.
+
+Fields are snake_case in code; the file, the chart and the environment name them in
+camelCase (pydantic's ``to_camel``, or an explicit ``alias`` where
+that would not give the chart's name, as for ``keepWarmTTL``).
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
 
 from atomic_gang.durations import GoDuration
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Validated by the file's camelCase names only (the aliases), never by the snake_case
+    # field names: a file, or an ATOMIC_GANG_<SECTION>__<FIELD> variable, accepts exactly
+    # the names it always did. A dump is the file's form (serialize_by_alias) and errors
+    # name the file's names (loc_by_alias).
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=False,
+        serialize_by_alias=True,
+        loc_by_alias=True,
+    )
 
 
 class Defaults(_Section):
     region: str = Field(default="", description="EKS cluster region; the only launch region.")
-    nodeRoleArn: str = Field(default="", description="Default node IAM role ARN.")
+    node_role_arn: str = Field(default="", description="Default node IAM role ARN.")
     mode: Literal["runinstances", "fleet"] = Field(default="runinstances")
-    keepWarmTTL: GoDuration = Field(default=GoDuration.of(minutes=10))
-    maxLifetime: GoDuration = Field(default=GoDuration.of(hours=4))
+    keep_warm_ttl: GoDuration = Field(default=GoDuration.of(minutes=10), alias="keepWarmTTL")
+    max_lifetime: GoDuration = Field(default=GoDuration.of(hours=4))
 
 
 class Limits(_Section):
     # CreateFleet's MinTargetCapacity tops out at 1000.
-    maxGangSize: int = Field(default=64, ge=1, le=1000)
-    maxKeepWarmTTL: GoDuration = Field(default=GoDuration.of(hours=24))
-    maxLifetime: GoDuration = Field(
+    max_gang_size: int = Field(default=64, ge=1, le=1000)
+    max_keep_warm_ttl: GoDuration = Field(default=GoDuration.of(hours=24), alias="maxKeepWarmTTL")
+    max_lifetime: GoDuration = Field(
         default=GoDuration.of(hours=168), description="Cap on max-lifetime (and its default)."
     )
 
 
 class LeaderElection(_Section):
     enabled: bool = True
-    leaseName: str = "atomic-gang-provisioner"
+    lease_name: str = "atomic-gang-provisioner"
     namespace: str = Field(default="", description="Lease namespace; empty = the pod's own.")
-    leaseDurationSeconds: float = Field(default=15.0, gt=0)
-    renewDeadlineSeconds: float = Field(default=10.0, gt=0)
-    retryPeriodSeconds: float = Field(default=2.0, gt=0)
+    lease_duration_seconds: float = Field(default=15.0, gt=0)
+    renew_deadline_seconds: float = Field(default=10.0, gt=0)
+    retry_period_seconds: float = Field(default=2.0, gt=0)
 
     @model_validator(mode="after")
     def _timings(self) -> LeaderElection:
-        if not self.retryPeriodSeconds < self.renewDeadlineSeconds < self.leaseDurationSeconds:
+        if (
+            not self.retry_period_seconds
+            < self.renew_deadline_seconds
+            < self.lease_duration_seconds
+        ):
             raise ValueError(
                 "leaderElection needs retryPeriodSeconds < renewDeadlineSeconds"
                 " < leaseDurationSeconds"
@@ -49,30 +71,30 @@ class LeaderElection(_Section):
 
 
 class AcquireRetry(_Section):
-    backoffBaseSeconds: float = Field(default=5.0, gt=0)
-    backoffMaxSeconds: float = Field(default=300.0, gt=0)
+    backoff_base_seconds: float = Field(default=5.0, gt=0)
+    backoff_max_seconds: float = Field(default=300.0, gt=0)
 
 
 class Ec2Api(_Section):
     """Our own EC2 API budget (EC2's defaults; an account with raised limits sets its
     own) and the batching windows of the calls many pools make at once."""
 
-    runInstancesBurst: float = Field(default=5, ge=1, description="RunInstances bucket size.")
-    runInstancesPerSecond: float = Field(default=2.0, gt=0)
-    runInstancesInstanceBurst: float = Field(default=1000, ge=1, description="Instances bucket.")
-    runInstancesInstancesPerSecond: float = Field(default=2.0, gt=0)
-    mutatingBurst: float = Field(default=50, ge=1)
-    mutatingPerSecond: float = Field(default=5.0, gt=0)
-    nonMutatingBurst: float = Field(default=100, ge=1)
-    nonMutatingPerSecond: float = Field(default=20.0, gt=0)
-    batchIdleSeconds: float = Field(default=0.01, ge=0, description="Send once this quiet.")
-    batchMaxSeconds: float = Field(default=0.1, ge=0, description="Send at the latest after.")
-    shortCellSeconds: float = Field(
+    run_instances_burst: float = Field(default=5, ge=1, description="RunInstances bucket size.")
+    run_instances_per_second: float = Field(default=2.0, gt=0)
+    run_instances_instance_burst: float = Field(default=1000, ge=1, description="Instances bucket.")
+    run_instances_instances_per_second: float = Field(default=2.0, gt=0)
+    mutating_burst: float = Field(default=50, ge=1)
+    mutating_per_second: float = Field(default=5.0, gt=0)
+    non_mutating_burst: float = Field(default=100, ge=1)
+    non_mutating_per_second: float = Field(default=20.0, gt=0)
+    batch_idle_seconds: float = Field(default=0.01, ge=0, description="Send once this quiet.")
+    batch_max_seconds: float = Field(default=0.1, ge=0, description="Send at the latest after.")
+    short_cell_seconds: float = Field(
         default=180.0,
         ge=0,
         description="How long a capacity cell EC2 answered short stays known short; 0: off.",
     )
-    shortCellOwedAfterSeconds: float = Field(
+    short_cell_owed_after_seconds: float = Field(
         default=135.0,
         ge=0,
         description=(
@@ -80,7 +102,7 @@ class Ec2Api(_Section):
             "behind it launches first); 0: strict arrival order."
         ),
     )
-    describeReuseSeconds: float = Field(
+    describe_reuse_seconds: float = Field(
         default=10.0,
         ge=0,
         description=(
@@ -91,7 +113,7 @@ class Ec2Api(_Section):
 
     @model_validator(mode="after")
     def _windows(self) -> Ec2Api:
-        if self.batchIdleSeconds > self.batchMaxSeconds:
+        if self.batch_idle_seconds > self.batch_max_seconds:
             raise ValueError("ec2Api needs batchIdleSeconds <= batchMaxSeconds")
         return self
 
@@ -99,7 +121,7 @@ class Ec2Api(_Section):
 class CapacityBlock(_Section):
     """How gangs use Capacity Blocks (EC2 terminates a block's instances 30 min before its end)."""
 
-    drainLeadSeconds: int = Field(
+    drain_lead_seconds: int = Field(
         default=2400,
         ge=1800,
         description=(
@@ -108,13 +130,13 @@ class CapacityBlock(_Section):
             "1800, EC2's own termination lead."
         ),
     )
-    minRemainingSeconds: int = Field(
+    min_remaining_seconds: int = Field(
         default=1800,
         ge=0,
         description="Without min-runtime, a gang starts in a block only with this much left "
         "before the drain point.",
     )
-    warningLeadSeconds: int = Field(
+    warning_lead_seconds: int = Field(
         default=600,
         ge=0,
         description="The CapacityBlockEnding Event comes this long before the drain point.",
@@ -122,7 +144,7 @@ class CapacityBlock(_Section):
 
 
 class Iam(_Section):
-    selfManageInstanceProfile: bool = False
+    self_manage_instance_profile: bool = False
 
 
 class NamespaceAllowlist(_Section):
@@ -133,8 +155,8 @@ class NamespaceAllowlist(_Section):
     namespaces: tuple[str, ...] = Field(
         min_length=1, max_length=256, description="Namespace names, or trailing-* globs."
     )
-    allowedAmiIds: tuple[str, ...] | None = None
-    allowedSubnets: tuple[str, ...] | None = None
-    allowedCapacityReservationIds: tuple[str, ...] | None = None
-    allowedNodeRoleArns: tuple[str, ...] | None = None
-    allowedPlacementGroups: tuple[str, ...] | None = None
+    allowed_ami_ids: tuple[str, ...] | None = None
+    allowed_subnets: tuple[str, ...] | None = None
+    allowed_capacity_reservation_ids: tuple[str, ...] | None = None
+    allowed_node_role_arns: tuple[str, ...] | None = None
+    allowed_placement_groups: tuple[str, ...] | None = None

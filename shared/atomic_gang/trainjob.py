@@ -314,11 +314,11 @@ def review_trainjob_update(
     old: Mapping[str, Any], new: Mapping[str, Any], settings: GangSettings, *, user: str
 ) -> Findings | None:
     """The UPDATE verdict: the gang keys are immutable, the queue label and count parity
-    hold, and only Kueue (``settings.kueueUsername``) changes the runtime patches' gang
+    hold, and only Kueue (``settings.kueue_username``) changes the runtime patches' gang
     node claims: its admission writes our podSetUpdates as its patch, its stop takes
     them back. Claims are compared per patch manager and replicatedJob."""
     was, now = read_maps(old, trim=False), read_maps(new, trim=False)
-    by_kueue = user == settings.kueueUsername
+    by_kueue = user == settings.kueue_username
     before = {p.identity: p for p in patched_pods(old)}
     after = {p.identity: p for p in patched_pods(new)}
     out = Collector()

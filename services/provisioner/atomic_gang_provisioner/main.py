@@ -1,7 +1,7 @@
 """Entry point: ``atomic-gang-provisioner`` runs the controller until SIGTERM.
 
-Settings are checked before anything starts; an invalid setting exits with
-status 2 and a message naming the field.
+Settings are read and checked once (``atomic_gang_provisioner.settings``) before
+anything starts; an invalid setting exits with status 2 and a message naming the field.
 """
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ import threading
 from collections.abc import Callable
 
 from atomic_gang import logs, startup
-from atomic_gang.settings import Ec2Api, GangSettings, SettingsError
+from atomic_gang.settings import SettingsError
 from atomic_gang.stopping import hold_stop_signals, wait_for_stop
 from atomic_gang_provisioner import kueue_api
-from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
-from atomic_gang_provisioner.cloud.batcher import Windows
-from atomic_gang_provisioner.cloud.turns.budget import BucketSpec, BudgetLimits
+from atomic_gang_provisioner.cloud.aws import Ec2Provider, make_clients
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.httpserver import serve
 from atomic_gang_provisioner.kube import (
@@ -33,16 +31,17 @@ from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.metrics_access import ApiserverReviewer, MetricsAccess
 from atomic_gang_provisioner.reconcilers.context import CloudHealth, Faults
 from atomic_gang_provisioner.resources import CONFIG_MAPS, CUSTOM_OWNERS, KUEUE
+from atomic_gang_provisioner.settings import PREFIX, ProvisionerSettings
+from atomic_gang_provisioner.settings import load as load_settings
 
 log = logging.getLogger("atomic_gang_provisioner")
 PROG = "atomic-gang-provisioner"
-PREFIX = "ATOMIC_GANG_PROVISIONER_"
 WARM_UP_RETRY_SECONDS = 5.0
 WARM_UP_RETRY_MAX_SECONDS = 60.0
 CRASH_AFTER_LAUNCH = "ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH"  # e2e only: see Faults
 
 
-def load(argv: list[str] | None) -> tuple[argparse.Namespace, ServerSettings, GangSettings]:
+def load(argv: list[str] | None) -> tuple[argparse.Namespace, ProvisionerSettings]:
     p = startup.parser(
         PROG,
         "Kueue AdmissionCheck controller that acquires EC2 gangs N-or-0. Process options "
@@ -52,8 +51,7 @@ def load(argv: list[str] | None) -> tuple[argparse.Namespace, ServerSettings, Ga
     )
     p.add_argument("--identity", default=None, help="leader-election identity (default: host)")
     args = p.parse_args(argv)
-    server = startup.server_settings(ServerSettings, prefix=PREFIX)
-    return args, server, startup.gang_settings(args.config, "clusterName", "defaults.region")
+    return args, load_settings(args.config)
 
 
 def _kube_client(server: ServerSettings) -> KubeClient:
@@ -139,7 +137,8 @@ def _check_until_ok(check: Callable[[], None], health: CloudHealth, done: thread
 
 def main(argv: list[str] | None = None) -> None:
     with startup.exit_on_settings_error(PROG):
-        args, server, settings = load(argv)
+        args, settings = load(argv)
+        server = settings.server
         client = _kube_client(server)
     hold_stop_signals()  # before any thread starts, so every thread inherits the mask
     logs.configure(server.log_level)
@@ -148,9 +147,8 @@ def main(argv: list[str] | None = None) -> None:
     metrics = ProvisionerMetrics.create()
     manager = Manager(
         settings=settings,
-        server=server,
         client=client,
-        cloud=_cloud(settings, server, client, metrics),
+        cloud=_cloud(settings, client, metrics),
         metrics=metrics,
         faults=Faults(crash_after_launch=os.environ.get(CRASH_AFTER_LAUNCH) == "1"),
         owners=_served_owners(client),
@@ -174,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
             target=_check_until_ok, args=(check, health, done), name="cluster-check", daemon=True
         ).start()
     manager.start(identity=args.identity)
-    log.info("running", extra={"cluster": settings.clusterName, "port": http.server_port})
+    log.info("running", extra={"cluster": settings.gang.cluster_name, "port": http.server_port})
     stopped_by = wait_for_stop()
     done.set()
     log.info("shutting down", extra={"signal": stopped_by.name})
@@ -182,33 +180,12 @@ def main(argv: list[str] | None = None) -> None:
     http.shutdown()
 
 
-def budget_limits(api: Ec2Api) -> BudgetLimits:
-    return BudgetLimits(
-        run_instances=BucketSpec(api.runInstancesBurst, api.runInstancesPerSecond),
-        run_instances_instances=BucketSpec(
-            api.runInstancesInstanceBurst, api.runInstancesInstancesPerSecond
-        ),
-        mutating=BucketSpec(api.mutatingBurst, api.mutatingPerSecond),
-        non_mutating=BucketSpec(api.nonMutatingBurst, api.nonMutatingPerSecond),
-    )
-
-
 def _cloud(
-    settings: GangSettings, server: ServerSettings, client: KubeClient, metrics: ProvisionerMetrics
+    settings: ProvisionerSettings, client: KubeClient, metrics: ProvisionerMetrics
 ) -> Ec2Provider:
-    api = settings.ec2Api
     return Ec2Provider(
-        clients=make_clients(region=settings.defaults.region),
-        config=EngineConfig(
-            cluster=settings.clusterName,
-            eni_wait_seconds=server.eni_wait_seconds,
-            self_manage_instance_profile=settings.iam.selfManageInstanceProfile,
-            limits=budget_limits(api),
-            batch=Windows(idle_seconds=api.batchIdleSeconds, max_seconds=api.batchMaxSeconds),
-            capacity_ttl_seconds=api.shortCellSeconds,
-            capacity_owed_after_seconds=api.shortCellOwedAfterSeconds,
-            describe_reuse_seconds=api.describeReuseSeconds,
-        ),
+        clients=make_clients(region=settings.gang.defaults.region),
+        config=settings.engine,
         aws_auth=aws_auth_reader(client),
         on_call=metrics.aws_call,
         on_reservation=metrics.saw_reservation,

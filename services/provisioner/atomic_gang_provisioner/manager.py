@@ -14,10 +14,9 @@ import threading
 from collections.abc import Callable, Collection
 from typing import Any
 
-from atomic_gang import GangSettings, keys
+from atomic_gang import keys
 from atomic_gang_provisioner.caches import OWNER_INDEX, WorkloadScope, informers
 from atomic_gang_provisioner.cloud.roles import Cloud
-from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.kube import (
     EventRecorder,
     Handlers,
@@ -32,7 +31,7 @@ from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.nodes import node_read_changed
 from atomic_gang_provisioner.pool.report import waits_for_launch_budget
 from atomic_gang_provisioner.reconcilers.admissioncheck import AdmissionCheckReconciler
-from atomic_gang_provisioner.reconcilers.context import Context, Faults, knobs
+from atomic_gang_provisioner.reconcilers.context import Context, Faults
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
@@ -43,6 +42,7 @@ from atomic_gang_provisioner.reconcilers.workload import (
     workload_read_changed,
 )
 from atomic_gang_provisioner.runtime import Controller, ControllerHooks
+from atomic_gang_provisioner.settings import ProvisionerSettings
 from atomic_gang_provisioner.workload.slim import slim
 
 log = logging.getLogger("atomic_gang_provisioner")
@@ -59,19 +59,20 @@ class Manager:
     def __init__(
         self,
         *,
-        settings: GangSettings,
-        server: ServerSettings,
+        settings: ProvisionerSettings,
         client: KubeClient,
         cloud: Cloud,
         metrics: ProvisionerMetrics,
         faults: Faults | None = None,
         owners: Collection[Resource] = (),
     ) -> None:
-        self.settings, self.server, self.client, self.metrics = settings, server, client, metrics
+        self.resolved = settings
+        self.settings, self.server = settings.gang, settings.server
+        self.client, self.metrics = client, metrics
         self.owner_kinds = tuple(owners)
-        self.scope = WorkloadScope(settings.controllerName)
+        self.scope = WorkloadScope(self.settings.controller_name)
         self.informers = informers(
-            client, resync_seconds=server.resync_seconds, scope=self.scope, owners=owners
+            client, resync_seconds=self.server.resync_seconds, scope=self.scope, owners=owners
         )
         self.recorder = EventRecorder(client, component=COMPONENT)
         self.leading = threading.Event()
@@ -97,7 +98,7 @@ class Manager:
             observer=cloud,
             janitor=cloud,
             settings=self.settings,
-            knobs=knobs(self.settings),
+            knobs=self.resolved.knobs,
             events=self.recorder,
             metrics=self.metrics,
             leading=self._is_leading,
@@ -107,7 +108,7 @@ class Manager:
 
     def _reaper(self, cloud: Cloud) -> Reaper:
         return Reaper(
-            self.ctx, interval=float(self.settings.reapIntervalSeconds), probe=cloud.warm_up
+            self.ctx, interval=float(self.settings.reap_interval_seconds), probe=cloud.warm_up
         )
 
     def _is_leading(self) -> bool:
@@ -142,7 +143,7 @@ class Manager:
         return c
 
     def _controllers(self) -> dict[str, Controller[str]]:
-        pool_workers = self.server.pool_workers or self.settings.maxConcurrentPoolReconciles
+        pool_workers = self.resolved.pool_workers
         latest = self.pool_writes  # both sides read our own pool writes at once
         pools = PoolReconciler(
             self.ctx,
@@ -271,7 +272,7 @@ class Manager:
                 self._wait_for_sync(name, cache)
         for name, cache in caches.items():
             self._wait_for_sync(name, cache)
-        le = self.settings.leaderElection
+        le = self.settings.leader_election
         if not le.enabled:
             self._started_leading()
             return

@@ -15,7 +15,7 @@ from atomic_gang.jobset import review_jobset, review_jobset_update, roles
 from tests.support.jobs import gang_job, gang_jobset, settings
 
 S = settings()
-KUEUE = S.kueueUsername
+KUEUE = S.kueue_username
 
 
 def reasons(obj: dict[str, Any], **kw: Any) -> list[str]:
@@ -176,7 +176,7 @@ def test_the_count_is_replicas_times_min_of_parallelism_and_completions(
     js["metadata"]["annotations"][k.COUNT] = str(total)
     del js["metadata"]["annotations"][k.GANG_ROLES]
     verdict = [v.reason for v in (review_jobset(js, S) or pytest.fail("no verdict")).violations]
-    if 1 <= total <= S.limits.maxGangSize:
+    if 1 <= total <= S.limits.max_gang_size:
         assert verdict == []
     else:
         assert "CountMismatch" not in verdict

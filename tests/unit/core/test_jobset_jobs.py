@@ -20,7 +20,7 @@ from atomic_gang.objects import MalformedJobError
 from tests.support.jobs import JOBSET_CONTROLLER, PINNED_POD, gang_jobset, jobset_job, settings
 
 S = settings()
-KUEUE = S.kueueUsername
+KUEUE = S.kueue_username
 TENANT = "system:serviceaccount:team-a:trainer"
 CLAIMS = {"ReservedSelectorKey", "ReservedToleration"}
 
@@ -40,7 +40,7 @@ def _update(old: dict[str, Any], new: dict[str, Any], user: str) -> set[str]:
 
 
 def test_the_setting_names_the_jobset_controller_and_the_owner_its_api() -> None:
-    assert S.jobSetUsername == JOBSET_CONTROLLER
+    assert S.job_set_username == JOBSET_CONTROLLER
     assert JOBSET_OWNER == (API_VERSION, KIND)
 
 

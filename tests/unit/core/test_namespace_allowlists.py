@@ -38,13 +38,13 @@ def test_without_entries_a_namespace_meets_the_global_lists() -> None:
 
 
 def test_a_namespace_entry_replaces_the_global_list_and_entries_add_up() -> None:
-    assert SCOPED.for_namespace("team-a").allowedAmiIds == (AMI_A,)
-    assert SCOPED.for_namespace("team-a-batch").allowedAmiIds == (AMI_A,)  # a glob
+    assert SCOPED.for_namespace("team-a").allowed_ami_ids == (AMI_A,)
+    assert SCOPED.for_namespace("team-a-batch").allowed_ami_ids == (AMI_A,)  # a glob
     b = SCOPED.for_namespace("team-b")
-    assert set(b.allowedAmiIds) == {AMI_B, "ami-0ccccccccccccccc1"}  # two entries
-    assert b.allowedPlacementGroups == ("b-*",)
-    assert SCOPED.for_namespace("team-a").allowedPlacementGroups == ()  # unset: the global
-    assert SCOPED.for_namespace("team-c").allowedAmiIds == (AMI_A, AMI_B)
+    assert set(b.allowed_ami_ids) == {AMI_B, "ami-0ccccccccccccccc1"}  # two entries
+    assert b.allowed_placement_groups == ("b-*",)
+    assert SCOPED.for_namespace("team-a").allowed_placement_groups == ()  # unset: the global
+    assert SCOPED.for_namespace("team-c").allowed_ami_ids == (AMI_A, AMI_B)
 
 
 def test_a_job_may_use_its_namespaces_image_only() -> None:

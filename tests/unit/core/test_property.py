@@ -72,7 +72,7 @@ def test_parse_yields_spec_or_our_error(
         assert all(v.key and v.message for v in violations)
     else:
         assert isinstance(spec, GangSpec)
-        assert 1 <= spec.count <= S.limits.maxGangSize
+        assert 1 <= spec.count <= S.limits.max_gang_size
         assert spec.pool == labels[k.POOL].strip()
 
 

@@ -100,9 +100,9 @@ def test_min_runtime_is_not_part_of_the_shape() -> None:
 def test_capacity_block_settings_default_and_bounds() -> None:
     s = settings()
     assert (
-        s.capacityBlock.drainLeadSeconds,
-        s.capacityBlock.minRemainingSeconds,
-        s.capacityBlock.warningLeadSeconds,
+        s.capacity_block.drain_lead_seconds,
+        s.capacity_block.min_remaining_seconds,
+        s.capacity_block.warning_lead_seconds,
     ) == (2400, 1800, 600)
     with pytest.raises(SettingsError, match=r"capacityBlock\.drainLeadSeconds"):
         load_settings(None, capacityBlock={"drainLeadSeconds": 1799})

@@ -23,15 +23,15 @@ def test_issue_example_loads(tmp_path: Path) -> None:
     path = tmp_path / "settings.yaml"
     path.write_text(ISSUE_EXAMPLE)
     s = load_settings(path)
-    assert s.clusterName == "my-eks-cluster"
-    assert s.defaults.keepWarmTTL == GoDuration.of(minutes=10)
-    assert s.limits.maxKeepWarmTTL == GoDuration.of(hours=24)
+    assert s.cluster_name == "my-eks-cluster"
+    assert s.defaults.keep_warm_ttl == GoDuration.of(minutes=10)
+    assert s.limits.max_keep_warm_ttl == GoDuration.of(hours=24)
     assert s.allowed_roles == ("arn:aws:iam::123456789012:role/eks-gang-node-role",)
-    assert s.controllerName == "atomic-gang.k8s.aws/ec2-atomic"
-    assert (s.reapIntervalSeconds, s.joinDeadlineSeconds) == (120, 600)
-    assert (s.acquireAttemptsBeforeRetry, s.maxConcurrentPoolReconciles) == (20, 5)
+    assert s.controller_name == "atomic-gang.k8s.aws/ec2-atomic"
+    assert (s.reap_interval_seconds, s.join_deadline_seconds) == (120, 600)
+    assert (s.acquire_attempts_before_retry, s.max_concurrent_pool_reconciles) == (20, 5)
     assert s.defaults.mode == "runinstances"
-    assert s.defaults.maxLifetime == GoDuration.of(hours=4)
+    assert s.defaults.max_lifetime == GoDuration.of(hours=4)
 
 
 def test_env_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,8 +42,8 @@ def test_env_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("ATOMIC_GANG_CONFIG", str(path))  # not a field: ignored
     s = load_settings(path)
     assert s.defaults.region == "eu-west-1"
-    assert s.limits.maxGangSize == 8
-    assert s.clusterName == "my-eks-cluster"
+    assert s.limits.max_gang_size == 8
+    assert s.cluster_name == "my-eks-cluster"
 
 
 @pytest.mark.parametrize(
@@ -131,4 +131,4 @@ def test_the_default_node_role_must_be_allowed(allowed: list[str], ok: bool) -> 
 def test_every_cluster_name_eks_accepts_is_accepted(tmp_path: Path, name: str) -> None:
     path = tmp_path / "settings.yaml"
     path.write_text(f"clusterName: '{name}'\ndefaults: {{region: us-east-1}}\n")
-    assert load_settings(path).clusterName == name
+    assert load_settings(path).cluster_name == name

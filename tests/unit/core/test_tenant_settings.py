@@ -14,13 +14,17 @@ from tests.support.jobs import gang_job, settings
 
 def test_defaults_allow_any_choice_but_cap_the_lifetime() -> None:
     s = load_settings(None)
-    assert (s.allowedAmiIds, s.allowedSubnets, s.allowedCapacityReservationIds) == ((), (), ())
-    assert s.limits.maxLifetime == GoDuration.of(hours=168)
-    assert s.manageJobsWithoutQueueName is False
-    assert s.requireOnePodPerNode is False
-    assert s.kueueUsername == "system:serviceaccount:kueue-system:kueue-controller-manager"
-    assert s.jobSetUsername == "system:serviceaccount:jobset-system:jobset-controller-manager"
-    assert s.trainerUsername == (
+    assert (s.allowed_ami_ids, s.allowed_subnets, s.allowed_capacity_reservation_ids) == (
+        (),
+        (),
+        (),
+    )
+    assert s.limits.max_lifetime == GoDuration.of(hours=168)
+    assert s.manage_jobs_without_queue_name is False
+    assert s.require_one_pod_per_node is False
+    assert s.kueue_username == "system:serviceaccount:kueue-system:kueue-controller-manager"
+    assert s.job_set_username == "system:serviceaccount:jobset-system:jobset-controller-manager"
+    assert s.trainer_username == (
         "system:serviceaccount:kubeflow-system:kubeflow-trainer-controller-manager"
     )
 
@@ -57,7 +61,7 @@ def test_bad_tenant_settings_name_the_field(tmp_path: Path, yaml_text: str, need
     "entries", [["ami-0123456789abcdef0"], ["ami-0123*"], ["ami-*"], ["*"], ["ami-01234567"]]
 )
 def test_ami_allowlist_entries(entries: list[str]) -> None:
-    assert settings(allowedAmiIds=entries).allowedAmiIds == tuple(entries)
+    assert settings(allowedAmiIds=entries).allowed_ami_ids == tuple(entries)
 
 
 def _reasons(job: dict[str, object], **overrides: object) -> set[str]:

@@ -38,7 +38,7 @@ from tests.support.jobs import (
 )
 
 S = settings()
-KUEUE = S.kueueUsername
+KUEUE = S.kueue_username
 TENANT = "system:serviceaccount:team-a:trainer"
 PATCHED = "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0]"
 

@@ -27,7 +27,7 @@ from tests.support.jobs import (
 )
 
 S = settings()
-KUEUE = S.kueueUsername
+KUEUE = S.kueue_username
 TENANT = "system:serviceaccount:team-a:trainer"
 CLAIMS = {"ReservedSelectorKey", "ReservedToleration"}
 _TOLERATION = PINNED_POD["tolerations"][0]
@@ -45,9 +45,9 @@ def _update(old: dict[str, Any], new: dict[str, Any], user: str) -> set[str]:
 
 
 def test_the_setting_names_the_trainer_and_the_owner_its_api() -> None:
-    assert S.trainerUsername == TRAINER_CONTROLLER
+    assert S.trainer_username == TRAINER_CONTROLLER
     assert TRAINJOB_OWNER == (API_VERSION, KIND)
-    assert settings(trainerUsername="system:serviceaccount:ml:trainer").trainerUsername == (
+    assert settings(trainerUsername="system:serviceaccount:ml:trainer").trainer_username == (
         "system:serviceaccount:ml:trainer"
     )
 

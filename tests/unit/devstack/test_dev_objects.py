@@ -55,5 +55,5 @@ def test_webhook_fails_closed_on_url_with_ca_bundle() -> None:
 
 def test_dev_settings_are_valid_settings() -> None:
     settings = GangSettings(**dev.DEV_SETTINGS)
-    assert settings.clusterName == "atomic-gang-dev"
+    assert settings.cluster_name == "atomic-gang-dev"
     assert settings.defaults.region == "us-east-1"

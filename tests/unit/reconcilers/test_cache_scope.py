@@ -12,6 +12,7 @@ from atomic_gang_provisioner.kube.transport import Query
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.nodes import node_read_changed, node_view, slim_node
+from atomic_gang_provisioner.settings import resolve
 from atomic_gang_provisioner.workload.view import view
 from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
@@ -43,13 +44,12 @@ class ListingTransport(RecordingTransport):
 def manager(items: list[Obj] | None = None) -> tuple[Manager, ListingTransport]:
     transport = ListingTransport(items or [])
     m = Manager(
-        settings=settings(),
-        server=ServerSettings(),
+        settings=resolve(settings(), ServerSettings()),
         client=KubeClient(transport),
         cloud=FakeCloud.unused(),
         metrics=ProvisionerMetrics.create(),
     )
-    check(m, CHECK, m.settings.controllerName)
+    check(m, CHECK, m.settings.controller_name)
     return m, transport
 
 
@@ -226,9 +226,9 @@ def test_our_check_names_changing_lists_the_workloads_again() -> None:
     assert workloads._relist_asked.is_set()  # from none to ours (before its first list)
     workloads._relist_asked.clear()
     check(m, "foreign", "example.com/other")  # another controller's check: no relist
-    check(m, CHECK, m.settings.controllerName, rv="2")  # ours again, same name: none
+    check(m, CHECK, m.settings.controller_name, rv="2")  # ours again, same name: none
     assert not workloads._relist_asked.is_set()
-    check(m, "second", m.settings.controllerName)
+    check(m, "second", m.settings.controller_name)
     assert m.scope.names == {CHECK, "second"}
     assert workloads._relist_asked.is_set()
     workloads._relist_asked.clear()

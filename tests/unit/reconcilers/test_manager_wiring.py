@@ -10,6 +10,7 @@ from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.resources import JOBSETS, TRAINJOBS
 from atomic_gang_provisioner.runtime import WorkQueue
+from atomic_gang_provisioner.settings import resolve
 from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
 from tests.support.kubefakes import RecordingTransport
@@ -23,15 +24,14 @@ CHECK = "atomic-gang-check"
 def manager() -> Manager:
     """A manager whose AdmissionCheck cache holds our check, as after its sync."""
     m = Manager(
-        settings=settings(),
-        server=ServerSettings(),
+        settings=resolve(settings(), ServerSettings()),
         client=KubeClient(RecordingTransport()),
         cloud=FakeCloud.unused(),
         metrics=ProvisionerMetrics.create(),
     )
     check = {
         "metadata": {"name": CHECK, "resourceVersion": "1"},
-        "spec": {"controllerName": m.settings.controllerName},
+        "spec": {"controllerName": m.settings.controller_name},
     }
     m.informers.checks.store.upsert(CHECK, check)
     m.on_check_names(check)
@@ -290,8 +290,7 @@ def test_an_owner_kind_the_apiserver_serves_is_cached_and_enqueues_its_workload(
     """JobSets and TrainJobs are owners as Jobs are: a cache of those with our pool
     label each, when served, and a change of one enqueues the Workload it owns."""
     m = Manager(
-        settings=settings(),
-        server=ServerSettings(),
+        settings=resolve(settings(), ServerSettings()),
         client=KubeClient(RecordingTransport()),
         cloud=FakeCloud.unused(),
         metrics=ProvisionerMetrics.create(),

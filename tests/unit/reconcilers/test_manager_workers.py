@@ -14,6 +14,7 @@ from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
 from atomic_gang_provisioner.runtime import Result
+from atomic_gang_provisioner.settings import resolve
 from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
 from tests.support.kubefakes import RecordingTransport
@@ -49,8 +50,9 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
 
 def manager(*, setting: int, override: int | None = None) -> Manager:
     return Manager(
-        settings=settings(maxConcurrentPoolReconciles=setting),
-        server=ServerSettings(pool_workers=override),
+        settings=resolve(
+            settings(maxConcurrentPoolReconciles=setting), ServerSettings(pool_workers=override)
+        ),
         client=KubeClient(RecordingTransport()),
         cloud=FakeCloud.unused(),
         metrics=ProvisionerMetrics.create(),

@@ -70,7 +70,7 @@ def job(uid: str = "job-uid") -> dict[str, Any]:
 def checks() -> FakeCache:
     return FakeCache(
         [
-            {"metadata": {"name": CHECK}, "spec": {"controllerName": S.controllerName}},
+            {"metadata": {"name": CHECK}, "spec": {"controllerName": S.controller_name}},
             {"metadata": {"name": OTHER}, "spec": {"controllerName": "example.com/other"}},
         ]
     )
@@ -150,7 +150,7 @@ def test_check_state_is_server_side_applied_on_status_as_our_controller() -> Non
     assert sent.method == "PATCH"
     assert sent.content_type == "application/apply-patch+yaml"
     assert ("fieldManager", "atomic-gang.k8s.aws/ec2-atomic") in sent.query
-    assert S.controllerName == "atomic-gang.k8s.aws/ec2-atomic"
+    assert S.controller_name == "atomic-gang.k8s.aws/ec2-atomic"
     assert sent.body["apiVersion"] == "kueue.x-k8s.io/v1beta2"
     assert sent.body["kind"] == "Workload"
     assert sent.body["metadata"] == {

@@ -344,7 +344,7 @@ def test_a_trainjob_is_reviewed_by_the_trainjob_rules_and_denied_as_a_trainjob()
 def test_only_kueue_writes_our_podsetupdate_into_a_trainjob() -> None:
     queued = gang_trainjob(patches=[runtime_patch({})], suspend=True)
     admitted = gang_trainjob(patches=[runtime_patch()], suspend=False)
-    assert _decided(admitted, S.kueueUsername, operation="UPDATE", old=queued) == (
+    assert _decided(admitted, S.kueue_username, operation="UPDATE", old=queued) == (
         "allowed",
         "Unchanged",
     )
@@ -352,7 +352,7 @@ def test_only_kueue_writes_our_podsetupdate_into_a_trainjob() -> None:
         "denied",
         "ReservedSelectorKey",
     )
-    assert _decided(admitted, S.kueueUsername) == ("denied", "ReservedSelectorKey")
+    assert _decided(admitted, S.kueue_username) == ("denied", "ReservedSelectorKey")
 
 
 def test_the_requester_decides_whether_a_trainjobs_pinned_jobset_may_be_created() -> None:

@@ -81,7 +81,7 @@ def run(t: Answering, wl: dict[str, Any]) -> RecordingEvents:
         events=events,
         workloads=FakeCache([wl]),
         checks=FakeCache(
-            [{"metadata": {"name": CHECK}, "spec": {"controllerName": S.controllerName}}]
+            [{"metadata": {"name": CHECK}, "spec": {"controllerName": S.controller_name}}]
         ),
     )
     # Empty caches (an empty FakeCache is falsy, so context() would drop the indexers):

@@ -42,12 +42,12 @@ class LeaderElectionConfig:
     ) -> LeaderElectionConfig:
         """From the chart's ``leaderElection`` block; ``namespace`` is the fallback."""
         return cls(
-            lease_name=s.leaseName,
+            lease_name=s.lease_name,
             namespace=s.namespace or namespace,
             identity=identity or default_identity(),
-            lease_duration=s.leaseDurationSeconds,
-            renew_deadline=s.renewDeadlineSeconds,
-            retry_period=s.retryPeriodSeconds,
+            lease_duration=s.lease_duration_seconds,
+            renew_deadline=s.renew_deadline_seconds,
+            retry_period=s.retry_period_seconds,
         )
 
 

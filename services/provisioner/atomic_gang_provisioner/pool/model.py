@@ -22,7 +22,8 @@ from atomic_gang_provisioner.pool.outcomes import Metric, Outcome
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Knobs:
-    """The settings the phases read (from GangSettings, resolved once)."""
+    """The settings the phases read (from GangSettings, resolved once by
+    ``atomic_gang_provisioner.settings``)."""
 
     cluster: str
     join_deadline: timedelta = timedelta(seconds=600)

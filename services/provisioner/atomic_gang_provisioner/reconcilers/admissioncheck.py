@@ -43,7 +43,7 @@ class AdmissionCheckReconciler:
         check = self.ctx.checks.get(name)
         return (
             check
-            if check is not None and is_ours(check, self.ctx.settings.controllerName)
+            if check is not None and is_ours(check, self.ctx.settings.controller_name)
             else None
         )
 
@@ -83,6 +83,6 @@ class AdmissionCheckReconciler:
                     ]
                 },
             },
-            field_manager=self.ctx.settings.controllerName,
+            field_manager=self.ctx.settings.controller_name,
         )
         return Result()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from atomic_gang import GangSettings
@@ -104,7 +104,7 @@ class Context:
 
     def our_checks(self) -> frozenset[str]:
         """Names of AdmissionChecks whose controllerName is ours."""
-        return our_check_names(self.checks.list(), self.settings.controllerName)
+        return our_check_names(self.checks.list(), self.settings.controller_name)
 
 
 def is_ours(check: Mapping[str, Any], controller_name: str) -> bool:
@@ -115,18 +115,3 @@ def is_ours(check: Mapping[str, Any], controller_name: str) -> bool:
 def our_check_names(checks: Iterable[KubeObject], controller_name: str) -> frozenset[str]:
     """Names of the AdmissionChecks whose controllerName is ``controller_name``."""
     return frozenset(str(c["metadata"]["name"]) for c in checks if is_ours(c, controller_name))
-
-
-def knobs(settings: GangSettings) -> Knobs:
-    return Knobs(
-        cluster=settings.clusterName,
-        join_deadline=timedelta(seconds=settings.joinDeadlineSeconds),
-        attempts_before_retry=settings.acquireAttemptsBeforeRetry,
-        backoff_base=settings.acquireRetry.backoffBaseSeconds,
-        backoff_max=settings.acquireRetry.backoffMaxSeconds,
-        health_grace=timedelta(seconds=settings.healthGraceSeconds),
-        liveness_window=timedelta(seconds=settings.ec2Api.describeReuseSeconds),
-        block_drain_lead=timedelta(seconds=settings.capacityBlock.drainLeadSeconds),
-        block_min_remaining=timedelta(seconds=settings.capacityBlock.minRemainingSeconds),
-        block_warning_lead=timedelta(seconds=settings.capacityBlock.warningLeadSeconds),
-    )

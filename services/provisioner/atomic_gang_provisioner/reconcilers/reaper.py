@@ -169,7 +169,7 @@ class Reaper:
             owned,
             now=ctx.now(),
             pools=pools,
-            default_max_lifetime=ctx.settings.defaults.maxLifetime,
+            default_max_lifetime=ctx.settings.defaults.max_lifetime,
             # The pool's own timer releases a warm set at keepWarmUntil; the reaper is the
             # backstop for a controller that was down, so it does not race that timer.
             keep_warm_grace=KEEP_WARM_GRACE,

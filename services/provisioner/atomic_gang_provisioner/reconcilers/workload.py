@@ -252,7 +252,7 @@ class WorkloadReconciler:
             "status": {"admissionChecks": [entry]},
         }
         applied = self.ctx.client.apply_status(
-            WORKLOADS, body, field_manager=self.ctx.settings.controllerName
+            WORKLOADS, body, field_manager=self.ctx.settings.controller_name
         )
         self._applied.remember(applied)
         self.ctx.metrics.check_transitions.labels(update.state).inc()

@@ -70,7 +70,7 @@ def _owner_missing(inp: Inputs, current: CheckState) -> WorkloadPlan:
     """Gone is final; unreadable is waited for, up to ``ownerWaitSeconds``."""
     if not inp.owner_error:
         return set_check(inp, current, "Rejected", owners.gone(inp.wl))
-    limit = inp.settings.ownerWaitSeconds
+    limit = inp.settings.owner_wait_seconds
     why, left = owners.waited_out(
         inp.wl, current, error=inp.owner_error, now=inp.now, limit_seconds=limit
     )
@@ -95,7 +95,7 @@ def _mine(inp: Inputs, pool: GangNodePool) -> bool:
 def _not_a_gang(inp: Inputs, kind: str) -> str:
     return (
         f"The {kind} has no atomic-gang annotations or pool label, but its queue uses the "
-        f"{inp.settings.controllerName} admission check; add the {keys.POOL} label and the "
+        f"{inp.settings.controller_name} admission check; add the {keys.POOL} label and the "
         f"{keys.COUNT} and {keys.INSTANCE_TYPE} annotations, or use another queue"
     )
 
@@ -197,7 +197,7 @@ def _may_use_reservation(inp: Inputs, pool: GangNodePool) -> bool:
     held = pool.status.reservationId
     if not held or reported.holds_nothing(pool):
         return True
-    return patterns.allowed(held, inp.settings.allowedCapacityReservationIds)
+    return patterns.allowed(held, inp.settings.allowed_capacity_reservation_ids)
 
 
 def _create(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:

@@ -31,7 +31,7 @@ def access(
     settings: GangSettings,
 ) -> Access:
     """How ``namespace`` stands to pool ``name`` (None: the pool does not exist yet)."""
-    listed = listed_for(name, settings.poolNamespaces)
+    listed = listed_for(name, settings.pool_namespaces)
     if listed is not None:
         return "owner" if namespace in listed else "reserved"
     if pool is None or pool.spec.ownerNamespace in (None, namespace):
