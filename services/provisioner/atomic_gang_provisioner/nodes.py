@@ -66,7 +66,10 @@ def _not_ready_taint(node: Node) -> bool:
 
 
 def node_view(node: Mapping[str, Any]) -> NodeView | None:
-    seen = Node(node)
+    return _node_view(Node(node))
+
+
+def _node_view(seen: Node) -> NodeView | None:
     iid = instance_id(seen.provider_id)
     if not iid:
         return None
@@ -102,7 +105,11 @@ def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a gang Node a pool reads: no managedFields, images, addresses,
     annotations, heartbeat conditions or capacity; its pool, group and network-layer
     labels, providerID, taints, Ready condition and extended allocatable."""
-    seen = Node(node)
+    return _slim(Node(node))
+
+
+def _slim(seen: Node) -> dict[str, Any]:
+    node = seen.raw
     meta, spec = seen.metadata, seen.spec
     identity = ("name", "uid", "resourceVersion", "deletionTimestamp")
     kept = {k: meta[k] for k in identity if k in meta}
@@ -127,9 +134,10 @@ def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
 def keep_gang_node(node: Mapping[str, Any]) -> dict[str, Any] | None:
     """What the Node cache keeps of a Node: a gang Node (one with our pool label: the
     watch's label selector asks for no other) slim, anything else nothing."""
-    if keys.POOL not in Node(node).labels:
+    seen = Node(node)
+    if keys.POOL not in seen.labels:
         return None
-    return slim_node(node)
+    return _slim(seen)
 
 
 def node_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -139,4 +147,5 @@ def node_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 
 def _read_of(node: Mapping[str, Any]) -> tuple[NodeView | None, object]:
-    return node_view(node), Node(node).pool
+    seen = Node(node)
+    return _node_view(seen), seen.pool

@@ -32,7 +32,10 @@ class Node(ObjectView):
     @property
     def ready_condition(self) -> Mapping[str, Any] | None:
         """The first condition of type Ready (None before the kubelet reports one)."""
-        return next((c for c in self.conditions if c.get("type") == "Ready"), None)
+        for cond in self.conditions:
+            if cond.get("type") == "Ready":
+                return cond
+        return None
 
     @property
     def allocatable(self) -> Mapping[str, Any]:
