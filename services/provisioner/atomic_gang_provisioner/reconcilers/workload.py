@@ -172,7 +172,8 @@ class WorkloadReconciler:
 
     def _flavor(self, name: str) -> ResourceFlavor:
         """A ResourceFlavor the cache does not hold (yet) reads as one with no spec."""
-        return ResourceFlavor(self.ctx.flavors.get(name) or {})
+        found = self.ctx.flavors.get(name)
+        return ResourceFlavor(found if found is not None else {})
 
     def _claiming_flavors(self, wl: WorkloadView) -> frozenset[str]:
         return frozenset(
