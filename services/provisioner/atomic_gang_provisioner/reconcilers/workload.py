@@ -297,7 +297,7 @@ def job_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Whether a Job update changed what this side reads of it: its spec (generation),
     labels, annotations or deletion. Its status moves with every pod (800 pods at
     scale) and is not read: those updates enqueue no Workload."""
-    return Owner(old).read() != Owner(new).read()
+    return Owner(old).read_fields() != Owner(new).read_fields()
 
 
 def workload_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

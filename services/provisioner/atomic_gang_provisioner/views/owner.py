@@ -23,7 +23,7 @@ class Owner(ObjectView):
         pool: str | None = self.labels.get(keys.POOL)
         return pool
 
-    def read(self) -> tuple[Any, ...]:
+    def read_fields(self) -> tuple[Any, ...]:
         """What the Workload side reads of the owner, to compare two versions by: its
         identity, spec (generation), labels, annotations and deletion. Its status moves
         with every pod and is left out."""
