@@ -20,6 +20,8 @@ from typing import Any, Final, Literal, get_args
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from atomic_gang_provisioner.views.pool_object import PoolObject
+
 CostState = Literal["stranded", "launching", "running", "keep-warm", "releasing"]
 COST_STATES: Final[tuple[CostState, ...]] = get_args(CostState)
 INSTANCE_SECONDS: Final = "atomic_gang_instance_seconds"
@@ -77,16 +79,11 @@ class CostLedger(Collector):
 
     def seen(self, obj: Mapping[str, Any]) -> None:
         """An informer's add or update of a GangNodePool (its raw object)."""
-        status, spec = obj.get("status") or {}, obj.get("spec") or {}
-        self.observe(
-            str((obj.get("metadata") or {}).get("name", "")),
-            phase=str(status.get("phase", "Idle")),
-            held=len(status.get("instanceIds") or ()),
-            count=int((spec.get("shape") or {}).get("count", 1)),
-        )
+        pool = PoolObject(obj)
+        self.observe(pool.name, phase=pool.phase, held=len(pool.instance_ids), count=pool.count)
 
     def gone(self, obj: Mapping[str, Any]) -> None:
-        self.forget(str((obj.get("metadata") or {}).get("name", "")))
+        self.forget(PoolObject(obj).name)
 
     def forget(self, pool: str) -> None:
         """The pool is gone: bill its last interval up to now, then stop."""

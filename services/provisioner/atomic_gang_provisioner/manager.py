@@ -14,7 +14,6 @@ import threading
 from collections.abc import Callable, Collection
 from typing import Any
 
-from atomic_gang import keys
 from atomic_gang_provisioner.caches import OWNER_INDEX, WorkloadScope, informers
 from atomic_gang_provisioner.cloud.roles import Cloud
 from atomic_gang_provisioner.kube import (
@@ -43,6 +42,9 @@ from atomic_gang_provisioner.reconcilers.workload import (
 )
 from atomic_gang_provisioner.runtime import Controller, ControllerHooks
 from atomic_gang_provisioner.settings import ProvisionerSettings
+from atomic_gang_provisioner.views.node import Node
+from atomic_gang_provisioner.views.owner import Owner
+from atomic_gang_provisioner.views.pool_object import PoolObject
 from atomic_gang_provisioner.workload.slim import slim
 
 log = logging.getLogger("atomic_gang_provisioner")
@@ -204,7 +206,7 @@ class Manager:
 
     def on_pool(self, obj: Obj) -> None:
         self.controllers["pool"].enqueue(object_key(obj))
-        claim = (obj.get("spec") or {}).get("claim")
+        claim = PoolObject(obj).claim
         if claim:
             self.controllers["workload"].enqueue(f"{claim['namespace']}/{claim['name']}")
 
@@ -212,7 +214,7 @@ class Manager:
         """The claimant heard of our own status write when it was made (``claimant_changed``):
         its echo enqueues only the pool, unless the claim moved since the version before
         (a relist can bring both changes as one update)."""
-        same_claim = (old.get("spec") or {}).get("claim") == (new.get("spec") or {}).get("claim")
+        same_claim = PoolObject(old).claim == PoolObject(new).claim
         if same_claim and self.pool_writes.echoes(old, new):
             if not waits_for_launch_budget(new):  # its reconcile set when to ask again
                 self.controllers["pool"].enqueue(object_key(new))
@@ -229,7 +231,7 @@ class Manager:
             self.on_workload(new)
 
     def on_node(self, obj: Obj) -> None:
-        pool = ((obj.get("metadata") or {}).get("labels") or {}).get(keys.POOL)
+        pool = Node(obj).pool
         if pool:
             self.controllers["pool"].enqueue(str(pool))
 
@@ -240,8 +242,8 @@ class Manager:
 
     def on_owner(self, obj: Obj) -> None:
         """A Job or JobSet changed: the Workloads it owns decide again."""
-        uid = (obj.get("metadata") or {}).get("uid", "")
-        for wl in self.informers.workloads.by_index(OWNER_INDEX, str(uid)):
+        uid = Owner(obj).uid
+        for wl in self.informers.workloads.by_index(OWNER_INDEX, uid):
             self.controllers["workload"].enqueue(object_key(wl))
 
     def on_owner_update(self, old: Obj, new: Obj) -> None:

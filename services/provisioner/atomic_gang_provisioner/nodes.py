@@ -12,6 +12,7 @@ from atomic_gang.devices import is_extended, whole_quantity
 from atomic_gang_provisioner.cloud.network_layers import LAYER_LABEL
 from atomic_gang_provisioner.pool.model import NodeView
 from atomic_gang_provisioner.timestamps import parse_rfc3339
+from atomic_gang_provisioner.views.node import Node
 
 LAYER_PREFIX = LAYER_LABEL.split("{", 1)[0]
 # Taints Kubernetes keeps on a Node that cannot take pods yet (or any more): the node
@@ -39,56 +40,62 @@ def instance_id(provider_id: str) -> str:
 
 def instance_index(node: Mapping[str, Any]) -> Iterable[str]:
     """Index function: a Node by the EC2 instance id in its providerID."""
-    iid = instance_id(str((node.get("spec") or {}).get("providerID", "")))
+    iid = instance_id(Node(node).provider_id)
     return (iid,) if iid else ()
 
 
-def _ready(node: Mapping[str, Any]) -> tuple[bool, datetime | None]:
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            since = cond.get("lastTransitionTime")
-            when = parse_rfc3339(since) if since else None
-            return cond.get("status") == "True", when
-    return False, None
+def _ready(node: Node) -> tuple[bool, datetime | None]:
+    cond = node.ready_condition
+    if cond is None:
+        return False, None
+    since = cond.get("lastTransitionTime")
+    when = parse_rfc3339(since) if since else None
+    return cond.get("status") == "True", when
 
 
 def not_ready_taint(node: Mapping[str, Any]) -> bool:
     """The Node still carries a taint that keeps pods off until it can take them."""
+    return _not_ready_taint(Node(node))
+
+
+def _not_ready_taint(node: Node) -> bool:
     return any(
         t.get("key") in NOT_READY_TAINTS and t.get("effect") != "PreferNoSchedule"
-        for t in (node.get("spec") or {}).get("taints") or []
+        for t in node.taints
     )
 
 
 def node_view(node: Mapping[str, Any]) -> NodeView | None:
-    meta = node.get("metadata") or {}
-    iid = instance_id(str((node.get("spec") or {}).get("providerID", "")))
+    return _node_view(Node(node))
+
+
+def _node_view(seen: Node) -> NodeView | None:
+    iid = instance_id(seen.provider_id)
     if not iid:
         return None
-    labels = meta.get("labels") or {}
-    ready, since = _ready(node)
-    if meta.get("deletionTimestamp") or not_ready_taint(node):
+    labels = seen.labels
+    ready, since = _ready(seen)
+    if seen.deleting or _not_ready_taint(seen):
         ready = False
     return NodeView(
-        name=str(meta.get("name", "")),
+        name=seen.name,
         instance_id=iid,
         ready=ready,
         ready_since=since,
-        pool=labels.get(keys.POOL),
-        group=labels.get(keys.GROUP),
+        pool=seen.pool,
+        group=seen.group,
         topology_labels=tuple(
             sorted((k, str(v)) for k, v in labels.items() if k.startswith(LAYER_PREFIX))
         ),
-        devices=_devices(node),
+        devices=_devices(seen),
     )
 
 
-def _devices(node: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
+def _devices(node: Node) -> tuple[tuple[str, int], ...]:
     return tuple(
         sorted(
             (name, whole_quantity(qty) or 0)
-            for name, qty in allocatable.items()
+            for name, qty in node.allocatable.items()
             if is_extended(name)
         )
     )
@@ -98,26 +105,28 @@ def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a gang Node a pool reads: no managedFields, images, addresses,
     annotations, heartbeat conditions or capacity; its pool, group and network-layer
     labels, providerID, taints, Ready condition and extended allocatable."""
-    meta = node.get("metadata") or {}
-    spec = node.get("spec") or {}
-    status = node.get("status") or {}
+    return _slim(Node(node))
+
+
+def _slim(seen: Node) -> dict[str, Any]:
+    node = seen.raw
+    meta, spec = seen.metadata, seen.spec
     identity = ("name", "uid", "resourceVersion", "deletionTimestamp")
     kept = {k: meta[k] for k in identity if k in meta}
     kept["labels"] = {
         k: v
-        for k, v in (meta.get("labels") or {}).items()
+        for k, v in seen.labels.items()
         if k in (keys.POOL, keys.GROUP) or k.startswith(LAYER_PREFIX)
     }
     out: dict[str, Any] = {k: node[k] for k in ("apiVersion", "kind") if k in node}
     out["metadata"] = kept
     out["spec"] = {k: spec[k] for k in ("providerID", "taints") if k in spec}
-    ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"][:1]
-    allocatable = status.get("allocatable") or {}
+    ready = seen.ready_condition
     out["status"] = {
-        "conditions": [
-            {k: c[k] for k in ("type", "status", "lastTransitionTime") if k in c} for c in ready
-        ],
-        "allocatable": {k: v for k, v in allocatable.items() if is_extended(k)},
+        "conditions": []
+        if ready is None
+        else [{k: ready[k] for k in ("type", "status", "lastTransitionTime") if k in ready}],
+        "allocatable": {k: v for k, v in seen.allocatable.items() if is_extended(k)},
     }
     return out
 
@@ -125,9 +134,10 @@ def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
 def keep_gang_node(node: Mapping[str, Any]) -> dict[str, Any] | None:
     """What the Node cache keeps of a Node: a gang Node (one with our pool label: the
     watch's label selector asks for no other) slim, anything else nothing."""
-    if keys.POOL not in ((node.get("metadata") or {}).get("labels") or {}):
+    seen = Node(node)
+    if keys.POOL not in seen.labels:
         return None
-    return slim_node(node)
+    return _slim(seen)
 
 
 def node_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -137,5 +147,5 @@ def node_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 
 def _read_of(node: Mapping[str, Any]) -> tuple[NodeView | None, object]:
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    return node_view(node), labels.get(keys.POOL)
+    seen = Node(node)
+    return _node_view(seen), seen.pool

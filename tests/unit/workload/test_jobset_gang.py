@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from atomic_gang import keys
 from atomic_gang.gang_object import validate
+from atomic_gang_provisioner.views.resource_flavor import ResourceFlavor
 from atomic_gang_provisioner.workload import podsets
 from atomic_gang_provisioner.workload.view import view
 from tests.support.jobs import gang_jobset, settings
@@ -200,4 +201,4 @@ def test_a_driver_on_a_flavor_that_claims_gang_nodes_is_rejected_naming_both() -
     ],
 )
 def test_which_flavors_claim_gang_nodes(spec: dict[str, Any], claims: bool) -> None:
-    assert podsets.flavor_claims_gang_nodes(spec) is claims
+    assert podsets.flavor_claims_gang_nodes(ResourceFlavor({"spec": spec})) is claims

@@ -15,11 +15,12 @@ from atomic_gang_provisioner.reconcilers.context import Context, is_ours
 from atomic_gang_provisioner.resources import ADMISSION_CHECKS
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.timestamps import rfc3339
+from atomic_gang_provisioner.views.admission_check import AdmissionCheck
 
 
 def desired(check: Mapping[str, Any], *, cloud_error: str) -> tuple[bool, str, str]:
     """(active, reason, message) for one of our checks (pure)."""
-    if (check.get("spec") or {}).get("parameters"):
+    if AdmissionCheck(check).parameters:
         return (
             False,
             "BadParametersRef",
@@ -55,10 +56,10 @@ class AdmissionCheckReconciler:
             return Result()
         active, reason, message = desired(check, cloud_error=self._cloud_error())
         self.ctx.metrics.check_active.labels(name).set(1 if active else 0)
-        gen = int((check.get("metadata") or {}).get("generation", 0))
+        seen = AdmissionCheck(check)
+        gen = seen.generation
         status = "True" if active else "False"
-        conditions = (check.get("status") or {}).get("conditions") or []
-        old = next((c for c in conditions if c.get("type") == "Active"), None)
+        old = seen.condition("Active")
         said = (status, reason, message, gen)
         if old and tuple(old.get(k) for k in ("status", "reason", "message", GEN)) == said:
             return Result()

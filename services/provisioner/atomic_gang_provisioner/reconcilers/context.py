@@ -15,6 +15,7 @@ from atomic_gang_provisioner.kube.client import KubeClient
 from atomic_gang_provisioner.kube.types import KubeObject
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.pool.model import Knobs
+from atomic_gang_provisioner.views.admission_check import AdmissionCheck
 
 
 class Cache(Protocol):
@@ -109,7 +110,7 @@ class Context:
 
 def is_ours(check: Mapping[str, Any], controller_name: str) -> bool:
     """The one test of an AdmissionCheck being ours: its controllerName is ours."""
-    return (check.get("spec") or {}).get("controllerName") == controller_name
+    return AdmissionCheck(check).controller_name == controller_name
 
 
 def our_check_names(checks: Iterable[KubeObject], controller_name: str) -> frozenset[str]:

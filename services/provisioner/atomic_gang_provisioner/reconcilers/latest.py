@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from atomic_gang_provisioner.kube.types import meta, object_key
+from atomic_gang_provisioner.views.base import ObjectView
 
 KEPT = 10_000  # writes remembered, newest kept: one forgotten costs an extra reconcile
 
@@ -25,7 +26,7 @@ class Cache(Protocol):
 
 
 def _rv(obj: Mapping[str, Any]) -> int:
-    raw = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    raw = ObjectView(obj).resource_version
     return int(raw) if raw.isascii() and raw.isdigit() else -1
 
 

@@ -19,6 +19,7 @@ from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
 from atomic_gang_provisioner.nodes import node_view
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.reconcilers.outstanding import Outstanding
+from atomic_gang_provisioner.views.pool_object import PoolObject
 
 INSTANCE_INDEX = "instance"
 PHASE_INDEX = "phase"
@@ -27,7 +28,7 @@ ALONG_MAX = 96  # a dozen gangs of 8: about those that finish within the reuse w
 
 def phase_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
     """Index pools by status.phase (the joining ones ask along in each other's reads)."""
-    return (str((obj.get("status") or {}).get("phase") or "Idle"),)
+    return (PoolObject(obj).phase,)
 
 
 class PoolReads:
@@ -57,12 +58,12 @@ class PoolReads:
         except CloudError as err:
             return TopologyRead(reason=err.reason, message=f"{err.code}: {err.message}")
 
-    def _others_joining(self, name: str) -> Iterator[tuple[Mapping[str, Any], list[str]]]:
+    def _others_joining(self, name: str) -> Iterator[tuple[PoolObject, list[str]]]:
         """The other joining pools (cached objects, unparsed) with their instance ids."""
         for obj in self.ctx.pools.by_index(PHASE_INDEX, "Joining"):
-            if (obj.get("metadata") or {}).get("name") != name:
-                status = obj.get("status") or {}
-                yield obj, [str(i) for i in status.get("instanceIds") or ()]
+            pool = PoolObject(obj)
+            if pool.name != name:
+                yield pool, pool.instance_ids
 
     def _join_along(self, name: str) -> tuple[str, ...]:
         """Ids to ask along in a join check: those of the gangs with the fewest Nodes left
@@ -82,10 +83,8 @@ class PoolReads:
     def _topology_along(self, name: str) -> tuple[str, ...]:
         """Ids of the other joining gangs of a type EC2 places that have not read theirs."""
         out: list[str] = []
-        for obj, ids in self._others_joining(name):
-            shape = (obj.get("spec") or {}).get("shape") or {}
-            unread = ((obj.get("status") or {}).get("networkNodes")) is None
-            if unread and supported(str(shape.get("instanceType", ""))):
+        for pool, ids in self._others_joining(name):
+            if not pool.topology_read and supported(pool.instance_type):
                 out.extend(ids)
         return tuple(out)
 
@@ -106,10 +105,9 @@ class PoolReads:
         objects without parsing them."""
         out: dict[str, None] = {}
         for obj in self.ctx.pools.list():
-            spec, status = obj.get("spec") or {}, obj.get("status") or {}
-            if (obj.get("metadata") or {}).get("name") == name or spec.get("claim") is None:
+            pool = PoolObject(obj)
+            if pool.name == name or pool.claim is None:
                 continue
-            if status.get("phase", "Idle") in ("Idle", "Acquiring"):
-                ids = str((spec.get("shape") or {}).get("capacityReservationId") or "")
-                out.update((i.strip(), None) for i in ids.split(",") if i.strip())
+            if pool.phase in ("Idle", "Acquiring"):
+                out.update((i, None) for i in pool.reservation_ids)
         return tuple(out)

@@ -32,6 +32,7 @@ from atomic_gang_provisioner.cloud.leaks import (
 )
 from atomic_gang_provisioner.cloud.types import Instance, PlacementGroup, ReleaseRequest
 from atomic_gang_provisioner.reconcilers.context import Context, NotLeaderError
+from atomic_gang_provisioner.views.pool_object import PoolObject
 
 log = logging.getLogger("atomic_gang_provisioner.reaper")
 KEEP_WARM_GRACE = timedelta(seconds=30)
@@ -145,7 +146,7 @@ class Reaper:
     def _pool_views(self) -> dict[str, PoolView]:
         pools: dict[str, PoolView] = {}
         for obj in self.ctx.pools.list():
-            name = str((obj.get("metadata") or {}).get("name", ""))
+            name = PoolObject(obj).name
             try:
                 pool = GangNodePool.from_dict(obj)
             except ValidationError as exc:

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from atomic_gang import keys
 from atomic_gang.errors import clip
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.events import Event
@@ -30,6 +29,10 @@ from atomic_gang_provisioner.resources import (
     WORKLOADS,
 )
 from atomic_gang_provisioner.runtime import Result
+from atomic_gang_provisioner.views.base import ObjectView
+from atomic_gang_provisioner.views.owner import Owner
+from atomic_gang_provisioner.views.pool_object import PoolObject
+from atomic_gang_provisioner.views.resource_flavor import ResourceFlavor
 from atomic_gang_provisioner.workload import decision, podsets
 from atomic_gang_provisioner.workload.plan import (
     CheckUpdate,
@@ -39,7 +42,7 @@ from atomic_gang_provisioner.workload.plan import (
     WorkloadPlan,
 )
 from atomic_gang_provisioner.workload.slim import slim
-from atomic_gang_provisioner.workload.view import WorkloadView, view
+from atomic_gang_provisioner.workload.view import WorkloadView, check_states, view
 
 log = logging.getLogger("atomic_gang_provisioner.workload")
 JOB_UID_INDEX = "uid"
@@ -147,12 +150,12 @@ class WorkloadReconciler:
             return None, ""
         except KubeError as err:
             return None, clip(f"{type(err).__name__}: {err.message}", MAX_ERROR)
-        if not obj or (uid and (obj.get("metadata") or {}).get("uid") != uid):
+        if not obj or (uid and Owner(obj).uid != uid):
             return None, ""  # e.g. a new Job under the old name: not this Workload's owner
         return obj, ""
 
     def _pool(self, owner: Mapping[str, Any] | None) -> GangNodePool | None:
-        name = ((owner or {}).get("metadata") or {}).get("labels", {}).get(keys.POOL)
+        name = Owner(owner).pool if owner is not None else None
         if not name:
             return None
         obj = self._latest.newest(str(name))  # our own write if the watch has not brought it
@@ -163,24 +166,24 @@ class WorkloadReconciler:
         if claim is None or claim.uid == wl.uid:
             return "absent"
         other = self.ctx.workloads.get(f"{claim.namespace}/{claim.name}")
-        if other is None or (other.get("metadata") or {}).get("uid") != claim.uid:
+        if other is None or ObjectView(other).uid != claim.uid:
             return "absent"
         return "active" if view(other).in_play else "inactive"
 
+    def _flavor(self, name: str) -> ResourceFlavor:
+        """A ResourceFlavor the cache does not hold (yet) reads as one with no spec."""
+        found = self.ctx.flavors.get(name)
+        return ResourceFlavor(found if found is not None else {})
+
     def _claiming_flavors(self, wl: WorkloadView) -> frozenset[str]:
         return frozenset(
-            name
-            for name in wl.flavors
-            if podsets.flavor_claims_gang_nodes(
-                (self.ctx.flavors.get(name) or {}).get("spec") or {}
-            )
+            name for name in wl.flavors if podsets.flavor_claims_gang_nodes(self._flavor(name))
         )
 
     def _flavor_labels(self, wl: WorkloadView) -> dict[str, str]:
         labels: dict[str, str] = {}
         for name in wl.flavors:
-            flavor = self.ctx.flavors.get(name) or {}
-            labels.update((flavor.get("spec") or {}).get("nodeLabels") or {})
+            labels.update(self._flavor(name).node_labels)
         return labels
 
     def _perform(
@@ -279,7 +282,7 @@ class WorkloadReconciler:
 
 def claim_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
     """Index pools by ``namespace/name`` of their claimant."""
-    claim = (obj.get("spec") or {}).get("claim")
+    claim = PoolObject(obj).claim
     if not claim:
         return ()
     return (f"{claim.get('namespace')}/{claim.get('name')}",)
@@ -287,26 +290,14 @@ def claim_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
 
 def check_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
     """Index Workloads by the names of the AdmissionChecks in their status."""
-    states = (obj.get("status") or {}).get("admissionChecks") or []
-    return tuple(str(s["name"]) for s in states if s.get("name"))
+    return tuple(str(s["name"]) for s in check_states(obj) if s.get("name"))
 
 
 def job_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Whether a Job update changed what this side reads of it: its spec (generation),
     labels, annotations or deletion. Its status moves with every pod (800 pods at
     scale) and is not read: those updates enqueue no Workload."""
-    return _read_of(old) != _read_of(new)
-
-
-def _read_of(job: Mapping[str, Any]) -> tuple[Any, ...]:
-    meta = job.get("metadata") or {}
-    return (
-        meta.get("uid"),
-        meta.get("generation"),
-        meta.get("labels"),
-        meta.get("annotations"),
-        meta.get("deletionTimestamp"),
-    )
+    return Owner(old).read_fields() != Owner(new).read_fields()
 
 
 def workload_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -322,9 +313,9 @@ def workload_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> boo
 
 def job_uid_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
     """Index Jobs by ``namespace/uid``: a lookup names the namespace it may search."""
-    meta = obj.get("metadata") or {}
-    uid = meta.get("uid")
-    return (f"{meta.get('namespace', '')}/{uid}",) if uid else ()
+    job = Owner(obj)
+    uid = job.uid
+    return (f"{job.namespace}/{uid}",) if uid else ()
 
 
 __all__ = [

@@ -18,6 +18,7 @@ from atomic_gang.objects import MalformedJobError
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
 from atomic_gang_provisioner.api import conditions as reported
 from atomic_gang_provisioner.events import event
+from atomic_gang_provisioner.views.owner import Owner
 from atomic_gang_provisioner.workload import owners, podsets, tenancy
 from atomic_gang_provisioner.workload.plan import Inputs, SpecChange, WorkloadPlan, set_check
 from atomic_gang_provisioner.workload.view import CheckState, WorkloadView
@@ -127,7 +128,7 @@ def _claim(inp: Inputs, gang: Gang) -> Claim:
 
 def _owner_named(inp: Inputs, gang: Gang) -> str:
     """``JobSet/allreduce``: the object the gang is for, as the pool and messages name it."""
-    name = ((inp.owner or {}).get("metadata") or {}).get("name", "")
+    name = Owner(inp.owner).name if inp.owner is not None else ""
     return f"{gang.kind}/{name}"
 
 

@@ -7,11 +7,11 @@ cannot launch the wrong N."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Collection
 
 from atomic_gang import keys, template
 from atomic_gang.gang_object import Gang
+from atomic_gang_provisioner.views.resource_flavor import ResourceFlavor
 from atomic_gang_provisioner.workload.view import WorkloadView
 
 
@@ -36,11 +36,11 @@ def mismatch(gang: Gang, wl: WorkloadView) -> str:
     )
 
 
-def flavor_claims_gang_nodes(flavor_spec: Mapping[str, Any]) -> bool:
-    """Whether a ResourceFlavor's spec selects gang nodes (our managed, pool or group
-    label) or tolerates the gang taint: what Kueue gives every PodSet on it."""
-    labels = flavor_spec.get("nodeLabels") or {}
-    pod = {"nodeSelector": labels, "tolerations": flavor_spec.get("tolerations") or []}
+def flavor_claims_gang_nodes(flavor: ResourceFlavor) -> bool:
+    """Whether a ResourceFlavor selects gang nodes (our managed, pool or group label)
+    or tolerates the gang taint: what Kueue gives every PodSet on it."""
+    labels = flavor.node_labels
+    pod = {"nodeSelector": labels, "tolerations": flavor.tolerations}
     return keys.MANAGED in labels or bool(template.claims(pod))
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from atomic_gang_provisioner.workload.view import ELASTIC_ANNOTATION, JOB_UID_LABEL
+from atomic_gang_provisioner.views.base import ObjectView
+from atomic_gang_provisioner.workload.view import ELASTIC_ANNOTATION, JOB_UID_LABEL, check_states
 
 _META = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
 _OWNER_REF = ("apiVersion", "kind", "name", "uid", "controller")
@@ -25,14 +26,13 @@ _RESOURCES = ("limits", "requests")
 
 def carries_check(wl: Mapping[str, Any], names: Collection[str]) -> bool:
     """Whether the Workload's status names one of these AdmissionChecks."""
-    checks = (wl.get("status") or {}).get("admissionChecks") or ()
-    return any(isinstance(c, Mapping) and c.get("name") in names for c in checks)
+    return any(isinstance(c, Mapping) and c.get("name") in names for c in check_states(wl))
 
 
 def slim(wl: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a Workload the provisioner reads; shares them with ``wl``."""
     out: dict[str, Any] = {k: wl[k] for k in ("apiVersion", "kind") if k in wl}
-    out["metadata"] = _metadata(wl.get("metadata") or {})
+    out["metadata"] = _metadata(ObjectView(wl).metadata)
     if "spec" in wl:
         out["spec"] = _spec(wl["spec"])
     if "status" in wl:

@@ -1,17 +1,22 @@
 """A typed, read-only view of a raw Kueue Workload dict.
 
+``view`` reads the whole Workload at once into a frozen ``WorkloadView``: the decision
+reads it many times. The cache's filter and index read only the check states
+(``check_states``), on every Workload event, without building one.
+
 The Workload cache keeps only what this reads (``slim``): a field read here for the
 first time is kept there too, or it reads as absent from the cache.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from atomic_gang.devices import extended_requests
 from atomic_gang.objects import MalformedJobError
+from atomic_gang_provisioner.views.base import ObjectView, section
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 ELASTIC_ANNOTATION = "kueue.x-k8s.io/elastic-job"  # Kueue copies it from the Job
@@ -134,7 +139,7 @@ def _requests(pod_set: Mapping[str, Any]) -> dict[str, int]:
     """What one pod of a PodSet asks of a Node ({} for a template we cannot read: Kueue
     validated it, so that is a Workload written by hand)."""
     try:
-        return extended_requests(((pod_set.get("template") or {}).get("spec")) or {})
+        return extended_requests(section(section(pod_set, "template"), "spec"))
     except MalformedJobError:
         return {}
 
@@ -142,9 +147,7 @@ def _requests(pod_set: Mapping[str, Any]) -> dict[str, int]:
 def _pod_set_flavors(status: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     admission = status.get("admission") or {}
     return {
-        str(psa.get("name", "")): tuple(
-            sorted({str(v) for v in (psa.get("flavors") or {}).values()})
-        )
+        str(psa.get("name", "")): tuple(sorted({str(v) for v in section(psa, "flavors").values()}))
         for psa in admission.get("podSetAssignments") or []
     }
 
@@ -153,21 +156,26 @@ def _flavors(status: Mapping[str, Any]) -> tuple[str, ...]:
     admission = status.get("admission") or {}
     names: set[str] = set()
     for psa in admission.get("podSetAssignments") or []:
-        names.update(str(v) for v in (psa.get("flavors") or {}).values())
+        names.update(str(v) for v in section(psa, "flavors").values())
     return tuple(sorted(names))
 
 
+def check_states(wl: Mapping[str, Any]) -> Sequence[Any]:
+    """status.admissionChecks as they are, unread (``()`` when there are none)."""
+    states: Sequence[Any] = ObjectView(wl).status.get("admissionChecks") or ()
+    return states
+
+
 def view(wl: Mapping[str, Any]) -> WorkloadView:
-    meta = wl.get("metadata") or {}
-    spec = wl.get("spec") or {}
-    status = wl.get("status") or {}
+    obj = ObjectView(wl)
+    meta, spec, status = obj.metadata, obj.spec, obj.status
     return WorkloadView(
-        namespace=str(meta.get("namespace", "")),
-        name=str(meta.get("name", "")),
-        uid=str(meta.get("uid", "")),
-        resource_version=str(meta.get("resourceVersion", "")),
+        namespace=obj.namespace,
+        name=obj.name,
+        uid=obj.uid,
+        resource_version=obj.resource_version,
         active=spec.get("active", True) is not False,
-        deleting=bool(meta.get("deletionTimestamp")),
+        deleting=obj.deleting,
         conditions={
             str(c.get("type")): str(c.get("status")) for c in status.get("conditions") or []
         },
@@ -176,9 +184,9 @@ def view(wl: Mapping[str, Any]) -> WorkloadView:
             str(p.get("name", "")): _count(p.get("count")) for p in spec.get("podSets") or []
         },
         owner=_owner(meta),
-        job_uid_label=str((meta.get("labels") or {}).get(JOB_UID_LABEL, "")),
+        job_uid_label=str(obj.labels.get(JOB_UID_LABEL, "")),
         flavors=_flavors(status),
         pod_set_flavors=_pod_set_flavors(status),
         pod_set_requests={str(p.get("name", "")): _requests(p) for p in spec.get("podSets") or []},
-        elastic=(meta.get("annotations") or {}).get(ELASTIC_ANNOTATION) == "true",
+        elastic=obj.annotations.get(ELASTIC_ANNOTATION) == "true",
     )
