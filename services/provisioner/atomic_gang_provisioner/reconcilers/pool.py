@@ -55,6 +55,7 @@ from atomic_gang_provisioner.reconcilers.memory import PoolMemory
 from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX, PoolReads
 from atomic_gang_provisioner.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.runtime import Result
+from atomic_gang_provisioner.views.pool_object import PoolObject
 from atomic_gang_provisioner.workload.view import view
 
 log = logging.getLogger("atomic_gang_provisioner.pool")
@@ -277,7 +278,7 @@ class PoolReconciler:
         self.latest.remember(written)
         claim = pool.spec.claim
         if claim is not None and self._claimant_changed is not None:
-            phase = str((written.get("status") or {}).get("phase", ""))
+            phase = PoolObject(written).phase
             self._claimant_changed(f"{claim.namespace}/{claim.name}", phase)
 
     def _remove_finalizer(self, pool: GangNodePool) -> None:
