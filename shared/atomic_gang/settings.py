@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +24,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import SettingsError as EnvParseError
 
 from atomic_gang import patterns
 from atomic_gang.pool_access import PoolNamespaces
@@ -332,6 +334,29 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> GangSetti
         return GangSettings(**data)
     except ValidationError as exc:
         raise SettingsError(_format_validation_error(exc, source)) from exc
+    except EnvParseError as exc:
+        raise SettingsError(_env_parse_error(str(exc))) from exc
+
+
+_ENV_FIELD = re.compile(r'field "([a-z0-9_]+)"')
+MAX_SHOWN = 200  # characters of a bad variable's value an error message repeats
+
+
+def _env_parse_error(message: str) -> str:
+    """The variable, its value and the rule, for a list or section setting whose
+    environment value pydantic-settings could not read as JSON."""
+    found = _ENV_FIELD.search(message)
+    field = GangSettings.model_fields.get(found.group(1)) if found else None
+    if found is None or field is None:
+        return f"environment: {message}"
+    alias = field.alias or found.group(1)
+    name = f"ATOMIC_GANG_{alias.upper()}"
+    value = next((v for k, v in os.environ.items() if k.upper() == name), "")
+    shown = value if len(value) <= MAX_SHOWN else value[:MAX_SHOWN] + "..."
+    return (
+        f"environment: {name}={shown!r}: {alias} is a list or a section, so its variable "
+        'holds JSON (e.g. ["p5.*", "p4d.24xlarge"] or {"maxGangSize": 8})'
+    )
 
 
 def check_env_names(

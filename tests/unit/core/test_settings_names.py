@@ -254,3 +254,16 @@ def test_a_code_name_in_a_nested_variable_is_an_unknown_setting(
     clean_env.setenv("ATOMIC_GANG_LIMITS__MAX_GANG_SIZE", "7")
     with pytest.raises(SettingsError, match=r"limits\.max_gang_size: unknown setting"):
         load_settings(None)
+
+
+def test_a_list_variable_that_is_not_json_names_the_variable_its_value_and_the_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ATOMIC_GANG_ALLOWEDINSTANCETYPES", "p5.*")
+    with pytest.raises(SettingsError) as err:
+        load_settings(None, clusterName="c")
+    assert str(err.value) == (
+        "environment: ATOMIC_GANG_ALLOWEDINSTANCETYPES='p5.*': allowedInstanceTypes is a "
+        'list or a section, so its variable holds JSON (e.g. ["p5.*", "p4d.24xlarge"] or '
+        '{"maxGangSize": 8})'
+    )
