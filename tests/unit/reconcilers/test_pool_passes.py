@@ -1,6 +1,6 @@
 """How many times a reconcile decides: once, then once after each read it answers, each
-read kind at most once a reconcile (docs/design.md, "A reconcile decides again after
-each read, not in two passes")."""
+read kind at most once a reconcile; a plan that asks a read makes no cloud call
+(docs/design.md, "A reconcile decides again after each read, not in two passes")."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.nodes import instance_index
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.model import (
+    DeleteGroup,
     Describe,
     FindByTag,
     Observed,
@@ -69,3 +70,9 @@ def test_a_decision_that_keeps_asking_is_bounded_by_the_read_kinds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert reconcile_asking(monkeypatch, ASKS) == (1 + len(READ_ORDER), len(READ_ORDER))
+
+
+@pytest.mark.parametrize("read", ASKS, ids=lambda r: type(r).__name__)
+def test_a_plan_that_asks_a_read_makes_no_cloud_call(read: Read) -> None:
+    with pytest.raises(ValueError, match=f"not both \\(read {type(read).__name__}, call Delete"):
+        Plan(status=launched().status, read=read, call=DeleteGroup())

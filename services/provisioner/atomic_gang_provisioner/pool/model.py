@@ -162,6 +162,15 @@ class Plan:
     outcomes: tuple[Outcome, ...] = ()
     requeue_after: float | None = None
 
+    def __post_init__(self) -> None:
+        # A read comes before the decision it informs, so a plan that asks one has not
+        # decided a call yet: the reconciler answers the read and decides again.
+        if self.read is not None and self.call is not None:
+            raise ValueError(
+                f"a plan asks a read or makes a cloud call, not both "
+                f"(read {type(self.read).__name__}, call {type(self.call).__name__})"
+            )
+
     @property
     def events(self) -> tuple[Event, ...]:
         """The Events the outcomes are announced by, in order."""
