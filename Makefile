@@ -24,9 +24,11 @@ demo-cluster: venv bins images
 test: venv bins lint
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
-## test-fast: lint plus everything below e2e (the inner loop: no coverage tracing)
+## test-fast: lint plus everything below e2e (the inner loop: no coverage tracing), the
+## tests spread over TEST_WORKERS processes, each with its own apiserver
+TEST_WORKERS ?= 2
 test-fast: venv lint
-	$(BIN)/pytest -q -p no:cacheprovider tests/unit tests/integration
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) tests/unit tests/integration
 
 ## coverage: everything below e2e with a line-coverage summary of our four packages
 coverage: venv
