@@ -39,12 +39,12 @@ from atomic_gang_provisioner.pool.model import (
 )
 from atomic_gang_provisioner.pool.outcomes import (
     Acquisition,
+    Announcement,
     BlockWait,
     InstancesReleased,
     JoinDuration,
     KeepWarmReuse,
     Metric,
-    Outcome,
     ShortfallCounted,
     Spread,
     TimeToSatisfied,
@@ -213,23 +213,29 @@ class PoolReconciler:
             # failure keeps the finalizer, and the next reconcile tries again.
             ctx.launcher.forget_pool(pool.name)
             self._remove_finalizer(pool)
-        claimant = self._claimant_objects(pool) if plan.outcomes else ()
-        for outcome in plan.outcomes:
-            self._announce(pool, outcome, claimant)
+        said = [(type(o).__name__, o.announce()) for o in plan.outcomes]
+        # The pool and its claimant are read into Event targets only when an outcome
+        # has an Event (a metric alone, such as a spread, needs neither).
+        told = any(a.event is not None for _, a in said)
+        targets = (pool.to_dict(), *self._claimant_objects(pool)) if told else ()
+        for kind, announcement in said:
+            self._announce(pool, kind, announcement, targets)
 
     def _announce(
-        self, pool: GangNodePool, outcome: Outcome, claimant: tuple[dict[str, Any], ...]
+        self,
+        pool: GangNodePool,
+        kind: str,
+        said: Announcement,
+        targets: tuple[dict[str, Any], ...],
     ) -> None:
-        """One outcome: its Event on the pool and its claimant, its log line, its metrics."""
-        said = outcome.announce()
-        kind = type(outcome).__name__
+        """One outcome: its Event on the pool (``targets[0]``) and its claimant, its log
+        line, its metrics."""
         if said.event is None:
             log.debug(kind, extra={"pool": pool.name, "outcome": kind})
         else:
             ev = said.event
-            self.ctx.events.event(
-                pool.to_dict(), type=ev.type, reason=ev.reason, message=ev.message
-            )
+            pool_obj, *claimant = targets
+            self.ctx.events.event(pool_obj, type=ev.type, reason=ev.reason, message=ev.message)
             for obj in claimant:
                 text = f"Pool {pool.name}: {ev.message}"
                 self.ctx.events.event(obj, type=ev.type, reason=ev.reason, message=text)
