@@ -4,7 +4,6 @@ cache keeps of one (``slim_node``: only what ``node_view`` reads)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
 from atomic_gang import keys
@@ -44,15 +43,6 @@ def instance_index(node: Mapping[str, Any]) -> Iterable[str]:
     return (iid,) if iid else ()
 
 
-def _ready(node: Node) -> tuple[bool, datetime | None]:
-    cond = node.ready_condition
-    if cond is None:
-        return False, None
-    since = cond.get("lastTransitionTime")
-    when = parse_rfc3339(since) if since else None
-    return cond.get("status") == "True", when
-
-
 def not_ready_taint(node: Mapping[str, Any]) -> bool:
     """The Node still carries a taint that keeps pods off until it can take them."""
     return _not_ready_taint(Node(node))
@@ -65,6 +55,26 @@ def _not_ready_taint(node: Node) -> bool:
     )
 
 
+def _takes_pods(node: Node, ready: Mapping[str, Any] | None) -> bool:
+    """Ready (``ready`` is its Ready condition), not being deleted, and without a taint
+    that keeps pods off: what ``NodeView.ready`` says."""
+    return (
+        ready is not None
+        and ready.get("status") == "True"
+        and not node.deleting
+        and not _not_ready_taint(node)
+    )
+
+
+def node_ready(node: Mapping[str, Any]) -> bool:
+    """``node_view(node).ready`` (False for a Node that is no instance of ours), without
+    building the view: no timestamp parsed, no devices or labels read. A join check asks
+    it of every Node of every other joining gang (``reconcilers/reads.py``): while many
+    gangs join, the most frequent read of a Node."""
+    seen = Node(node)
+    return bool(instance_id(seen.provider_id)) and _takes_pods(seen, seen.ready_condition)
+
+
 def node_view(node: Mapping[str, Any]) -> NodeView | None:
     return _node_view(Node(node))
 
@@ -74,14 +84,13 @@ def _node_view(seen: Node) -> NodeView | None:
     if not iid:
         return None
     labels = seen.labels
-    ready, since = _ready(seen)
-    if seen.deleting or _not_ready_taint(seen):
-        ready = False
+    cond = seen.ready_condition
+    since = cond.get("lastTransitionTime") if cond is not None else None
     return NodeView(
         name=seen.name,
         instance_id=iid,
-        ready=ready,
-        ready_since=since,
+        ready=_takes_pods(seen, cond),
+        ready_since=parse_rfc3339(since) if since else None,
         pool=seen.pool,
         group=seen.group,
         topology_labels=tuple(

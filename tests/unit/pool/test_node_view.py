@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from atomic_gang import keys
-from atomic_gang_provisioner.nodes import node_read_changed, node_view, slim_node
+from atomic_gang_provisioner.nodes import node_read_changed, node_ready, node_view, slim_node
 
 
 def node(*taints: tuple[str, str], ready: str = "True") -> dict[str, Any]:
@@ -162,3 +162,10 @@ def test_a_node_update_wakes_a_pool_from_the_slim_copies_as_from_the_whole_ones(
     a: dict[str, Any], b: dict[str, Any]
 ) -> None:
     assert node_read_changed(slim_node(a), slim_node(b)) == node_read_changed(a, b)
+
+
+@given(nodes())
+def test_the_join_checks_readiness_is_the_views(node: dict[str, Any]) -> None:
+    view = node_view(node)
+    assert node_ready(node) == (view is not None and view.ready)
+    assert node_ready(slim_node(node)) == node_ready(node)

@@ -16,7 +16,7 @@ from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.network_layers import supported
 from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
-from atomic_gang_provisioner.nodes import node_view
+from atomic_gang_provisioner.nodes import node_ready
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.reconcilers.outstanding import Outstanding
 from atomic_gang_provisioner.views.pool_object import PoolObject
@@ -89,8 +89,7 @@ class PoolReads:
         return tuple(out)
 
     def _ready(self, instance_id: str) -> bool:
-        views = (node_view(n) for n in self.ctx.nodes.by_index(INSTANCE_INDEX, instance_id))
-        return any(v is not None and v.ready for v in views)
+        return any(node_ready(n) for n in self.ctx.nodes.by_index(INSTANCE_INDEX, instance_id))
 
     def warm(self, name: str, instance_ids: tuple[str, ...]) -> TopologyRead | None:
         """Read ahead: fills the reader's cache, nobody waits for it. The answer when it
