@@ -60,7 +60,7 @@ def pool(
     return GangNodePool(
         metadata=meta,
         spec=GangNodePoolSpec(shape=SHAPE, keepWarmTTL=keep_warm, claim=claim),
-        status=GangNodePoolStatus().model_copy(update=status),
+        status=GangNodePoolStatus.model_validate(status),
     )
 
 

@@ -28,7 +28,6 @@ from atomic_gang_provisioner.kube import (
 )
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.nodes import node_read_changed
-from atomic_gang_provisioner.pool.report import waits_for_launch_budget
 from atomic_gang_provisioner.reconcilers.admissioncheck import AdmissionCheckReconciler
 from atomic_gang_provisioner.reconcilers.context import Context, Faults
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
@@ -216,7 +215,7 @@ class Manager:
         (a relist can bring both changes as one update)."""
         same_claim = PoolObject(old).claim == PoolObject(new).claim
         if same_claim and self.pool_writes.echoes(old, new):
-            if not waits_for_launch_budget(new):  # its reconcile set when to ask again
+            if not PoolObject(new).waits_for_launch_budget:  # it set when to ask again
                 self.controllers["pool"].enqueue(object_key(new))
             return
         self.on_pool(old)

@@ -9,8 +9,15 @@ from typing import get_type_hints
 import pytest
 
 import atomic_gang_provisioner
-from atomic_gang_provisioner.api import StatusChange
-from atomic_gang_provisioner.api.reasons import TRAITS, FailureReason, Traits
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, StatusChange
+from atomic_gang_provisioner.api.reasons import (
+    TRAITS,
+    FailureReason,
+    Traits,
+    UnknownReason,
+    read_reason,
+)
+from tests.support.pools import pool
 
 R = FailureReason
 PERMANENT = Traits(permanent=True)
@@ -25,7 +32,6 @@ NOTHING = Traits()
     ("reason", "traits"),
     [
         pytest.param(R.NONE, NOTHING, id="none"),
-        pytest.param(R.UNKNOWN, NOTHING, id="unknown"),
         pytest.param(R.INSUFFICIENT_CAPACITY, SHORT, id="insufficient-capacity"),
         pytest.param(R.QUOTA_EXCEEDED, SHORT, id="quota-exceeded"),
         pytest.param(R.JOIN_TIMEOUT, SHORT, id="join-timeout"),
@@ -71,20 +77,28 @@ def test_only_permanent_reasons_reject_or_are_block_timing() -> None:
 
 @pytest.mark.parametrize("reason", list(FailureReason), ids=lambda r: r.value or "none")
 def test_a_stored_name_reads_back_as_its_reason(reason: FailureReason) -> None:
-    assert FailureReason.read(reason.value) is reason
-    assert reason == reason.value  # status stores the name: a string on the wire
+    assert read_reason(reason.value) is reason
+    status = GangNodePoolStatus.model_validate({"lastErrorReason": reason.value})
+    assert status.lastErrorReason is reason  # the status model holds it typed
+    assert status.model_dump(mode="json")["lastErrorReason"] == reason.value  # stored by name
     assert f"{reason}" == reason.value  # and Events and metrics show the name
 
 
-def test_a_name_a_newer_release_wrote_reads_as_neither_permanent_nor_rejecting() -> None:
-    newer = FailureReason.read("SomethingANewerReleaseWrites")
-    assert newer is FailureReason.UNKNOWN
-    assert (newer.permanent, newer.rejects, newer.shortfall, newer.waits) == (
-        False,
-        False,
-        False,
-        False,
-    )
+def test_a_name_a_newer_release_wrote_stays_as_written_and_means_nothing_here() -> None:
+    stored = pool().to_dict()
+    stored["status"]["lastErrorReason"] = "SomethingANewerReleaseWrites"
+    newer = GangNodePool.from_dict(stored).status.lastErrorReason
+    assert isinstance(newer, UnknownReason)
+    assert newer == "SomethingANewerReleaseWrites"  # messages show it as written
+    traits = (newer.permanent, newer.rejects, newer.shortfall, newer.waits, newer.block_timing)
+    assert traits == (False, False, False, False, False)
+    written = GangNodePool.from_dict(stored).to_dict()["status"]["lastErrorReason"]
+    assert written == "SomethingANewerReleaseWrites"  # a write keeps it
+
+
+def test_an_absent_or_null_reason_reads_as_none() -> None:
+    assert GangNodePoolStatus.model_validate({}).lastErrorReason is FailureReason.NONE
+    assert read_reason(None) is FailureReason.NONE
 
 
 def test_every_reason_written_to_status_is_a_member() -> None:

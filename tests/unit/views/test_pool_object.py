@@ -58,3 +58,19 @@ def test_a_new_pool_reads_idle_free_and_empty(raw: dict[str, Any]) -> None:
     assert pool.instance_type == ""
     assert pool.count == 1
     assert pool.reservation_ids == ()
+
+
+@pytest.mark.parametrize(
+    ("status", "waits"),
+    [
+        pytest.param({"phase": "Acquiring", "lastErrorReason": "WaitingForLaunchBudget"}, True),
+        pytest.param({"phase": "Acquiring", "lastErrorReason": "InsufficientCapacity"}, False),
+        pytest.param({"phase": "Joining", "lastErrorReason": "WaitingForLaunchBudget"}, False),
+        pytest.param({"phase": "Acquiring", "lastErrorReason": "ANewerReleasesReason"}, False),
+        pytest.param({}, False),
+    ],
+)
+def test_waits_for_launch_budget_only_while_acquiring_for_that_reason(
+    status: dict[str, Any], waits: bool
+) -> None:
+    assert PoolObject({"status": status}).waits_for_launch_budget is waits

@@ -94,7 +94,7 @@ def _claimed_pool(**status: Any) -> Any:
             update={
                 "spec": p.spec.model_copy(update={"claim": CLAIM_A}),
                 "status": p.status.model_copy(
-                    update={"claimKey": CLAIM_A.key, "observedGeneration": 1, **status}
+                    update={"claimKey": CLAIM_A.key, "observedGeneration": 1}
                 ),
             }
         )

@@ -5,23 +5,24 @@ the Job itself is at fault (``rejects``), the attempt fell short (``shortfall``:
 counts against acquireAttemptsBeforeRetry and shows as CapacityShortfall), the pool
 waits (``waits``: its turn for EC2's launch budget or a short cell, or a reservation
 not started) or a Capacity Block's timing is at fault (``block_timing``). The cloud
-adapter and the phases produce members; status stores the name, a string on the wire;
-:meth:`FailureReason.read` reads it back, tolerating a name a newer release wrote.
+adapter and the phases produce members; status stores the name, a string on the wire,
+and reads it back typed (:data:`Reason`): a name a newer release wrote stays as written,
+an :class:`UnknownReason` that means nothing here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import Annotated, Final
+
+from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 
 
 class FailureReason(StrEnum):
     """A reason a pool records in ``lastErrorReason``; each is also its Event's reason."""
 
     NONE = ""  # no error: the last attempt launched, or none was made yet
-    # A name this release does not know (a newer replica wrote it): it means nothing here.
-    UNKNOWN = "Unknown"
     # Acquiring: the attempt fell short.
     INSUFFICIENT_CAPACITY = "InsufficientCapacity"
     QUOTA_EXCEEDED = "QuotaExceeded"
@@ -47,14 +48,6 @@ class FailureReason(StrEnum):
     INSTANCE_LOST = "InstanceLost"
     NODE_NOT_READY = "NodeNotReady"
     LEFTOVER = "Leftover"
-
-    @classmethod
-    def read(cls, name: str) -> FailureReason:
-        """The reason a stored status names; UNKNOWN for a name this release lacks."""
-        try:
-            return cls(name)
-        except ValueError:
-            return cls.UNKNOWN
 
     @property
     def permanent(self) -> bool:
@@ -106,7 +99,6 @@ _R = FailureReason
 # The classification table: one row per reason.
 TRAITS: Final[dict[FailureReason, Traits]] = {
     _R.NONE: _NOTHING,
-    _R.UNKNOWN: _NOTHING,
     _R.INSUFFICIENT_CAPACITY: _SHORT,
     _R.QUOTA_EXCEEDED: _SHORT,
     _R.THROTTLED: _NOTHING,
@@ -129,3 +121,36 @@ TRAITS: Final[dict[FailureReason, Traits]] = {
     _R.NODE_NOT_READY: _NOTHING,
     _R.LEFTOVER: _NOTHING,
 }
+
+
+class UnknownReason(str):
+    """A reason name this release does not know (a newer replica wrote it during a rolling
+    upgrade): kept as written, so that messages show it and a write keeps it, and it means
+    nothing here (no trait is set)."""
+
+    __slots__ = ()
+    permanent: Final = False
+    rejects: Final = False
+    shortfall: Final = False
+    waits: Final = False
+    block_timing: Final = False
+
+
+def read_reason(value: object) -> FailureReason | UnknownReason:
+    """The reason a stored status names: a member, or the unknown name as it was written."""
+    if isinstance(value, FailureReason | UnknownReason):
+        return value
+    name = "" if value is None else str(value)
+    try:
+        return FailureReason(name)
+    except ValueError:
+        return UnknownReason(name)
+
+
+# ``status.lastErrorReason`` as the status model holds it: read typed, stored by name.
+Reason = Annotated[
+    FailureReason | UnknownReason,
+    PlainValidator(read_reason),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string"}),
+]

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from atomic_gang import GangSpec, GoDuration
+from atomic_gang_provisioner.api.reasons import FailureReason, Reason
 from atomic_gang_provisioner.timestamps import rfc3339
 
 GROUP = "atomic-gang.k8s.aws"
@@ -254,7 +255,7 @@ class GangNodePoolStatus(_Model):
     consecutiveShortfalls: int = 0
     nextAttemptAt: Time | None = None
     lastError: str = ""
-    lastErrorReason: str = ""
+    lastErrorReason: Reason = FailureReason.NONE
     degradedClaimKey: str = Field(default="", description="Claim that must get Retry.")
     unhealthySince: Time | None = None
     reservationId: str = Field(default="", description="ODCR or Capacity Block of the live set.")

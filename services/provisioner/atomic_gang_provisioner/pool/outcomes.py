@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from atomic_gang_provisioner.api.reasons import FailureReason
+from atomic_gang_provisioner.api.reasons import FailureReason, Reason
 from atomic_gang_provisioner.events import Event, event
 
 
@@ -133,7 +133,7 @@ class LaunchRetried:
 class AttemptFailed:
     """A launch attempt fell short (capacity), hit a quota, or failed for good."""
 
-    reason: FailureReason
+    reason: Reason
     result: str  # the acquisitions metric's result: capacity, quota or permanent
     mode: str
     shape: str  # the pool shape's summary
@@ -141,13 +141,40 @@ class AttemptFailed:
     attempts: int  # acquireAttemptsBeforeRetry
     detail: str
 
-    def announce(self) -> Announcement:
-        text = (
-            f"Acquiring {self.shape} (attempt {self.attempt}/{self.attempts}): "
-            f"{self.detail}; nothing billed"
+    @classmethod
+    def recorded(
+        cls, *, shape: str, attempt: int, attempts: int, reason: Reason, detail: str
+    ) -> AttemptFailed:
+        """The last failed attempt as status records it (what the conditions say of it)."""
+        return cls(
+            reason=reason,
+            result="",
+            mode="",
+            shape=shape,
+            attempt=attempt,
+            attempts=attempts,
+            detail=detail,
         )
+
+    @property
+    def _numbered(self) -> str:
+        return f"attempt {self.attempt}/{self.attempts}"
+
+    def announce(self) -> Announcement:
+        text = f"Acquiring {self.shape} ({self._numbered}): {self.detail}; nothing billed"
         counted = (Acquisition(self.mode, self.result), ShortfallCounted(self.reason))
         return Announcement(event(self.reason, text, warning=True), counted)
+
+    def progress(self) -> str:
+        """Where the claim stands after it (the Ready condition's message)."""
+        return (
+            f"Acquiring {self.shape} ({self._numbered}): {self.reason}: {self.detail}; "
+            "holding quota, nothing billed"
+        )
+
+    def fell_short(self) -> str:
+        """The CapacityShortfall condition's message."""
+        return f"{self._numbered.capitalize()} fell short: {self.reason}: {self.detail}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,41 +4,31 @@
 that agree with it (``api.conditions`` says what each one means, and is all the
 Workload side reads). Messages are written for the claimant: its AdmissionCheck shows
 them as they are. ``lastTransitionTime`` moves only when a condition flips. What the
-stored ``lastErrorReason`` means (permanent, rejecting, a shortfall, a wait) is asked
-of :class:`FailureReason`.
+stored ``lastErrorReason`` means (permanent, rejecting, a shortfall, a wait) is read off
+the typed reason itself; a fact an outcome also announces (a failed attempt) is worded
+by that outcome (``outcomes.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from atomic_gang_provisioner.api import Condition, GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api import conditions as c
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.pool.model import Knobs, devices_note, has_resources, update
+from atomic_gang_provisioner.pool.outcomes import AttemptFailed
 from atomic_gang_provisioner.pool.rules import block
 
 MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 32000
-
-
-def waits_for_launch_budget(raw: Mapping[str, Any]) -> bool:
-    """A stored pool told to wait its turn for EC2's launch budget. Its reconcile set
-    when to ask again; re-asking on the echo of that write would find a new count (a pool
-    launches every half second), write it, and ask again on its echo, each time three
-    writes (status, check, Event): a loop that made a slow box slower
-    (docs/benchmarks.md#what-shaped-the-scale-figures)."""
-    status = raw.get("status") or {}
-    budget = status.get("lastErrorReason") == FailureReason.WAITING_FOR_LAUNCH_BUDGET
-    return status.get("phase") == "Acquiring" and budget
 
 
 def gave_up(status: GangNodePoolStatus, knobs: Knobs) -> bool:
     """The claimant must get Retry (or Rejected): too many shortfalls, or an error that
     retrying can't fix."""
     return (
-        FailureReason.read(status.lastErrorReason).permanent
+        status.lastErrorReason.permanent
         or status.consecutiveShortfalls >= knobs.attempts_before_retry
     )
 
@@ -51,11 +41,22 @@ def _attempt(status: GangNodePoolStatus, knobs: Knobs) -> str:
     return f"attempt {status.consecutiveShortfalls}/{knobs.attempts_before_retry}"
 
 
+def _last_attempt(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> AttemptFailed:
+    """The last failed attempt, as the outcome that announced it words it."""
+    return AttemptFailed.recorded(
+        shape=pool.spec.shape.summary,
+        attempt=s.consecutiveShortfalls,
+        attempts=knobs.attempts_before_retry,
+        reason=s.lastErrorReason,
+        detail=s.lastError,
+    )
+
+
 def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
     """Ready's message: where the gang stands, in the claimant's words."""
     shape = pool.spec.shape
     n = shape.count
-    reason = FailureReason.read(s.lastErrorReason)
+    reason = s.lastErrorReason
     if s.phase == "Idle":
         return f"No instances, nothing billed; a claim acquires {shape.summary}"
     if s.phase == "Acquiring" and reason is FailureReason.CAPACITY_RESERVATION_NOT_STARTED:
@@ -66,11 +67,8 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
         return (
             f"Acquiring {shape.summary}{failed}: {s.lastError}; holding quota, nothing billed yet"
         )
-    if s.phase == "Acquiring" and s.lastErrorReason and s.consecutiveShortfalls:
-        return (
-            f"Acquiring {shape.summary} ({_attempt(s, knobs)}): {s.lastErrorReason}: "
-            f"{s.lastError}; holding quota, nothing billed"
-        )
+    if s.phase == "Acquiring" and reason and s.consecutiveShortfalls:
+        return _last_attempt(pool, s, knobs).progress()
     if s.phase == "Acquiring":
         return c.acquiring(pool)
     if s.phase == "Joining":
@@ -92,7 +90,7 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
 
 def _failure(pool: GangNodePool, s: GangNodePoolStatus) -> str:
     shape = pool.spec.shape.summary
-    reason = FailureReason.read(s.lastErrorReason)
+    reason = s.lastErrorReason
     if reason.rejects:
         return f"Invalid gang: {s.lastError}"
     if reason.block_timing:
@@ -121,7 +119,7 @@ class _Fact(NamedTuple):
 
 
 def _facts(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> tuple[_Fact, ...]:
-    reason = FailureReason.read(s.lastErrorReason)
+    reason = s.lastErrorReason
     satisfied = s.phase == "Satisfied"
     failed = _acquiring(s) and gave_up(s, knobs)
     short = _acquiring(s) and s.consecutiveShortfalls > 0 and reason.shortfall
@@ -133,7 +131,7 @@ def _facts(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> tuple[_Fa
         _Fact(c.READY, satisfied, ready_reason, progress(pool, s, knobs)),
         _Fact(c.CAPACITY_SHORTFALL, short, "NoShortfall")
         if not short
-        else _Fact(c.CAPACITY_SHORTFALL, True, s.lastErrorReason, _shortfall(s, knobs)),
+        else _Fact(c.CAPACITY_SHORTFALL, True, reason, _last_attempt(pool, s, knobs).fell_short()),
         _Fact(c.FAILED, False, "NotFailed")
         if not failed
         else _Fact(c.FAILED, True, s.lastErrorReason, _failure(pool, s), verdict),
@@ -144,10 +142,6 @@ def _facts(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> tuple[_Fa
         if released
         else _Fact(c.RELEASED, False, s.phase, f"{len(s.instanceIds)} instance(s) recorded"),
     )
-
-
-def _shortfall(s: GangNodePoolStatus, knobs: Knobs) -> str:
-    return f"{_attempt(s, knobs).capitalize()} fell short: {s.lastErrorReason}: {s.lastError}"
 
 
 def refresh(

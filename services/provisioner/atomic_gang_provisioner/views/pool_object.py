@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from atomic_gang_provisioner.api.reasons import FailureReason, read_reason
 from atomic_gang_provisioner.views.base import ObjectView, section
 
 
@@ -21,6 +22,16 @@ class PoolObject(ObjectView):
     def phase(self) -> str:
         """status.phase; "Idle" before the first status write (the phase it starts in)."""
         return str(self.status.get("phase") or "Idle")
+
+    @property
+    def waits_for_launch_budget(self) -> bool:
+        """Acquiring, told to wait its turn for EC2's launch budget. Its reconcile set when
+        to ask again; re-asking on the echo of that write would find a new count (a pool
+        launches every half second), write it, and ask again on its echo, each time three
+        writes (status, check, Event): a loop that made a slow box slower
+        (docs/benchmarks.md#what-shaped-the-scale-figures)."""
+        reason = read_reason(self.status.get("lastErrorReason"))
+        return self.phase == "Acquiring" and reason is FailureReason.WAITING_FOR_LAUNCH_BUDGET
 
     @property
     def instance_ids(self) -> list[str]:
