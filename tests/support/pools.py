@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,9 +14,27 @@ from atomic_gang_provisioner.api import (
     PoolShape,
 )
 from atomic_gang_provisioner.cloud import naming
-from atomic_gang_provisioner.cloud.types import Instance
-from atomic_gang_provisioner.pool import report
+from atomic_gang_provisioner.cloud.types import (
+    AcquireRequest,
+    AcquireResult,
+    Instance,
+    ReleaseRequest,
+    ReleaseResult,
+    TopologyRead,
+)
+from atomic_gang_provisioner.pool import machine, report
+from atomic_gang_provisioner.pool.driver import PARKED, Decision, drive
 from atomic_gang_provisioner.pool.model import Knobs, NodeView, Observed, with_status
+from atomic_gang_provisioner.pool.story import (
+    Ask,
+    DeleteGroup,
+    Describe,
+    FindByTag,
+    Launch,
+    ReadTopology,
+    ReadTopologyAhead,
+    Terminate,
+)
 
 T0 = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 KNOBS = Knobs(
@@ -121,7 +140,70 @@ def instances(state: str = "running", *, dead: int = 0) -> tuple[Instance, ...]:
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class World:
+    """What a phase test shows a pool's story: what the caches hold, and EC2's answers to
+    its asks. An ask without an answer here parks the story (``Decision.parked``) on it."""
+
+    nodes: tuple[NodeView, ...] = ()
+    reported_unhealthy: tuple[str, ...] = ()
+    progress_written_at: datetime | None = None
+    knobs: Knobs = KNOBS
+    instances: tuple[Instance, ...] | None = None  # answers Describe
+    found: tuple[Instance, ...] | None = None  # answers FindByTag
+    topology: TopologyRead | None = None  # answers ReadTopology (and a read ahead)
+    launch: AcquireResult | None = None  # answers Launch
+    release: ReleaseResult | None = None  # answers Terminate
+    group_deleted: bool | None = None  # answers DeleteGroup
+
+    def observed(self) -> Observed:
+        return Observed(
+            nodes=self.nodes,
+            reported_unhealthy=self.reported_unhealthy,
+            progress_written_at=self.progress_written_at,
+            knobs=self.knobs,
+        )
+
+    def answer(self, question: Ask[Any]) -> object:
+        match question:
+            case Describe():
+                got: object = self.instances
+            case FindByTag():
+                got = self.found
+            case ReadTopology():
+                got = self.topology
+            case ReadTopologyAhead():
+                return self.topology  # answered at once, whatever the cache holds
+            case Launch():
+                got = self.launch
+            case Terminate():
+                got = self.release
+            case DeleteGroup():
+                got = self.group_deleted
+            case _:
+                raise AssertionError(f"unexpected ask {question!r}")
+        return PARKED if got is None else got
+
+
 def observed(
     node_views: tuple[NodeView, ...] = (), insts: tuple[Instance, ...] | None = None
-) -> Observed:
-    return Observed(nodes=node_views, instances=insts, knobs=KNOBS)
+) -> World:
+    return World(nodes=node_views, instances=insts)
+
+
+def decide(p: GangNodePool, world: World, now: datetime) -> Decision:
+    """``p``'s story told against ``world``, to the decision the reconciler would write."""
+    story = machine.story(p, world.observed(), now)
+    return drive(p, story, world.answer, now=now, knobs=world.knobs)
+
+
+def launch_asked(decision: Decision) -> AcquireRequest | None:
+    """The launch the story asks to make now (None: none, or held for the write-ahead)."""
+    asked = decision.waiting_on
+    return asked.request if decision.parked and isinstance(asked, Launch) else None
+
+
+def release_asked(decision: Decision) -> ReleaseRequest | None:
+    """The release the story asks to make now (None: none, or held for the write-ahead)."""
+    asked = decision.waiting_on
+    return asked.request if decision.parked and isinstance(asked, Terminate) else None

@@ -10,10 +10,10 @@ import pytest
 
 from atomic_gang_provisioner.api import Condition, GangNodePool
 from atomic_gang_provisioner.api import conditions as c
-from atomic_gang_provisioner.pool import machine, model
+from atomic_gang_provisioner.pool import model
 from atomic_gang_provisioner.pool.model import with_status
 from atomic_gang_provisioner.pool.report import refresh
-from tests.support.pools import KEY, KNOBS, T0, launched, observed, pool, reported
+from tests.support.pools import KEY, KNOBS, T0, decide, launched, observed, pool, reported
 from tests.unit.workload.test_decide import _claimed_pool, run
 
 
@@ -103,7 +103,7 @@ def test_a_condition_keeps_its_transition_time_until_it_flips() -> None:
 
 
 def test_the_machine_writes_the_contract_on_every_decision() -> None:
-    plan = machine.decide(pool(), observed(), T0)
+    plan = decide(pool(), observed(), T0)
     assert {x.type for x in plan.status.conditions} == set(c.MEANING)
     assert all(x.observedGeneration == 1 for x in plan.status.conditions)
 

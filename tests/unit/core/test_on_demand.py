@@ -14,6 +14,7 @@ from atomic_gang import GangValidationError, validate_job
 from atomic_gang import keys as k
 from atomic_gang_cli.main import main as cli
 from atomic_gang_provisioner.workload import decision
+from atomic_gang_provisioner.workload.owners import judge
 from atomic_gang_provisioner.workload.plan import Inputs
 from atomic_gang_provisioner.workload.view import view
 from atomic_gang_webhook.app import AppState, create_app
@@ -62,7 +63,7 @@ def test_the_controller_creates_an_on_demand_pool() -> None:
         Inputs(
             wl=view(workload()),
             our_checks=frozenset({CHECK}),
-            owner=gang_job(annotations={k.CAPACITY_RESERVATION_ID: ""}),
+            owner=judge(gang_job(annotations={k.CAPACITY_RESERVATION_ID: ""}), settings()),
             pool=None,
             settings=settings(),
             now=T0,

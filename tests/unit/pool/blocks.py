@@ -1,17 +1,17 @@
 """Builders for the capacity-block phase tests: a block, a pool acquiring, a pool whose
-set runs in a block, and the plan after an acquire result."""
+set runs in a block, and the decision after an acquire result."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.api import conditions as c
 from atomic_gang_provisioner.cloud.reservation_fit import Reservation
-from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import Plan
-from tests.support.pools import KEY, KNOBS, T0, launched, observed, pool
+from atomic_gang_provisioner.pool.driver import Decision
+from tests.support.pools import KEY, KNOBS, T0, decide, launch_asked, launched, observed, pool
 
 START = T0 + timedelta(seconds=60)
 END = T0 + timedelta(hours=3)
@@ -41,16 +41,14 @@ def acquiring(**status: Any) -> GangNodePool:
     return pool(**{**base, **status})
 
 
-def after(p: GangNodePool, result: Any, *, now: Any = T0) -> Plan:
-    decided = machine.decide(p, observed(), now)
-    assert decided.acquire is not None
-    return machine.after_acquire(
-        p, decided, request=decided.acquire, result=result, now=now, knobs=KNOBS
-    )
+def after(p: GangNodePool, result: Any, *, now: Any = T0) -> Decision:
+    """The decision once the launch ``p`` asks for is answered with ``result``."""
+    assert launch_asked(decide(p, observed(), now)) is not None
+    return decide(p, replace(observed(), launch=result), now)
 
 
-def condition(plan: Plan, type_: c.ConditionType) -> Any:
-    return c.condition(plan.status, type_)
+def condition(decision: Decision, type_: c.ConditionType) -> Any:
+    return c.condition(decision.status, type_)
 
 
 def in_block(**status: Any) -> GangNodePool:

@@ -18,10 +18,9 @@ from atomic_gang_provisioner.cloud.types import (
     Shortfall,
     ZoneAttempt,
 )
-from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.outcomes import BlockWait
 from atomic_gang_provisioner.pool.rules import block
-from tests.support.pools import KNOBS, T0, instances, observed
+from tests.support.pools import KNOBS, T0, decide, instances, launch_asked, observed
 from tests.unit.pool.blocks import (
     END,
     START,
@@ -53,9 +52,9 @@ def test_the_request_carries_the_claimants_block_policy(
 ) -> None:
     p = acquiring()
     p = p.model_copy(update={"spec": p.spec.model_copy(update={"minRuntime": min_runtime})})
-    plan = machine.decide(p, observed(), T0)
-    assert plan.acquire is not None
-    policy = plan.acquire.block_policy
+    asked = launch_asked(decide(p, observed(), T0))
+    assert asked is not None
+    policy = asked.block_policy
     assert (policy.drain_lead, policy.needed, policy.needed_from) == (
         KNOBS.block_drain_lead,
         needed,
@@ -68,42 +67,42 @@ def test_the_request_carries_the_claimants_block_policy(
 
 def test_a_block_not_started_sleeps_until_its_start_at_no_cost() -> None:
     msg = "Capacity Block cr-0123456789abcdef0 starts at 2026-11-29T12:01:00Z (in 1m)"
-    plan = after(acquiring(), AwaitingReservation(message=msg, starts_at=START))
-    s = plan.status
-    assert plan.requeue_after == 60.0  # one wake-up at the start: no polling loop
+    decision = after(acquiring(), AwaitingReservation(message=msg, starts_at=START))
+    s = decision.status
+    assert decision.requeue_after == 60.0  # one wake-up at the start: no polling loop
     assert (s.nextAttemptAt, s.lastErrorReason, s.waitingSince) == (START, block.WAITING, T0)
     assert s.consecutiveShortfalls == 0  # no attempt spent
     assert s.acquireGeneration == 8  # nothing launched: the next try has tokens of its own
-    ready = condition(plan, c.READY)
+    ready = condition(decision, c.READY)
     assert (ready.status, ready.reason) == ("False", block.WAITING)
     assert ready.message == f"{msg}; holding quota, nothing billed"
-    assert condition(plan, c.CAPACITY_SHORTFALL).status == "False"
-    assert condition(plan, c.FAILED).status == "False"
-    assert [e.reason for e in plan.events] == [block.WAITING]
+    assert condition(decision, c.CAPACITY_SHORTFALL).status == "False"
+    assert condition(decision, c.FAILED).status == "False"
+    assert [e.reason for e in decision.events] == [block.WAITING]
 
 
 def test_waiting_again_sends_no_second_event_and_keeps_its_start() -> None:
     msg = "Capacity Block cr-0123456789abcdef0 starts at 2026-11-29T12:01:00Z (in 30s)"
     p = acquiring(lastErrorReason=block.WAITING, lastError=msg, waitingSince=T0)
     now = T0 + timedelta(seconds=30)
-    plan = after(p, AwaitingReservation(message=msg, starts_at=START), now=now)
-    assert plan.events == ()
-    assert plan.status.waitingSince == T0
-    assert plan.requeue_after == 30.0
+    decision = after(p, AwaitingReservation(message=msg, starts_at=START), now=now)
+    assert decision.events == ()
+    assert decision.status.waitingSince == T0
+    assert decision.requeue_after == 30.0
 
 
 def test_the_pool_stays_asleep_before_the_start() -> None:
     p = acquiring(lastErrorReason=block.WAITING, nextAttemptAt=START, waitingSince=T0)
-    plan = machine.decide(p, observed(), T0 + timedelta(seconds=59))
-    assert plan.acquire is None
-    assert plan.requeue_after == pytest.approx(1.0)
-    assert machine.decide(p, observed(), START).acquire is not None  # at the start: launch
+    decision = decide(p, observed(), T0 + timedelta(seconds=59))
+    assert launch_asked(decision) is None
+    assert decision.requeue_after == pytest.approx(1.0)
+    assert launch_asked(decide(p, observed(), START)) is not None  # at the start: launch
 
 
 def test_a_start_that_passed_without_the_block_active_is_looked_at_again_soon() -> None:
     msg = "Capacity Block cr-0123456789abcdef0 is not active yet (scheduled)"
-    plan = after(acquiring(), AwaitingReservation(message=msg, starts_at=None))
-    assert plan.requeue_after == block.NOT_ACTIVE_POLL
+    decision = after(acquiring(), AwaitingReservation(message=msg, starts_at=None))
+    assert decision.requeue_after == block.NOT_ACTIVE_POLL
 
 
 # -- launched into a reservation -----------------------------------------------------
@@ -113,31 +112,33 @@ def test_a_launch_into_a_block_records_it_and_the_wait() -> None:
     insts = instances()
     result = Launched(instances=insts, client_token="t", reservation=cblock())
     p = acquiring(waitingSince=T0 - timedelta(seconds=90))
-    plan = after(p, result)
-    s = plan.status
+    decision = after(p, result)
+    s = decision.status
     assert (s.reservationId, s.reservationEnd, s.capacityBlock) == (
         "cr-0123456789abcdef0",
         END,
         True,
     )
     assert s.waitingSince is None
-    assert [m for m in plan.metrics if isinstance(m, BlockWait)] == [BlockWait(90.0)]
-    launched_event = plan.events[-1]
+    assert [m for m in decision.metrics if isinstance(m, BlockWait)] == [BlockWait(90.0)]
+    launched_event = decision.events[-1]
     assert "in Capacity Block cr-0123456789abcdef0 (ends 2026-11-29T15:00:00Z" in (
         launched_event.message
     )
-    assert "drained at 2026-11-29T14:20:00Z" in condition(plan, c.READY).message
+    assert "drained at 2026-11-29T14:20:00Z" in condition(decision, c.READY).message
 
 
 def test_an_odcr_launch_has_no_drain_point() -> None:
     odcr = cblock(capacity_block=False, end=None)
-    plan = after(acquiring(), Launched(instances=instances(), client_token="t", reservation=odcr))
-    assert plan.status.capacityBlock is False
-    assert block.drain_point(plan.status, KNOBS) is None
-    assert "capacity reservation cr-0123456789abcdef0 (no end date)" in (
-        condition(plan, c.READY).message
+    decision = after(
+        acquiring(), Launched(instances=instances(), client_token="t", reservation=odcr)
     )
-    assert not [m for m in plan.metrics if isinstance(m, BlockWait)]
+    assert decision.status.capacityBlock is False
+    assert block.drain_point(decision.status, KNOBS) is None
+    assert "capacity reservation cr-0123456789abcdef0 (no end date)" in (
+        condition(decision, c.READY).message
+    )
+    assert not [m for m in decision.metrics if isinstance(m, BlockWait)]
 
 
 # -- the reservation cannot take the gang --------------------------------------------
@@ -176,16 +177,16 @@ def test_a_reservation_short_of_instances_is_a_shortfall_with_the_count() -> Non
         code="ReservationCapacityShort",
         message="cr-0123456789abcdef0: 3/4 available (active); the gang needs 4",
     )
-    plan = after(acquiring(), Shortfall(attempts=(attempt,)))
-    short = condition(plan, c.CAPACITY_SHORTFALL)
+    decision = after(acquiring(), Shortfall(attempts=(attempt,)))
+    short = condition(decision, c.CAPACITY_SHORTFALL)
     assert short.status == "True"
     assert "3/4 available" in short.message
-    assert "attempt 1/3" in condition(plan, c.READY).message
-    assert plan.requeue_after is not None
-    assert plan.requeue_after > 0
+    assert "attempt 1/3" in condition(decision, c.READY).message
+    assert decision.requeue_after is not None
+    assert decision.requeue_after > 0
 
 
 def test_an_unused_block_request_is_plain() -> None:
-    plan = machine.decide(acquiring(), observed(), T0)
-    assert isinstance(plan.acquire, AcquireRequest)
-    assert plan.acquire.also_reservations == ()
+    asked = launch_asked(decide(acquiring(), observed(), T0))
+    assert isinstance(asked, AcquireRequest)
+    assert asked.also_reservations == ()

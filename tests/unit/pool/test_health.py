@@ -9,9 +9,8 @@ from datetime import timedelta
 import pytest
 
 from atomic_gang_provisioner.cloud.types import Instance
-from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import Describe
-from tests.support.pools import IDS, T0, instances, launched, nodes, observed
+from atomic_gang_provisioner.pool.story import Describe
+from tests.support.pools import IDS, T0, decide, instances, launched, nodes, observed, release_asked
 from tests.unit.pool.writeahead import released_after_write_ahead
 
 
@@ -29,27 +28,30 @@ def test_stopped_instance_degrades_the_gang_at_once(state: str) -> None:
     assert not _stopped(state)[0].healthy  # ...but no longer a gang member
     p = launched(phase="Satisfied")
     views = (nodes(4, ready=False)[0], *nodes(4)[1:])  # its kubelet went away
-    assert isinstance(machine.decide(p, observed(views), T0).read, Describe)
-    plan = machine.decide(p, observed(views, _stopped(state)), T0)
-    assert plan.status.phase == "Degraded"
-    assert plan.status.lastErrorReason == "InstanceLost"
-    assert IDS[0] in plan.status.lastError
-    assert "stopped" in plan.status.lastError
+    first = decide(p, observed(views), T0)
+    assert first.parked
+    assert first.waiting_on == Describe(tuple(IDS))
+    decision = decide(p, observed(views, _stopped(state)), T0)
+    assert decision.status.phase == "Degraded"
+    assert decision.status.lastErrorReason == "InstanceLost"
+    assert IDS[0] in decision.status.lastError
+    assert "stopped" in decision.status.lastError
 
 
 def test_stopped_instance_of_a_warm_set_releases_it() -> None:
     p = launched(phase="KeepWarm", claimKey="", keepWarmUntil=T0 + timedelta(minutes=5))
     p = p.model_copy(update={"spec": p.spec.model_copy(update={"claim": None})})
     views = (nodes(4, ready=False)[0], *nodes(4)[1:])
-    plan = machine.decide(p, observed(views, _stopped("stopped")), T0)
-    assert plan.status.phase == "Releasing"
-    assert plan.status.lastErrorReason == "InstanceLost"
-    _, release = released_after_write_ahead(p, plan, observed(views, _stopped("stopped")))
-    assert release.release is not None
-    assert release.release.instance_ids == tuple(IDS)  # the stopped one is terminated too
+    decision = decide(p, observed(views, _stopped("stopped")), T0)
+    assert decision.status.phase == "Releasing"
+    assert decision.status.lastErrorReason == "InstanceLost"
+    _, release = released_after_write_ahead(p, decision, observed(views, _stopped("stopped")))
+    asked = release_asked(release)
+    assert asked is not None
+    assert asked.instance_ids == tuple(IDS)  # the stopped one is terminated too
 
 
 def test_stopped_instance_while_joining_releases_the_set() -> None:
-    plan = machine.decide(launched(), observed(nodes(4), _stopped("stopped")), T0)
-    assert plan.status.phase == "Releasing"
-    assert plan.status.lastErrorReason == "InstanceLost"
+    decision = decide(launched(), observed(nodes(4), _stopped("stopped")), T0)
+    assert decision.status.phase == "Releasing"
+    assert decision.status.lastErrorReason == "InstanceLost"

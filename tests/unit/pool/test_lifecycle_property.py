@@ -13,8 +13,8 @@ and an acquire may answer that the listed block has not started.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -32,7 +32,18 @@ from atomic_gang_provisioner.cloud.types import (
     RetryLater,
 )
 from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import Describe, FindByTag, NodeView, Observed, ReadTopology
+from atomic_gang_provisioner.pool.driver import drive
+from atomic_gang_provisioner.pool.model import NodeView, Observed
+from atomic_gang_provisioner.pool.story import (
+    Ask,
+    DeleteGroup,
+    Describe,
+    FindByTag,
+    Launch,
+    ReadTopology,
+    ReadTopologyAhead,
+    Terminate,
+)
 from tests.support.fakecloud import FakeCloud
 from tests.support.pools import KNOBS, T0, pool
 
@@ -103,37 +114,38 @@ class PoolLifecycle(RuleBasedStateMachine):
             if iid in self.joined and iid in live
         )
 
+    def _answer(self, question: Ask[Any]) -> object:
+        """EC2's answer to the story's ask: every read answers at once, every call is
+        made in the fake cloud."""
+        match question:
+            case Describe(instance_ids=ids):
+                return self.cloud.describe_later(ids).result()
+            case ReadTopology(instance_ids=ids):
+                return self.cloud.read_topology_later(ids).result()
+            case ReadTopologyAhead():
+                return None  # nothing cached yet: the read at N Ready asks EC2
+            case FindByTag(generation=generation):
+                return self.cloud.find(pool=self.pool.name, generation=generation)
+            case Launch(request=request):
+                return self.cloud.acquire(request)
+            case Terminate(request=request):
+                return self.cloud.release(request)
+            case DeleteGroup():
+                return self.cloud.delete_placement_group(self.pool.name)
+        raise AssertionError(f"unexpected ask {question!r}")
+
     @rule(crash=st.booleans())
     def reconcile(self, crash: bool) -> None:
         obs = Observed(nodes=self._nodes(), knobs=KNOBS)
-        plan = machine.decide(self.pool, obs, self.now)
-        if isinstance(plan.read, Describe):
-            ids = tuple(self.pool.status.instanceIds)
-            obs = replace(obs, instances=self.cloud.describe_later(ids).result())
-            plan = machine.decide(self.pool, obs, self.now)
-        if isinstance(plan.read, ReadTopology):
-            read = self.cloud.read_topology_later(plan.read.instance_ids).result()
-            obs = replace(obs, topology=read)
-            plan = machine.decide(self.pool, obs, self.now)
-        if isinstance(plan.read, FindByTag):
-            found = self.cloud.find(pool=self.pool.name, generation=plan.read.generation)
-            obs = replace(obs, found=found)
-            plan = machine.decide(self.pool, obs, self.now)
-        if plan.acquire is not None:
-            try:
-                result = self.cloud.acquire(plan.acquire)
-            except LostResponseError:
-                return  # nothing persisted: the next reconcile must adopt
-            plan = machine.after_acquire(
-                self.pool, plan, request=plan.acquire, result=result, now=self.now, knobs=KNOBS
-            )
-        elif plan.release is not None:
-            plan = machine.after_release(
-                self.pool, plan, result=self.cloud.release(plan.release), now=self.now, knobs=KNOBS
-            )
+        story = machine.story(self.pool, obs, self.now)
+        try:
+            decision = drive(self.pool, story, self._answer, now=self.now, knobs=KNOBS)
+        except LostResponseError:
+            return  # nothing persisted: the next reconcile must adopt
+        assert not decision.parked  # every ask is answered here
         if crash:
             return  # the process died before the status write
-        self.pool = self.pool.model_copy(update={"status": plan.status})
+        self.pool = self.pool.model_copy(update={"status": decision.status})
 
     @rule()
     def claim(self) -> None:

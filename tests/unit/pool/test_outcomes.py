@@ -1,4 +1,4 @@
-"""Each outcome says its Event and metrics in one place; a Plan's events and metrics are
+"""Each outcome says its Event and metrics in one place; a Decision's events and metrics are
 read from its outcomes, in order."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import get_args
 
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.pool import outcomes as o
-from atomic_gang_provisioner.pool.model import Plan
+from atomic_gang_provisioner.pool.driver import Decision
 from tests.support.pools import pool
 
 EXAMPLES: tuple[o.Outcome, ...] = (
@@ -93,11 +93,8 @@ def test_a_planned_release_is_normal_and_a_release_for_a_reason_warns() -> None:
     assert [e.type if e else None for e in told] == ["Normal", "Warning"]
 
 
-def test_a_plan_reads_its_events_and_metrics_from_its_outcomes_in_order() -> None:
-    status = pool().status
-    first = Plan(status=status, outcomes=(EXAMPLES[7],))  # a spread: a metric alone
-    second = Plan(status=status, outcomes=(EXAMPLES[6],))  # satisfied: an Event and timings
-    both = first.then(second)
-    assert both.outcomes == (EXAMPLES[7], EXAMPLES[6])
-    assert [e.reason for e in both.events] == ["Satisfied"]
-    assert both.metrics == (o.Spread("p", 2), o.TimeToSatisfied(3.0), o.JoinDuration(2.0))
+def test_a_turn_reads_its_events_and_metrics_from_its_outcomes_in_order() -> None:
+    # A spread (a metric alone), then satisfied (an Event and timings).
+    decision = Decision(status=pool().status, outcomes=(EXAMPLES[7], EXAMPLES[6]))
+    assert [e.reason for e in decision.events] == ["Satisfied"]
+    assert decision.metrics == (o.Spread("p", 2), o.TimeToSatisfied(3.0), o.JoinDuration(2.0))

@@ -4,21 +4,25 @@ retried), before the finalizer; EFA and security-group refusals reject the Job."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws.acquire import failure
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.types import ReleaseResult, Shortfall, ZoneAttempt
-from atomic_gang_provisioner.pool import machine
+from atomic_gang_provisioner.pool.driver import Decision
 from atomic_gang_provisioner.pool.model import with_status
+from atomic_gang_provisioner.pool.story import DeleteGroup, Launch
 from tests.support.pools import (
     CLAIM,
     IDS,
     KEY,
     KNOBS,
     T0,
+    decide,
     instances,
+    launch_asked,
     launched,
     nodes,
     observed,
@@ -33,40 +37,50 @@ def acquiring(**shape: Any) -> Any:
     return shaped(pool(phase="Acquiring", claimKey=KEY), **shape)
 
 
+def launching(decision: Decision) -> Launch:
+    """The launch the decision asks to make now (its status is the one written with the
+    result)."""
+    assert decision.parked
+    assert isinstance(decision.waiting_on, Launch)
+    return decision.waiting_on
+
+
+def deletes_group(decision: Decision) -> bool:
+    """The decision asks to delete the pool's own placement group now."""
+    return decision.parked and isinstance(decision.waiting_on, DeleteGroup)
+
+
 def test_own_group_is_recorded_with_the_launch_that_may_create_it() -> None:
-    plan = machine.decide(acquiring(placement="cluster"), observed(), T0)
-    assert plan.acquire is not None
-    assert plan.acquire.spec.placement == "cluster"
-    assert plan.status.placementGroup == GROUP
+    launch = launching(decide(acquiring(placement="cluster"), observed(), T0))
+    assert launch.request.spec.placement == "cluster"
+    assert launch.status.placementGroup == GROUP
 
 
 def test_first_acquisition_writes_the_group_ahead_of_the_launch() -> None:
     p = shaped(pool(), placement="cluster")
-    plan = machine.decide(p, observed(), T0)
-    assert plan.acquire is None  # write-ahead: the name is stored before EC2 sees it
-    assert plan.status.placementGroup == GROUP
+    decision = decide(p, observed(), T0)
+    assert launch_asked(decision) is None  # write-ahead: the name is stored before EC2 sees it
+    assert decision.status.placementGroup == GROUP
 
 
 def test_a_named_group_is_the_users_and_never_recorded() -> None:
-    plan = machine.decide(acquiring(placementGroupName="team-pg"), observed(), T0)
-    assert plan.acquire is not None
-    assert plan.acquire.spec.placement_group_name == "team-pg"
-    assert plan.status.placementGroup == ""
+    launch = launching(decide(acquiring(placementGroupName="team-pg"), observed(), T0))
+    assert launch.request.spec.placement_group_name == "team-pg"
+    assert launch.status.placementGroup == ""
 
 
 def test_no_placement_no_group() -> None:
-    plan = machine.decide(acquiring(), observed(), T0)
-    assert plan.status.placementGroup == ""
+    launch = launching(decide(acquiring(), observed(), T0))
+    assert launch.status.placementGroup == ""
 
 
 def test_a_group_that_cannot_hold_n_is_a_shortfall() -> None:
     p = acquiring(placement="cluster")
-    plan = machine.decide(p, observed(), T0)
-    assert plan.acquire is not None
+    assert launch_asked(decide(p, observed(), T0)) is not None
     ice = Shortfall(
         attempts=(ZoneAttempt(zone="us-east-1a", code="InsufficientInstanceCapacity", message="3"),)
     )
-    after = machine.after_acquire(p, plan, request=plan.acquire, result=ice, now=T0, knobs=KNOBS)
+    after = decide(p, replace(observed(), launch=ice), T0)
     assert after.status.lastErrorReason == "InsufficientCapacity"
     assert after.status.placementGroup == GROUP  # kept for the next attempt
     assert after.status.instanceIds == []
@@ -74,29 +88,27 @@ def test_a_group_that_cannot_hold_n_is_a_shortfall() -> None:
 
 def test_release_between_generations_keeps_the_group() -> None:
     p = shaped(launched(phase="Releasing", placementGroup=GROUP), placement="cluster")
-    plan = machine.decide(p, observed(), T0)
-    after = machine.after_release(p, plan, result=ReleaseResult(), now=T0, knobs=KNOBS)
+    after = decide(p, replace(observed(), release=ReleaseResult()), T0)
     assert after.status.phase == "Acquiring"
     assert after.status.placementGroup == GROUP
-    assert after.deletes_group is False
+    assert after.waiting_on is None  # no group deleted
 
 
 def test_idle_without_claim_deletes_the_group_after_the_last_instance() -> None:
     p = shaped(launched(phase="Releasing", placementGroup=GROUP), placement="cluster")
     p = p.model_copy(update={"spec": p.spec.model_copy(update={"claim": None})})
-    plan = machine.decide(p, observed(), T0)
-    after = machine.after_release(p, plan, result=ReleaseResult(), now=T0, knobs=KNOBS)
+    after = decide(p, replace(observed(), release=ReleaseResult()), T0)
     assert after.status.phase == "Idle"
+    assert after.waiting_on is None
     assert after.requeue_after == KNOBS.release_poll  # the next round deletes the group
-    idle = machine.decide(with_status(p, after.status), observed(), T0)
-    assert idle.deletes_group is True
+    idle = decide(with_status(p, after.status), observed(), T0)
+    assert deletes_group(idle)
 
 
 def test_group_still_in_use_is_asked_again_not_an_error() -> None:
     p = pool(claim=None, placementGroup=GROUP)
-    plan = machine.decide(p, observed(), T0)
-    assert plan.deletes_group is True
-    after = machine.after_delete_group(p, plan, deleted=False, knobs=KNOBS, now=T0)
+    assert deletes_group(decide(p, observed(), T0))
+    after = decide(p, replace(observed(), group_deleted=False), T0)
     assert after.status.placementGroup == GROUP
     assert after.requeue_after == KNOBS.release_poll
     assert after.status.lastErrorReason == ""
@@ -105,22 +117,22 @@ def test_group_still_in_use_is_asked_again_not_an_error() -> None:
 
 def test_group_deleted_is_forgotten_with_an_event() -> None:
     p = pool(claim=None, placementGroup=GROUP)
-    plan = machine.decide(p, observed(), T0)
-    after = machine.after_delete_group(p, plan, deleted=True, knobs=KNOBS, now=T0)
+    assert deletes_group(decide(p, observed(), T0))
+    after = decide(p, replace(observed(), group_deleted=True), T0)
     assert after.status.placementGroup == ""
     assert [(e.reason, e.message) for e in after.events] == [
         ("PlacementGroupDeleted", f"Deleted placement group {GROUP}")
     ]
     assert after.remove_finalizer is False
-    again = machine.decide(with_status(p, after.status), observed(), T0)
-    assert again.deletes_group is False
+    again = decide(with_status(p, after.status), observed(), T0)
+    assert again.waiting_on is None
 
 
 def test_a_claim_on_an_idle_pool_reuses_its_group() -> None:
     p = shaped(pool(claim=CLAIM, placementGroup=GROUP), placement="cluster")
-    plan = machine.decide(p, observed(), T0)
-    assert plan.deletes_group is False
-    assert plan.status.phase == "Acquiring"
+    decision = decide(p, observed(), T0)
+    assert not isinstance(decision.waiting_on, DeleteGroup)
+    assert decision.status.phase == "Acquiring"
 
 
 def test_keep_warm_reuse_keeps_group_and_topology() -> None:
@@ -132,16 +144,16 @@ def test_keep_warm_reuse_keeps_group_and_topology() -> None:
         spread=1,
         keepWarmUntil=T0,
     )
-    plan = machine.decide(warm, observed(nodes(4), instances()), T0)
-    assert plan.status.phase == "Satisfied"
-    assert (plan.status.placementGroup, plan.status.spread) == (GROUP, 1)
+    decision = decide(warm, observed(nodes(4), instances()), T0)
+    assert decision.status.phase == "Satisfied"
+    assert (decision.status.placementGroup, decision.status.spread) == (GROUP, 1)
 
 
 def test_deleted_pool_deletes_its_group_before_the_finalizer() -> None:
     p = pool(claim=None, deleting=True, placementGroup=GROUP)
-    plan = machine.decide(p, observed(), T0)
-    assert (plan.deletes_group, plan.remove_finalizer) == (True, False)
-    after = machine.after_delete_group(p, plan, deleted=True, knobs=KNOBS, now=T0)
+    decision = decide(p, observed(), T0)
+    assert (deletes_group(decision), decision.remove_finalizer) == (True, False)
+    after = decide(p, replace(observed(), group_deleted=True), T0)
     assert after.remove_finalizer is True
 
 
@@ -150,20 +162,18 @@ def test_deleted_pool_releasing_keeps_the_finalizer_while_its_group_exists() -> 
     p = p.model_copy(
         update={"metadata": {**p.metadata, "deletionTimestamp": "2026-11-29T12:00:00Z"}}
     )
-    plan = machine.decide(p, observed(), T0)
-    after = machine.after_release(p, plan, result=ReleaseResult(), now=T0, knobs=KNOBS)
+    after = decide(p, replace(observed(), release=ReleaseResult()), T0)
     assert after.remove_finalizer is False
     assert after.requeue_after == KNOBS.release_poll
-    final = machine.decide(with_status(p, after.status), observed(), T0)
-    assert final.deletes_group is True
+    final = decide(with_status(p, after.status), observed(), T0)
+    assert deletes_group(final)
 
 
 def _rejected(code: str, message: str) -> tuple[str, str | None, str]:
     p = acquiring(efa="max")
-    plan = machine.decide(p, observed(), T0)
-    assert plan.acquire is not None
+    assert launch_asked(decide(p, observed(), T0)) is not None
     result = failure(CloudError(code, message))
-    after = machine.after_acquire(p, plan, request=plan.acquire, result=result, now=T0, knobs=KNOBS)
+    after = decide(p, replace(observed(), launch=result), T0)
     failed = next(c for c in after.status.conditions if c.type == "Failed")
     return failed.reason, failed.checkState, failed.message
 

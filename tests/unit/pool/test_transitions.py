@@ -1,4 +1,4 @@
-"""Status and Plan changes are typed: a misspelt field fails instead of vanishing.
+"""Status and Decision changes are typed: a misspelt field fails instead of vanishing.
 
 The ``# type: ignore[...]`` comments are part of the proof: mypy runs with
 ``warn_unused_ignores``, so if it stopped flagging these calls, ``make lint`` fails.
@@ -12,7 +12,8 @@ from typing import get_type_hints
 import pytest
 
 from atomic_gang_provisioner.api import GangNodePoolStatus, StatusChange
-from atomic_gang_provisioner.pool.model import Plan, update
+from atomic_gang_provisioner.pool.driver import Decision
+from atomic_gang_provisioner.pool.model import update
 from tests.support.pools import pool
 
 
@@ -28,10 +29,10 @@ def test_a_status_change_keeps_every_other_field() -> None:
     assert (changed.phase, changed.readyCount) == ("Satisfied", 3)
 
 
-def test_a_misspelt_plan_field_fails() -> None:
-    plan = Plan(status=pool().status)
+def test_a_misspelt_turn_field_fails() -> None:
+    decision = Decision(status=pool().status)
     with pytest.raises(TypeError, match="requeue_afterr"):
-        replace(plan, requeue_afterr=1.0)  # type: ignore[call-arg]
+        replace(decision, requeue_afterr=1.0)  # type: ignore[call-arg]
 
 
 def test_the_typed_change_names_every_status_field() -> None:

@@ -2,26 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from atomic_gang_provisioner.api import GangNodePool
-from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import Observed, Plan
-from tests.support.pools import T0, observed
+from atomic_gang_provisioner.cloud.types import ReleaseResult
+from atomic_gang_provisioner.pool.driver import WRITE_AHEAD_REQUEUE, Decision
+from atomic_gang_provisioner.pool.story import Terminate
+from tests.support.pools import T0, World, decide, observed, release_asked
 
 
-def stored(p: GangNodePool, plan: Plan) -> GangNodePool:
-    """The pool as the next reconcile reads it once ``plan``'s status is persisted."""
-    return p.model_copy(update={"status": plan.status})
+def stored(p: GangNodePool, decision: Decision) -> GangNodePool:
+    """The pool as the next reconcile reads it once ``decision``'s status is persisted."""
+    return p.model_copy(update={"status": decision.status})
 
 
 def released_after_write_ahead(
-    p: GangNodePool, plan: Plan, obs: Observed | None = None
-) -> tuple[GangNodePool, Plan]:
-    """A phase change that must terminate persists first; the next reconcile terminates."""
-    assert plan.release is None  # write-ahead: status first, no TerminateInstances yet
-    assert plan.requeue_after == machine.WRITE_AHEAD_REQUEUE
-    p = stored(p, plan)
-    nxt = machine.decide(p, obs or observed(), T0)
-    assert nxt.status.phase == plan.status.phase
-    assert nxt.release is not None
-    assert nxt.events == ()  # the transition's event was emitted with the write-ahead
+    p: GangNodePool, decision: Decision, world: World | None = None
+) -> tuple[GangNodePool, Decision]:
+    """A phase change that must terminate persists first; the next reconcile terminates.
+    Returns the stored pool and the next reconcile's decision, which asks the release."""
+    assert release_asked(decision) is None  # write-ahead: status first, no TerminateInstances yet
+    assert isinstance(decision.waiting_on, Terminate)
+    assert decision.requeue_after == WRITE_AHEAD_REQUEUE
+    p = stored(p, decision)
+    world = world or observed()
+    nxt = decide(p, world, T0)
+    assert nxt.status.phase == decision.status.phase
+    request = release_asked(nxt)
+    assert request is not None
+    # The transition's event was emitted with the write-ahead: the release tells no other.
+    done = decide(p, replace(world, release=ReleaseResult(terminated=request.instance_ids)), T0)
+    assert [e.reason for e in done.events if e.reason != "Released"] == []
     return p, nxt

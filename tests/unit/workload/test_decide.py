@@ -7,6 +7,7 @@ from typing import Any
 from atomic_gang import keys
 from atomic_gang_provisioner.api import Claim
 from atomic_gang_provisioner.workload import decision
+from atomic_gang_provisioner.workload.owners import judge
 from atomic_gang_provisioner.workload.plan import Inputs, WorkloadPlan
 from atomic_gang_provisioner.workload.view import view
 from tests.support.jobs import gang_job, settings
@@ -81,6 +82,10 @@ def run(wl: dict[str, Any] | None = None, **kw: Any) -> WorkloadPlan:
         "failed_retry_seconds": int(KNOBS.backoff_max),
     }
     base.update(kw)
+    if (
+        base["owner"] is not None
+    ):  # judged as the reconciler judges it: once, with its namespace's allowlists
+        base["owner"] = judge(base["owner"], base["settings"].for_namespace(base["wl"].namespace))
     return decision.decide(Inputs(**base))
 
 

@@ -68,6 +68,7 @@ class ClaimReport:
     failed: Condition | None  # Failed=True likewise (its checkState is set)
     degraded: Condition | None  # Degraded=True for this claim (of any generation)
     progress: str  # where things stand: Ready's message
+    holds_nothing: bool  # of the pool: Released=True (or not reported yet)
 
 
 def for_claim(pool: GangNodePool, claim_key: str) -> ClaimReport:
@@ -84,6 +85,7 @@ def for_claim(pool: GangNodePool, claim_key: str) -> ClaimReport:
         failed=failed if failed is not None and failed.checkState is not None else None,
         degraded=_true(status, DEGRADED) if ours else None,
         progress=progress(pool),
+        holds_nothing=holds_nothing(pool),
     )
 
 

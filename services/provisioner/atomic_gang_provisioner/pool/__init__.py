@@ -1,8 +1,8 @@
-"""The GangNodePool state machine: pure decisions, one module per phase.
+"""The GangNodePool state machine: one story per phase, told without I/O.
 
-``machine.decide(pool, observed, now)`` dispatches on ``status.phase`` to the
-phase module's ``decide`` and returns a :class:`~.model.Plan`. The reconciler's
-executor performs the plan's single cloud call, feeds the result back through
-``machine.after_acquire`` / ``machine.after_release`` (also pure), then writes
-status once. Nothing here does I/O, sleeps or reads the clock.
+``machine.story(pool, observed, now)`` picks the story of the stored phase (or the
+finalizer's); the phase modules under ``phases/`` tell it, asking for what they need
+(``story.py``: a describe, a topology read, a launch). ``driver.drive`` runs it against
+the reconciler's answers and returns the one :class:`~.driver.Decision` to write. Nothing
+here does I/O, sleeps or reads the clock.
 """

@@ -1,33 +1,18 @@
-"""Dispatch on the phase, chain immediate transitions, keep conditions current.
+"""Which story a reconcile tells: the phase's own, or the finalizer's for a deleted pool.
 
-``decide`` runs the current phase; when it moves to another phase without an
-action pending (e.g. Idle → Acquiring), the next phase runs in the same
-reconcile. A cloud call that follows a phase change (launch, terminate) waits
-one quick round trip until the new phase is persisted (write-ahead). ``after_acquire``
-and ``after_release`` turn a cloud result into the status to write.
+A phase's story may end by going on in another phase (:class:`story.Next`: a claim on an
+Idle pool is acquired for at once, a joined gang is watched as Satisfied); the next
+phase's story then runs in the same reconcile, and no phase runs twice in one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, Phase
-from atomic_gang_provisioner.cloud.types import AcquireRequest, AcquireResult, ReleaseResult
-from atomic_gang_provisioner.pool import outcomes, report
-from atomic_gang_provisioner.pool.model import (
-    DeleteGroup,
-    FindByTag,
-    Knobs,
-    Launch,
-    Observed,
-    Plan,
-    Terminate,
-    has_resources,
-    update,
-    with_status,
-)
+from atomic_gang_provisioner.pool import outcomes
+from atomic_gang_provisioner.pool.model import Observed, has_resources, update, with_status
 from atomic_gang_provisioner.pool.phases import (
     acquiring,
     degraded,
@@ -37,40 +22,57 @@ from atomic_gang_provisioner.pool.phases import (
     releasing,
     satisfied,
 )
+from atomic_gang_provisioner.pool.story import End, FindByTag, Part, Story, ask
 from atomic_gang_provisioner.timestamps import parse_rfc3339
 
-Decide = Callable[[GangNodePool, Observed, datetime], Plan]
-PHASES: dict[Phase, Decide] = {
-    "Idle": idle.decide,
-    "Acquiring": acquiring.decide,
-    "Joining": joining.decide,
-    "Satisfied": satisfied.decide,
-    "KeepWarm": keepwarm.decide,
-    "Releasing": releasing.decide,
-    "Degraded": degraded.decide,
+PHASES: dict[Phase, Callable[[GangNodePool, Observed, datetime], Story]] = {
+    "Idle": idle.story,
+    "Acquiring": acquiring.story,
+    "Joining": joining.story,
+    "Satisfied": satisfied.story,
+    "KeepWarm": keepwarm.story,
+    "Releasing": releasing.story,
+    "Degraded": degraded.story,
 }
-MAX_HOPS = 4
-WRITE_AHEAD_REQUEUE = 0.01
 
 
-def _finalize(pool: GangNodePool, observed: Observed) -> Plan:
+class PhaseLoopError(RuntimeError):
+    """A story went on into a phase that already ran in this reconcile (a bug)."""
+
+
+def story(pool: GangNodePool, observed: Observed, now: datetime) -> Part[End]:
+    """The whole reconcile's story: the finalizer's, or the phases' from the stored one."""
+    pool = seed_generation(pool, now)
+    if pool.deleting:
+        return (yield from finalize(pool, observed, now))
+    ran: list[Phase] = []
+    while True:
+        ran.append(pool.status.phase)
+        ending = yield from PHASES[pool.status.phase](pool, observed, now)
+        if isinstance(ending, End):
+            return ending
+        pool = with_status(pool, ending.status)
+        if pool.status.phase in ran:
+            raise PhaseLoopError(f"pool {pool.name}: {' → '.join(ran)} → {pool.status.phase}")
+
+
+def finalize(pool: GangNodePool, observed: Observed, now: datetime) -> Part[End]:
+    """The pool is deleted: its instances go (a lost launch's too), then its own placement
+    group, then the finalizer."""
     status = pool.status
     if status.phase == "Acquiring" and not has_resources(status):
-        if observed.found is None:  # a lost launch response may have left a set
-            return Plan(status=status, read=FindByTag(status.acquireGeneration))
-        if observed.found:
-            status = update(status, instanceIds=[i.instance_id for i in observed.found])
+        # A lost launch response may have left a set.
+        found = yield from ask(FindByTag(status.acquireGeneration))
+        if found:
+            status = update(status, instanceIds=[i.instance_id for i in found])
     if has_resources(status):
-        n = len(status.instanceIds)
-        first = pool.status.phase != "Releasing"  # one event, not one per ENI poll
-        return Plan(
-            status=update(status, phase="Releasing"),
-            call=Terminate(releasing.request(pool, status)),
-            outcomes=(outcomes.Finalizing(instances=n),) if first else (),
-        )
+        if pool.status.phase != "Releasing":  # one event, not one per ENI poll
+            yield outcomes.Finalizing(instances=len(status.instanceIds))
+        releasing_now = update(status, phase="Releasing")
+        return (yield from releasing.terminate(pool, releasing_now, knobs=observed.knobs, now=now))
     if status.placementGroup:  # the pool's own group goes last, before the finalizer
-        return Plan(status=status, call=DeleteGroup())
-    return Plan(status=status, remove_finalizer=True)
+        return (yield from idle.delete_group(pool, status, observed))
+    return End(status=status, remove_finalizer=True)
 
 
 def seed_generation(pool: GangNodePool, now: datetime) -> GangNodePool:
@@ -93,89 +95,3 @@ def seed_generation(pool: GangNodePool, now: datetime) -> GangNodePool:
     start = max(now, parse_rfc3339(str(stamp))) if stamp else now
     seeded = update(s, acquireGeneration=max(1, int(start.timestamp() * 1000)))
     return with_status(pool, seeded)
-
-
-def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
-    pool = seed_generation(pool, now)
-    if pool.deleting:
-        final = _finalize(pool, observed)
-        if _needs_write_ahead(pool.status.phase, final):
-            final = _write_ahead(final)
-        return _with_conditions(pool, final, now, observed.knobs)
-    plan = Plan(status=pool.status)
-    current = pool
-    for _ in range(MAX_HOPS):
-        step = PHASES[current.status.phase](current, observed, now)
-        if _needs_write_ahead(pool.status.phase, step):
-            plan = plan.then(_write_ahead(step))
-            break
-        plan = plan.then(step)
-        moved = step.status.phase != current.status.phase
-        if _acts(step) or not moved:
-            break
-        current = with_status(current, step.status)
-    return _with_conditions(pool, plan, now, observed.knobs)
-
-
-def _acts(step: Plan) -> bool:
-    """The step asks for I/O: the executor performs it and decides again (or writes)."""
-    return step.call is not None or step.read is not None
-
-
-def _needs_write_ahead(stored: Phase, step: Plan) -> bool:
-    """A cloud call that a phase change leads to waits until that phase is persisted.
-
-    Acquire: launch only once "Acquiring at generation G" is stored, so a crash after
-    EC2 answered always leaves a status that looks for the set. Release: terminate only
-    once Releasing (or Degraded) is stored, so the transition is visible and a crash
-    mid-termination resumes releasing the recorded set.
-    """
-    if not isinstance(step.call, Launch | Terminate):
-        return False
-    return step.status.phase != stored
-
-
-def _write_ahead(step: Plan) -> Plan:
-    return replace(step, call=None, requeue_after=WRITE_AHEAD_REQUEUE)
-
-
-def after_acquire(
-    pool: GangNodePool,
-    plan: Plan,
-    *,
-    request: AcquireRequest,
-    result: AcquireResult,
-    now: datetime,
-    knobs: Knobs,
-) -> Plan:
-    step = acquiring.after_acquire(
-        pool, plan.status, request=request, result=result, now=now, knobs=knobs
-    )
-    return _with_conditions(pool, plan.then(step), now, knobs)
-
-
-def after_release(
-    pool: GangNodePool, plan: Plan, *, result: ReleaseResult, now: datetime, knobs: Knobs
-) -> Plan:
-    step = releasing.after_release(pool, plan.status, result=result, now=now, knobs=knobs)
-    return _with_conditions(pool, plan.then(step), now, knobs)
-
-
-def after_delete_group(
-    pool: GangNodePool, plan: Plan, *, deleted: bool, knobs: Knobs, now: datetime
-) -> Plan:
-    """The pool's own placement group: gone, or still counted in use by EC2 (terminated
-    instances linger there a while): not an error, ask again after the release poll."""
-    if not deleted:
-        return _with_conditions(pool, replace(plan, requeue_after=knobs.release_poll), now, knobs)
-    name = plan.status.placementGroup
-    step = Plan(
-        status=update(plan.status, placementGroup=""),
-        remove_finalizer=pool.deleting,
-        outcomes=(outcomes.GroupDeleted(name=name),),
-    )
-    return _with_conditions(pool, plan.then(step), now, knobs)
-
-
-def _with_conditions(pool: GangNodePool, plan: Plan, now: datetime, knobs: Knobs) -> Plan:
-    return replace(plan, status=report.refresh(pool, plan.status, knobs=knobs, now=now))

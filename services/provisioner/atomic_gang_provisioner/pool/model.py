@@ -1,23 +1,17 @@
-"""Values the phases exchange: what was observed, and the plan to carry out."""
+"""What a phase's story starts from (the knobs, what the caches show) and the small rules
+the phases share: status updates, backoff, the live set's health."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Unpack
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, StatusChange
 from atomic_gang_provisioner.backoff import exponential
-from atomic_gang_provisioner.cloud.types import (
-    AcquireRequest,
-    Instance,
-    ReleaseRequest,
-    TopologyRead,
-)
-from atomic_gang_provisioner.events import Event
-from atomic_gang_provisioner.pool.outcomes import Metric, Outcome
+from atomic_gang_provisioner.cloud.types import Instance
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,10 +58,9 @@ class NodeView:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Observed:
+    """What the caches show when the reconcile starts (EC2 is asked for, by the story)."""
+
     nodes: tuple[NodeView, ...] = ()
-    instances: tuple[Instance, ...] | None = None  # None: not described this round
-    found: tuple[Instance, ...] | None = None  # None: no tag lookup this round
-    topology: TopologyRead | None = None  # None: not read this round
     reported_unhealthy: tuple[str, ...] = ()  # of the set, EC2's last answer says not healthy
     progress_written_at: datetime | None = None  # this process's last n/N write while joining
     knobs: Knobs
@@ -77,132 +70,6 @@ class Observed:
             if node.instance_id == instance_id:
                 return node
         return None
-
-
-# The one cloud call a decision may make: the type holds at most one.
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """RunInstances (or CreateFleet) for the generation in the request: N or nothing."""
-
-    request: AcquireRequest
-
-
-@dataclass(frozen=True, slots=True)
-class Terminate:
-    """Terminate the recorded set (then its fleets and stray ENIs)."""
-
-    request: ReleaseRequest
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteGroup:
-    """Delete the pool's own placement group (``status.placementGroup``)."""
-
-
-CloudCall = Launch | Terminate | DeleteGroup
-
-
-# What a decision must read before it can decide: the reconciler reads it and decides
-# again with the answer in ``Observed``.
-@dataclass(frozen=True, slots=True)
-class Describe:
-    """DescribeInstances of the set (batched with other pools' asks). ``shared``: an
-    answer another pool's call got within ec2Api.describeReuseSeconds will do."""
-
-    shared: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class FindByTag:
-    """The live instances tagged with this generation: a set whose launch answer was
-    lost. Launches nothing."""
-
-    generation: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReadTopology:
-    """One DescribeInstanceTopology of these instances (cached, rate-limited)."""
-
-    instance_ids: tuple[str, ...]
-
-
-Read = Describe | FindByTag | ReadTopology
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TagRequest:
-    instance_ids: tuple[str, ...]
-    tags: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NodeLabels:
-    """Labels to add to one Node (only those it does not carry yet)."""
-
-    node: str
-    labels: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Plan:
-    """What to do now: the status to write, and either one read to make first (the
-    reconciler decides again with its answer) or at most one cloud call."""
-
-    status: GangNodePoolStatus
-    call: CloudCall | None = None
-    read: Read | None = None
-    tag: TagRequest | None = None
-    label_nodes: tuple[NodeLabels, ...] = ()
-    # Read ahead, the answer only fills the cache: the gang's own read at N Ready is
-    # then answered at once instead of waiting for the 1/s budget.
-    warm_topology: tuple[str, ...] = ()
-    remove_finalizer: bool = False
-    # What the decision made happen; each says its Event and metrics (``outcomes.py``).
-    outcomes: tuple[Outcome, ...] = ()
-    requeue_after: float | None = None
-
-    def __post_init__(self) -> None:
-        # A read comes before the decision it informs, so a plan that asks one has not
-        # decided a call yet: the reconciler answers the read and decides again.
-        if self.read is not None and self.call is not None:
-            raise ValueError(
-                f"a plan asks a read or makes a cloud call, not both "
-                f"(read {type(self.read).__name__}, call {type(self.call).__name__})"
-            )
-
-    @property
-    def events(self) -> tuple[Event, ...]:
-        """The Events the outcomes are announced by, in order."""
-        said = (o.announce().event for o in self.outcomes)
-        return tuple(e for e in said if e is not None)
-
-    @property
-    def metrics(self) -> tuple[Metric, ...]:
-        """The metrics the outcomes count, in order."""
-        return tuple(m for o in self.outcomes for m in o.announce().metrics)
-
-    @property
-    def acquire(self) -> AcquireRequest | None:
-        return self.call.request if isinstance(self.call, Launch) else None
-
-    @property
-    def release(self) -> ReleaseRequest | None:
-        return self.call.request if isinstance(self.call, Terminate) else None
-
-    @property
-    def deletes_group(self) -> bool:
-        return isinstance(self.call, DeleteGroup)
-
-    def then(self, other: Plan) -> Plan:
-        """Chain two steps taken in one reconcile: the later step's status, call and
-        read; the outcomes of both; its tag and labels, else the earlier's."""
-        return replace(
-            other,
-            outcomes=self.outcomes + other.outcomes,
-            tag=other.tag or self.tag,
-            label_nodes=other.label_nodes or self.label_nodes,
-        )
 
 
 def update(status: GangNodePoolStatus, **changes: Unpack[StatusChange]) -> GangNodePoolStatus:
@@ -291,9 +158,8 @@ def devices_note(pool: GangNodePool, count: int) -> str:
     )
 
 
-def dead_instances(pool: GangNodePool, observed: Observed) -> tuple[str, ...]:
-    """Instance ids of the set that EC2 no longer reports healthy: gone, terminated,
-    stopping or stopped (needs a describe)."""
-    assert observed.instances is not None
-    healthy = {i.instance_id for i in observed.instances if i.healthy}
+def dead_instances(pool: GangNodePool, described: tuple[Instance, ...]) -> tuple[str, ...]:
+    """Instance ids of the set that EC2 no longer reports healthy (in its answer to a
+    describe): gone, terminated, stopping or stopped."""
+    healthy = {i.instance_id for i in described if i.healthy}
     return tuple(i for i in pool.status.instanceIds if i not in healthy)

@@ -1,8 +1,8 @@
 """What a pool decision made happen, as values: each outcome says once which Event
 announces it, which metrics count it, and how it is logged.
 
-A phase returns outcomes in its Plan (``Plan.outcomes``) and nothing else about them;
-each outcome's ``announce`` is the one place that says its Event and metrics, and the
+A phase's story tells them (``yield outcomes.Released(instances=4)``) and nothing else
+about them; each outcome's ``announce`` is the one place that says its Event and metrics, and the
 reconciler (``reconcilers/pool.py``) emits, records and logs what it says, all in one
 loop. So an Event and the metric of the same fact cannot drift apart, and a newcomer
 finds every word the pool says to its claimant here. Messages are written for the claimant:

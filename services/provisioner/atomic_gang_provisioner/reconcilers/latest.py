@@ -53,12 +53,14 @@ class LatestWrites:
                 self._written.pop(key, None)
                 self._last.pop(key, None)
             return None
-        return self.newer(cached)
+        return self._newer(key, cached)
 
     def newer(self, cached: Mapping[str, Any]) -> dict[str, Any]:
         """Our write of this cached object if it is the newer copy, else the cached one
         (an object found through an index rather than by key)."""
-        key = object_key(cached)
+        return self._newer(object_key(cached), cached)
+
+    def _newer(self, key: str, cached: Mapping[str, Any]) -> dict[str, Any]:
         with self._lock:
             mine = self._written.get(key)
             if mine is not None and _rv(mine) > _rv(cached):

@@ -1,10 +1,12 @@
-"""GangNodePool reconciler: decide, perform the one cloud call, write status once.
+"""GangNodePool reconciler: tell the pool's story, answering what it asks, then apply its
+effects and write its status once.
 
 The reconcile key is the pool name, so a pool is never reconciled by two
 workers at once (the anti-double-acquire guarantee on top of ClientTokens).
 A describe never holds a worker: the reconcile hands its ids to the batched
-DescribeInstances and ends; the answer requeues the pool, whose next reconcile
-decides with it (so Node events of other pools never queue behind EC2).
+DescribeInstances and ends (``driver.PARKED``); the answer requeues the pool, whose
+next reconcile tells the story again and finds it (so Node events of other pools never
+queue behind EC2).
 """
 
 from __future__ import annotations
@@ -17,26 +19,18 @@ from typing import Any
 
 from atomic_gang_provisioner.api import FINALIZER, GangNodePool
 from atomic_gang_provisioner.cloud.types import (
+    AcquireRequest,
     AcquireResult,
+    ReleaseRequest,
+    ReleaseResult,
     RetryLater,
     Waiting,
 )
 from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFoundError
 from atomic_gang_provisioner.nodes import node_view, slim_node
 from atomic_gang_provisioner.pool import machine
-from atomic_gang_provisioner.pool.model import (
-    DeleteGroup,
-    Describe,
-    FindByTag,
-    Launch,
-    NodeLabels,
-    NodeView,
-    Observed,
-    Plan,
-    Read,
-    ReadTopology,
-    Terminate,
-)
+from atomic_gang_provisioner.pool.driver import PARKED, Decision, drive
+from atomic_gang_provisioner.pool.model import NodeView, Observed
 from atomic_gang_provisioner.pool.outcomes import (
     Acquisition,
     Announcement,
@@ -49,6 +43,19 @@ from atomic_gang_provisioner.pool.outcomes import (
     Spread,
     TimeToSatisfied,
 )
+from atomic_gang_provisioner.pool.story import (
+    Ask,
+    DeleteGroup,
+    Describe,
+    FindByTag,
+    LabelNodes,
+    Launch,
+    NodeLabels,
+    ReadTopology,
+    ReadTopologyAhead,
+    TagInstances,
+    Terminate,
+)
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from atomic_gang_provisioner.reconcilers.memory import PoolMemory
@@ -60,8 +67,6 @@ from atomic_gang_provisioner.workload.view import view
 
 log = logging.getLogger("atomic_gang_provisioner.pool")
 LABEL_WRITERS = 8  # a gang's Node label patches go out side by side
-# The reads a decision may ask for, in the order a reconcile answers them.
-READ_ORDER = (Describe, ReadTopology, FindByTag)
 
 
 def launched_nothing(result: AcquireResult) -> bool:
@@ -107,44 +112,68 @@ class PoolReconciler:
         if obj is None:
             return Result()
         pool = GangNodePool.from_dict(obj)
+        decision = self._tell(pool)
+        if decision.parked:
+            return Result()  # the answer requeues the pool
+        self._apply(pool, decision)
+        try:
+            self._write(pool, decision)
+        except ConflictError as err:
+            log.info("pool write conflicted; retrying", extra={"pool": name, "error": str(err)})
+            return Result(requeue=True)
+        return Result(requeue_after=decision.requeue_after)
+
+    def _tell(self, pool: GangNodePool) -> Decision:
+        """The pool's story, told from what the caches show, its asks answered here."""
         now = self.ctx.now()
         observed = Observed(
             nodes=self._nodes(pool),
             reported_unhealthy=self.ctx.observer.reported_unhealthy(pool.status.instanceIds),
-            progress_written_at=self.memory.progress_written_at(name),
+            progress_written_at=self.memory.progress_written_at(pool.name),
             knobs=self.ctx.knobs,
         )
-        plan = machine.decide(pool, observed, now)
-        if plan.warm_topology and (ahead := self._reads.warm(name, plan.warm_topology)):
-            plan = machine.decide(pool, replace(observed, topology=ahead), now)
-        for kind in READ_ORDER:  # each read at most once; a later ask waits a reconcile
-            if isinstance(plan.read, kind):
-                answered = self._answer(pool, plan.read, observed)
-                if answered is None:
-                    return Result()  # the answer requeues the pool
-                observed = answered
-                plan = machine.decide(pool, observed, now)
-        plan = self._perform(pool, plan)
-        try:
-            self._write(pool, plan)
-        except ConflictError as err:
-            log.info("pool write conflicted; retrying", extra={"pool": name, "error": str(err)})
-            return Result(requeue=True)
-        return Result(requeue_after=plan.requeue_after)
+        story = machine.story(pool, observed, now)
+        return drive(
+            pool, story, lambda q: self._answer(pool.name, q), now=now, knobs=self.ctx.knobs
+        )
 
-    def _answer(self, pool: GangNodePool, read: Read, observed: Observed) -> Observed | None:
-        """``observed`` with the answer to ``read``; None while a batched read is out
-        (its answer requeues the pool)."""
-        match read:
-            case Describe(shared=shared):
-                described = self._reads.describe(pool, shared=shared)
-                return None if described is None else replace(observed, instances=described)
+    def _answer(self, name: str, question: Ask[Any]) -> object:
+        """The answer to one ask of the story; PARKED while a batched read is out."""
+        match question:
+            case Describe(instance_ids=ids, shared=shared):
+                described = self._reads.describe(name, ids, shared=shared)
+                return PARKED if described is None else described
             case ReadTopology(instance_ids=ids):
-                topology = self._reads.topology(pool.name, ids)
-                return None if topology is None else replace(observed, topology=topology)
+                topology = self._reads.topology(name, ids)
+                return PARKED if topology is None else topology
+            case ReadTopologyAhead(instance_ids=ids):
+                return self._reads.warm(name, ids)
             case FindByTag(generation=generation):
-                found = self.ctx.observer.find(pool=pool.name, generation=generation)
-                return replace(observed, found=found)
+                return self.ctx.observer.find(pool=name, generation=generation)
+            case Launch(request=request):
+                return self._launch(name, request)
+            case Terminate(request=release):
+                return self._release(release)
+            case DeleteGroup():
+                self.ctx.must_lead()
+                return self.ctx.launcher.delete_placement_group(name)
+        raise TypeError(f"a pool's story asked {question!r}, which nothing answers")
+
+    def _launch(self, name: str, asked: AcquireRequest) -> AcquireResult:
+        self.ctx.must_lead()
+        fresh = self.memory.take_fresh(name, asked.generation)
+        also = self._reads.wanted(name) if asked.spec.reservation_ids else ()
+        result = self.ctx.launcher.acquire(replace(asked, adopt=not fresh, also_reservations=also))
+        self.ctx.faults.after_launch()
+        if launched_nothing(result):  # the same ClientToken next time, no lookup
+            self.memory.launched_nothing(name, asked.generation)
+        return result
+
+    def _release(self, release: ReleaseRequest) -> ReleaseResult:
+        self.ctx.must_lead()
+        released = self.ctx.launcher.release(release)
+        self._wake(released.room_for)
+        return released
 
     def _wake(self, pools: tuple[str, ...]) -> None:
         """The pools in line for the room a release freed ask now, not at their poll."""
@@ -152,37 +181,15 @@ class PoolReconciler:
             for waiter in pools:
                 self._requeue(waiter)
 
-    def _perform(self, pool: GangNodePool, plan: Plan) -> Plan:
-        ctx = self.ctx
-        now = ctx.now()
-        if plan.call is not None:
-            ctx.must_lead()
-        match plan.call:
-            case Launch(request=asked):
-                fresh = self.memory.take_fresh(pool.name, asked.generation)
-                also = self._reads.wanted(pool.name) if asked.spec.reservation_ids else ()
-                request = replace(asked, adopt=not fresh, also_reservations=also)
-                result = ctx.launcher.acquire(request)
-                ctx.faults.after_launch()
-                if launched_nothing(result):  # the same ClientToken next time, no lookup
-                    self.memory.launched_nothing(pool.name, asked.generation)
-                plan = machine.after_acquire(
-                    pool, plan, request=asked, result=result, now=now, knobs=ctx.knobs
-                )
-            case Terminate(request=release):
-                released = ctx.launcher.release(release)
-                self._wake(released.room_for)
-                plan = machine.after_release(pool, plan, result=released, now=now, knobs=ctx.knobs)
-            case DeleteGroup():
-                deleted = ctx.launcher.delete_placement_group(pool.name)
-                plan = machine.after_delete_group(
-                    pool, plan, deleted=deleted, knobs=ctx.knobs, now=now
-                )
-        if plan.tag is not None and plan.tag.instance_ids:
-            ctx.must_lead()
-            ctx.launcher.tag(plan.tag.instance_ids, dict(plan.tag.tags))
-        self._label(pool, plan.label_nodes)
-        return plan
+    def _apply(self, pool: GangNodePool, decision: Decision) -> None:
+        """The decision's effects, before its status is written (Satisfied waits for them)."""
+        for effect in decision.effects:
+            match effect:
+                case TagInstances(instance_ids=ids, tags=tags) if ids:
+                    self.ctx.must_lead()
+                    self.ctx.launcher.tag(ids, dict(tags))
+                case LabelNodes(nodes=nodes):
+                    self._label(pool, nodes)
 
     def _label(self, pool: GangNodePool, nodes: tuple[NodeLabels, ...]) -> None:
         """The network-node-layer labels a Node lacks, patched side by side: the gang's
@@ -202,18 +209,18 @@ class PoolReconciler:
                 extra={"pool": pool.name, "node": node.node, "error": str(err)},
             )
 
-    def _write(self, pool: GangNodePool, plan: Plan) -> None:
+    def _write(self, pool: GangNodePool, decision: Decision) -> None:
         ctx = self.ctx
-        if plan.status != pool.status:
+        if decision.status != pool.status:
             ctx.must_lead()
-            self._write_status(pool, plan)
-            self.memory.written(pool.name, pool.status, plan.status, ctx.now())
-        if plan.remove_finalizer:
+            self._write_status(pool, decision)
+            self.memory.written(pool.name, pool.status, decision.status, ctx.now())
+        if decision.remove_finalizer:
             # Its own launch templates (fleet mode) go with it, before the object does: a
             # failure keeps the finalizer, and the next reconcile tries again.
             ctx.launcher.forget_pool(pool.name)
             self._remove_finalizer(pool)
-        said = [(type(o).__name__, o.announce()) for o in plan.outcomes]
+        said = [(type(o).__name__, o.announce()) for o in decision.outcomes]
         # The pool and its claimant are read into Event targets only when an outcome
         # has an Event (a metric alone, such as a spread, needs neither).
         told = any(a.event is not None for _, a in said)
@@ -260,9 +267,9 @@ class PoolReconciler:
             out.append({"apiVersion": owner.api_version, "kind": owner.kind, "metadata": of})
         return tuple(out)
 
-    def _write_status(self, pool: GangNodePool, plan: Plan) -> None:
+    def _write_status(self, pool: GangNodePool, decision: Decision) -> None:
         # None fields are left out, as to_dict does: kubectl shows a null column as "<no value>".
-        status = plan.status.model_dump(mode="json", exclude_none=True)
+        status = decision.status.model_dump(mode="json", exclude_none=True)
         try:
             self._remember(
                 pool, self.ctx.client.replace_status(POOLS, {**pool.to_dict(), "status": status})

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud.errors import CloudError
 from atomic_gang_provisioner.cloud.network_layers import supported
 from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
@@ -37,15 +36,17 @@ class PoolReads:
         self._described: Outstanding[tuple[Instance, ...]] = Outstanding(requeue)
         self._topology: Outstanding[TopologyRead] = Outstanding(requeue)
 
-    def describe(self, pool: GangNodePool, *, shared: bool) -> tuple[Instance, ...] | None:
+    def describe(
+        self, name: str, instance_ids: tuple[str, ...], *, shared: bool
+    ) -> tuple[Instance, ...] | None:
         """The set's describe (None while it is out). The join check (``shared``) takes
         another pool's recent answer and asks along for the other joining pools."""
 
         def start(ids: tuple[str, ...]) -> Future[tuple[Instance, ...]]:
-            also = self._join_along(pool.name) if shared else ()  # only for a new read
+            also = self._join_along(name) if shared else ()  # only for a new read
             return self.ctx.observer.describe_later(ids, also=also, reuse=shared)
 
-        return self._described.answer(pool.name, tuple(pool.status.instanceIds), start)
+        return self._described.answer(name, instance_ids, start)
 
     def topology(self, name: str, instance_ids: tuple[str, ...]) -> TopologyRead | None:
         """A failed read is a fact for decide (a gang without max-spread goes on)."""

@@ -34,6 +34,8 @@ from atomic_gang_provisioner.views.owner import Owner
 from atomic_gang_provisioner.views.pool_object import PoolObject
 from atomic_gang_provisioner.views.resource_flavor import ResourceFlavor
 from atomic_gang_provisioner.workload import decision, podsets
+from atomic_gang_provisioner.workload.judgments import Judgments
+from atomic_gang_provisioner.workload.owners import JudgedOwner, judge
 from atomic_gang_provisioner.workload.plan import (
     CheckUpdate,
     Claimant,
@@ -64,6 +66,14 @@ class WorkloadReconciler:
         # Our own check writes: the next reconcile applies on top of the resourceVersion
         # our last apply returned, not the cached one it superseded (a sure conflict).
         self._applied = applied or LatestWrites(ctx.workloads, slim=slim)
+        settings = ctx.settings
+        # Each owner and each ResourceFlavor judged once per version.
+        self.owners: Judgments[JudgedOwner] = Judgments(
+            lambda owner: judge(owner, settings.for_namespace(Owner(owner).namespace))
+        )
+        self.flavors: Judgments[bool] = Judgments(
+            lambda flavor: podsets.flavor_claims_gang_nodes(ResourceFlavor(flavor))
+        )
 
     def reconcile(self, key: str) -> Result:
         try:
@@ -77,26 +87,30 @@ class WorkloadReconciler:
         if obj is None:
             self._release_orphaned_claims(key)
             return Result()
-        wl = view(obj)
-        owner, owner_error = self._owner(wl)
-        pool = self._pool(owner)
-        plan = decision.decide(
-            Inputs(
-                wl=wl,
-                our_checks=self.ctx.our_checks(),
-                owner=owner,
-                owner_error=owner_error,
-                pool=pool,
-                claimant=self._claimant(pool, wl),
-                flavor_labels=self._flavor_labels(wl),
-                claiming_flavors=self._claiming_flavors(wl),
-                settings=self.ctx.settings,
-                now=self.ctx.now(),
-                failed_retry_seconds=int(self.ctx.knobs.backoff_max),
-            )
-        )
-        self._perform(wl, obj, owner, plan)
+        inputs = self._inputs(view(obj))
+        plan = decision.decide(inputs)
+        self._perform(inputs.wl, obj, inputs.owner, plan)
         return Result(requeue_after=plan.requeue_after)
+
+    def _inputs(self, wl: WorkloadView) -> Inputs:
+        """What the decision reads: the Workload, its owner's verdict (judged once per
+        owner version), its pool and that pool's claimant, and its ResourceFlavors."""
+        found, owner_error = self._owner(wl)
+        owner = self.owners.of(found) if found is not None else None
+        pool = self._pool(owner)
+        return Inputs(
+            wl=wl,
+            our_checks=self.ctx.our_checks(),
+            owner=owner,
+            owner_error=owner_error,
+            pool=pool,
+            claimant=self._claimant(pool, wl),
+            flavor_labels=self._flavor_labels(wl),
+            claiming_flavors=self._claiming_flavors(wl),
+            settings=self.ctx.settings,
+            now=self.ctx.now(),
+            failed_retry_seconds=int(self.ctx.knobs.backoff_max),
+        )
 
     def _sources(self) -> dict[tuple[str, str], tuple[Resource, Cache | None]]:
         """(API group, kind) of a served owner -> where to read it: its collection, and
@@ -154,8 +168,8 @@ class WorkloadReconciler:
             return None, ""  # e.g. a new Job under the old name: not this Workload's owner
         return obj, ""
 
-    def _pool(self, owner: Mapping[str, Any] | None) -> GangNodePool | None:
-        name = Owner(owner).pool if owner is not None else None
+    def _pool(self, owner: JudgedOwner | None) -> GangNodePool | None:
+        name = owner.pool if owner is not None else None
         if not name:
             return None
         obj = self._latest.newest(str(name))  # our own write if the watch has not brought it
@@ -176,9 +190,10 @@ class WorkloadReconciler:
         return ResourceFlavor(found if found is not None else {})
 
     def _claiming_flavors(self, wl: WorkloadView) -> frozenset[str]:
-        return frozenset(
-            name for name in wl.flavors if podsets.flavor_claims_gang_nodes(self._flavor(name))
-        )
+        """The Workload's flavors that select gang nodes or tolerate the gang taint (one a
+        cache does not hold yet claims nothing)."""
+        cached = ((name, self.ctx.flavors.get(name)) for name in wl.flavors)
+        return frozenset(name for name, f in cached if f is not None and self.flavors.of(f))
 
     def _flavor_labels(self, wl: WorkloadView) -> dict[str, str]:
         labels: dict[str, str] = {}
@@ -190,14 +205,15 @@ class WorkloadReconciler:
         self,
         wl: WorkloadView,
         obj: Mapping[str, Any],
-        owner: Mapping[str, Any] | None,
+        owner: JudgedOwner | None,
         plan: WorkloadPlan,
     ) -> None:
         ctx = self.ctx
+        about_all = (obj, owner.target) if owner is not None else (obj,)
 
         def emit(events: Iterable[Event]) -> None:
             for ev in events:
-                for about in (obj, owner) if owner is not None else (obj,):
+                for about in about_all:
                     ctx.events.event(
                         dict(about), type=ev.type, reason=ev.reason, message=ev.message
                     )

@@ -2,26 +2,35 @@
 
 Reads like a table of contents: leave unless the Workload carries our check;
 release the claim unless it is in play (quota reserved, not finished, not
-evicted, active); validate the owner (a Job or a JobSet) again and hold the
-Workload's PodSets to it (``podsets``); claim or create the pool; then map what
+evicted, active); read the owner's verdict (a Job, JobSet or TrainJob, judged once
+per version: ``judged``) and hold the Workload's PodSets to it (``podsets``); claim or
+create the pool; then map what
 the pool reports (``api.conditions``, nothing else of its status) onto our
-AdmissionCheckState, with one podSetUpdate per gang role.
+AdmissionCheckState, with one podSetUpdate per gang role. ``set_check`` is the one way
+the decision changes our AdmissionCheckState: it writes only on a change and emits an
+Event on a transition.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from atomic_gang import GangSpec, GangValidationError, keys, patterns
-from atomic_gang.gang_object import Gang, kind_of, validate
-from atomic_gang.objects import MalformedJobError
+from atomic_gang import GangSpec, keys
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
 from atomic_gang_provisioner.api import conditions as reported
 from atomic_gang_provisioner.events import event
-from atomic_gang_provisioner.views.owner import Owner
-from atomic_gang_provisioner.workload import owners, podsets, tenancy
-from atomic_gang_provisioner.workload.plan import Inputs, SpecChange, WorkloadPlan, set_check
-from atomic_gang_provisioner.workload.view import CheckState, WorkloadView
+from atomic_gang_provisioner.timestamps import rfc3339
+from atomic_gang_provisioner.workload import owners, tenancy
+from atomic_gang_provisioner.workload.plan import (
+    MAX_MESSAGE,
+    CheckUpdate,
+    Inputs,
+    SpecChange,
+    State,
+    WorkloadPlan,
+)
+from atomic_gang_provisioner.workload.view import CheckState
 
 
 def decide(inp: Inputs) -> WorkloadPlan:
@@ -33,72 +42,38 @@ def decide(inp: Inputs) -> WorkloadPlan:
     current = ours[0]
     if current.state in ("Retry", "Rejected"):
         return WorkloadPlan()  # Kueue resets it to Pending after the eviction
+    pool = inp.pool
+    report = (
+        reported.for_claim(pool, pool.spec.claim.key if pool.spec.claim else "") if pool else None
+    )
     if current.state == "Ready":
         # Admitted: Kueue has merged our podSetUpdates into the Job's template, so the
-        # Job must not be validated again (its selector now carries our keys). Only a
+        # Job must not be judged again (its selector now carries our keys). Only a
         # broken gang changes anything from here.
         # The gang roles are the PodSets Kueue admitted with our updates.
         admitted = tuple(str(u.get("name", "")) for u in current.pod_set_updates)
-        pool = inp.pool
-        return (
-            _claimed(inp, current, pool, admitted)
-            if pool is not None and _mine(inp, pool)
-            else WorkloadPlan()
-        )
-    unserved = owners.unserved(inp.wl, check=current.name, found_by_label=inp.owner is not None)
-    if unserved:
-        return set_check(inp, current, "Rejected", unserved)
-    if inp.wl.elastic:
-        return set_check(inp, current, "Rejected", _elastic(inp.wl, current))
-    if inp.owner is None:
-        return _owner_missing(inp, current)
-    kind = kind_of(inp.owner)[1]
-    try:
-        gang = validate(inp.owner, inp.settings)
-    except (GangValidationError, MalformedJobError) as err:
-        return set_check(inp, current, "Rejected", f"Invalid gang {kind}: {err}")
-    if gang is None:
-        return set_check(inp, current, "Rejected", _not_a_gang(inp, kind))
-    mismatch = podsets.mismatch(gang, inp.wl) or podsets.others_on_gang_flavors(
-        gang, inp.wl, inp.claiming_flavors
+        if pool is None or report is None or not _mine(inp, pool):
+            return WorkloadPlan()
+        return _claimed(inp, current, pool, report, admitted)
+    served = owners.verdict(
+        inp.wl,
+        inp.owner,
+        error=inp.owner_error,
+        current=current,
+        now=inp.now,
+        settings=inp.settings,
+        claiming_flavors=inp.claiming_flavors,
     )
-    if mismatch:
-        return set_check(inp, current, "Rejected", mismatch)
-    return _with_pool(inp, current, gang)
-
-
-def _owner_missing(inp: Inputs, current: CheckState) -> WorkloadPlan:
-    """Gone is final; unreadable is waited for, up to ``ownerWaitSeconds``."""
-    if not inp.owner_error:
-        return set_check(inp, current, "Rejected", owners.gone(inp.wl))
-    limit = inp.settings.owner_wait_seconds
-    why, left = owners.waited_out(
-        inp.wl, current, error=inp.owner_error, now=inp.now, limit_seconds=limit
-    )
-    if why:
-        return set_check(inp, current, "Rejected", why)
-    waiting = set_check(inp, current, "Pending", owners.waiting(inp.wl, limit_seconds=limit))
-    return replace(waiting, requeue_after=min(5.0, left))
-
-
-def _elastic(wl: WorkloadView, current: CheckState) -> str:
-    return (
-        f'Workload {wl.key} is elastic ({keys.ELASTIC_JOB}: "true"): a gang\'s N nodes '
-        "are launched once, all or nothing, and cannot follow a Job that grows or shrinks. "
-        f"Remove the annotation from the Job, or use a queue without the {current.name} check"
-    )
+    if isinstance(served, owners.Refused):
+        return set_check(inp, current, "Rejected", served.message)
+    if isinstance(served, owners.Awaited):
+        waiting = set_check(inp, current, "Pending", served.message)
+        return replace(waiting, requeue_after=served.requeue_after)
+    return _with_pool(inp, current, served, report)
 
 
 def _mine(inp: Inputs, pool: GangNodePool) -> bool:
     return pool.spec.claim is not None and pool.spec.claim.uid == inp.wl.uid
-
-
-def _not_a_gang(inp: Inputs, kind: str) -> str:
-    return (
-        f"The {kind} has no atomic-gang annotations or pool label, but its queue uses the "
-        f"{inp.settings.controller_name} admission check; add the {keys.POOL} label and the "
-        f"{keys.COUNT} and {keys.INSTANCE_TYPE} annotations, or use another queue"
-    )
 
 
 def _release(inp: Inputs) -> WorkloadPlan:
@@ -113,7 +88,7 @@ def _release(inp: Inputs) -> WorkloadPlan:
     )
 
 
-def _claim(inp: Inputs, gang: Gang) -> Claim:
+def _claim(inp: Inputs, gang: owners.Served) -> Claim:
     """The claim of a Workload whose owner was validated, with what its largest gang pod
     asks of a Node."""
     return Claim(
@@ -122,31 +97,33 @@ def _claim(inp: Inputs, gang: Gang) -> Claim:
         uid=inp.wl.uid,
         owner=_owner_named(inp, gang),
         claimedAt=inp.now,
-        resources=podsets.largest_requests(gang, inp.wl),
+        resources=gang.requests,
     )
 
 
-def _owner_named(inp: Inputs, gang: Gang) -> str:
+def _owner_named(inp: Inputs, gang: owners.Served) -> str:
     """``JobSet/allreduce``: the object the gang is for, as the pool and messages name it."""
-    name = Owner(inp.owner).name if inp.owner is not None else ""
-    return f"{gang.kind}/{name}"
+    return inp.owner.named if inp.owner is not None else f"{gang.gang.kind}/"
 
 
-def _with_pool(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:
-    pool, spec = inp.pool, gang.spec
-    standing = tenancy.access(
+def _with_pool(
+    inp: Inputs, current: CheckState, gang: owners.Served, report: reported.ClaimReport | None
+) -> WorkloadPlan:
+    pool, spec = inp.pool, gang.gang.spec
+    standing = tenancy.standing(
         pool,
+        holds_nothing=report.holds_nothing if report is not None else True,
         name=spec.pool,
         namespace=inp.wl.namespace,
         claimant=inp.claimant,
         settings=inp.settings,
+        retry_seconds=inp.retry_seconds,
     )
-    if standing == "reserved":  # the name is never this namespace's: a permanent answer
-        return set_check(inp, current, "Rejected", tenancy.reserved(spec.pool))
-    if standing == "taken":  # the owner's instances or claim are in it: wait, holding nothing
-        taken = tenancy.taken(spec.pool, inp.retry_seconds)
-        return set_check(inp, current, "Retry", taken, requeue_after_seconds=inp.retry_seconds)
-    if pool is None:
+    if standing.refused:  # the name is never this namespace's: a permanent answer
+        return set_check(inp, current, "Rejected", standing.refused)
+    if standing.waits:  # the owner's instances or claim are in it: wait, holding nothing
+        return _retry(inp, current, standing.waits)
+    if pool is None or report is None:
         return _create(inp, current, gang)
     if pool.deleting:
         deleting = set_check(
@@ -159,9 +136,9 @@ def _with_pool(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:
         return replace(deleting, requeue_after=5.0)
     claim = pool.spec.claim
     if claim is not None and claim.uid == inp.wl.uid:
-        return _claimed(inp, current, pool, gang.roles)
+        return _claimed(inp, current, pool, report, gang.gang.roles)
     conflict, new_shape = _shape_check(
-        pool, spec, own=pool.spec.ownerNamespace in (None, inp.wl.namespace)
+        pool, spec, own=pool.spec.ownerNamespace in (None, inp.wl.namespace), report=report
     )
     if conflict:  # permanent, so it wins over "busy, retry later"
         return set_check(inp, current, "Rejected", conflict)
@@ -171,38 +148,25 @@ def _with_pool(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:
             if claim.namespace == inp.wl.namespace
             else "a Workload of another namespace"  # never a foreign object's name
         )
-        return set_check(
+        return _retry(
             inp,
             current,
-            "Retry",
             f"Pool {pool.name} is in use by {who}; releasing quota and retrying in "
             f"{inp.retry_seconds}s",
-            requeue_after_seconds=inp.retry_seconds,
         )
-    if not _may_use_reservation(inp, pool):  # the shape leaves the reservation out
-        return set_check(
-            inp,
-            current,
-            "Retry",
-            f"Pool {pool.name}'s warm set runs in a capacity reservation this namespace may "
-            f"not use (allowedCapacityReservationIds); releasing quota and retrying in "
-            f"{inp.retry_seconds}s",
-            requeue_after_seconds=inp.retry_seconds,
-        )
-    owner = None if standing == "owner" and pool.spec.ownerNamespace else inp.wl.namespace
-    return _take(inp, current, pool, new_shape, gang, owner=owner)
+    if standing.reservation:  # the shape leaves the reservation out
+        return _retry(inp, current, standing.reservation)
+    owner = None if standing.access == "owner" and pool.spec.ownerNamespace else inp.wl.namespace
+    return _take(inp, current, pool, new_shape, gang, owner=owner, report=report)
 
 
-def _may_use_reservation(inp: Inputs, pool: GangNodePool) -> bool:
-    """Whether this namespace may run in the reservation the pool's live set runs in."""
-    held = pool.status.reservationId
-    if not held or reported.holds_nothing(pool):
-        return True
-    return patterns.allowed(held, inp.settings.allowed_capacity_reservation_ids)
+def _retry(inp: Inputs, current: CheckState, message: str) -> WorkloadPlan:
+    """Retry: Kueue releases the quota and requeues the Workload after ``retry_seconds``."""
+    return set_check(inp, current, "Retry", message, requeue_after_seconds=inp.retry_seconds)
 
 
-def _create(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:
-    spec = gang.spec
+def _create(inp: Inputs, current: CheckState, gang: owners.Served) -> WorkloadPlan:
+    spec = gang.gang.spec
     created = GangNodePool(
         metadata={"name": spec.pool, "finalizers": [FINALIZER], "labels": {keys.MANAGED: "true"}},
         spec=GangNodePoolSpec(
@@ -228,12 +192,14 @@ def _create(inp: Inputs, current: CheckState, gang: Gang) -> WorkloadPlan:
     )
 
 
-def _shape_check(pool: GangNodePool, spec: GangSpec, *, own: bool) -> tuple[str, PoolShape | None]:
+def _shape_check(
+    pool: GangNodePool, spec: GangSpec, *, own: bool, report: reported.ClaimReport
+) -> tuple[str, PoolShape | None]:
     """(why this Job can never use the pool, or ""; the shape to adopt, if any). The
     differences are spelt out only to the pool's own namespace (``own``): another
     namespace sharing the name learns which fields differ, not their values."""
     pool_spec = pool.spec.shape.gang_spec(pool=pool.name, keep_warm_ttl=pool.spec.keepWarmTTL)
-    nothing_live = reported.holds_nothing(pool)
+    nothing_live = report.holds_nothing
     if pool_spec.shape_equals(spec):
         # Its reservations are the claimant's to name, for a set still to be launched.
         fresh = PoolShape.of(spec)
@@ -259,13 +225,14 @@ def _take(
     current: CheckState,
     pool: GangNodePool,
     shape: PoolShape | None,
-    gang: Gang,
+    gang: owners.Served,
     *,
     owner: str | None,
+    report: reported.ClaimReport,
 ) -> WorkloadPlan:
     """Claim a free pool (or one whose claimant is gone); ``owner``: the namespace to
     record as the pool's (its ownership lapsed, or was never recorded), else None."""
-    spec = gang.spec
+    spec = gang.gang.spec
     change = SpecChange(
         pool=pool.name,
         resource_version=pool.resource_version,
@@ -275,7 +242,7 @@ def _take(
         shape=shape,
         owner_namespace=owner,
     )
-    message = f"Claimed pool {pool.name} for {_owner_named(inp, gang)}; {reported.progress(pool)}"
+    message = f"Claimed pool {pool.name} for {_owner_named(inp, gang)}; {report.progress}"
     return replace(
         set_check(inp, current, "Pending", message),
         spec_change=change,
@@ -284,11 +251,14 @@ def _take(
 
 
 def _claimed(
-    inp: Inputs, current: CheckState, pool: GangNodePool, roles: tuple[str, ...]
+    inp: Inputs,
+    current: CheckState,
+    pool: GangNodePool,
+    report: reported.ClaimReport,
+    roles: tuple[str, ...],
 ) -> WorkloadPlan:
     """Our claim: the check follows what the pool reports to it; ``roles``: the PodSets
     that get the gang's node selector and toleration."""
-    report = reported.for_claim(pool, pool.spec.claim.key if pool.spec.claim else "")
     if report.degraded is not None:
         lost = report.degraded
         return set_check(
@@ -343,3 +313,52 @@ def _ready(
     )
     message = f"{ready}; pods are pinned to them"
     return set_check(inp, current, "Ready", message, pod_set_updates=updates)
+
+
+def set_check(
+    inp: Inputs,
+    current: CheckState,
+    state: State,
+    message: str,
+    *,
+    pod_set_updates: tuple[dict[str, Any], ...] = (),
+    requeue_after_seconds: int | None = None,
+) -> WorkloadPlan:
+    """Write our entry only if something changed; emit an event on a state change.
+
+    ``requeueAfterSeconds`` is compared only where we set it: after a Retry, Kueue's
+    reset to Pending keeps the value under its own field manager, so an entry without it
+    still shows it, and comparing there would re-send every later apply."""
+    message = (message + attempt_note(current, state))[:MAX_MESSAGE]
+    same = (
+        current.state == state
+        and current.message == message
+        and tuple(current.pod_set_updates) == pod_set_updates
+        and (
+            requeue_after_seconds is None or current.requeue_after_seconds == requeue_after_seconds
+        )
+    )
+    if same:
+        return WorkloadPlan()
+    moved = current.state != state
+    update = CheckUpdate(
+        name=current.name,
+        state=state,
+        message=message,
+        last_transition_time=("" if moved else current.last_transition_time) or rfc3339(inp.now),
+        pod_set_updates=pod_set_updates,
+        requeue_after_seconds=requeue_after_seconds,
+        event=event(f"Gang{state}", message, warning=state in ("Retry", "Rejected"))
+        if moved
+        else None,
+    )
+    return WorkloadPlan(checks=(update,))
+
+
+def attempt_note(current: CheckState, state: State) -> str:
+    """ " (attempt 3 after 2 evictions)" on the Pending and Ready messages of a Workload
+    that Kueue requeued after our Retry (its ``retryCount``); "" on a first attempt."""
+    n = current.retry_count
+    if n <= 0 or state not in ("Pending", "Ready"):
+        return ""
+    return f" (attempt {n + 1} after {n} eviction{'s' if n > 1 else ''})"

@@ -8,11 +8,34 @@ cannot launch the wrong N."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 
 from atomic_gang import keys, template
 from atomic_gang.gang_object import Gang
 from atomic_gang_provisioner.views.resource_flavor import ResourceFlavor
 from atomic_gang_provisioner.workload.view import WorkloadView
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """The Workload's PodSets hold exactly the gang: what its largest gang pod asks of a
+    Node (the claim records it)."""
+
+    requests: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Misfit:
+    """Why the Workload's PodSets cannot be the gang's (the check is Rejected with it)."""
+
+    message: str
+
+
+def fit(gang: Gang, wl: WorkloadView, claiming: Collection[str]) -> Fit | Misfit:
+    """How the Workload's PodSets map onto the gang: each role one PodSet, their pods the
+    gang's count, nothing else on a flavor that claims gang nodes."""
+    why = mismatch(gang, wl) or others_on_gang_flavors(gang, wl, claiming)
+    return Misfit(why) if why else Fit(largest_requests(gang, wl))
 
 
 def mismatch(gang: Gang, wl: WorkloadView) -> str:

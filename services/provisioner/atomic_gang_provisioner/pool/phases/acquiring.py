@@ -32,11 +32,8 @@ from atomic_gang_provisioner.cloud.types import (
 )
 from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import (
-    FindByTag,
     Knobs,
-    Launch,
     Observed,
-    Plan,
     backoff_seconds,
     claim_key,
     seconds_until,
@@ -45,15 +42,15 @@ from atomic_gang_provisioner.pool.model import (
 from atomic_gang_provisioner.pool.phases import releasing
 from atomic_gang_provisioner.pool.report import gave_up
 from atomic_gang_provisioner.pool.rules import block
+from atomic_gang_provisioner.pool.story import End, FindByTag, Launch, Next, Story, ask
 
 
-def abandon(pool: GangNodePool, observed: Observed) -> Plan:
+def abandon(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
     """The claim is gone mid-acquisition. A launch whose response was lost (crash) may
     have left a set at EC2 that status never recorded: look it up by tag and release it
     before going Idle, or it would bill until the reaper's max-lifetime sweep."""
     status = pool.status
-    if observed.found is None:
-        return Plan(status=status, read=FindByTag(status.acquireGeneration))
+    found = yield from ask(FindByTag(status.acquireGeneration))
     idle = update(
         status,
         phase="Idle",
@@ -62,31 +59,33 @@ def abandon(pool: GangNodePool, observed: Observed) -> Plan:
         nextAttemptAt=None,
         acquiringSince=None,
     )
-    if not observed.found:
-        return Plan(
-            status=idle,
-            outcomes=(outcomes.AcquisitionAbandoned(),),
-        )
-    ids = [i.instance_id for i in observed.found]
+    if not found:
+        yield outcomes.AcquisitionAbandoned()
+        return Next(idle)
+    ids = [i.instance_id for i in found]
     orphans = update(
         idle, phase="Releasing", instanceIds=ids, acquireGeneration=status.acquireGeneration + 1
     )
-    return releasing.begin_quietly(
-        pool,
-        orphans,
-        reason="LostLaunchFound",
-        message=(
-            f"Found {len(ids)} instance(s) of an unrecorded launch after the claim was released; "
-            "releasing them"
-        ),
+    return (
+        yield from releasing.begin_quietly(
+            pool,
+            orphans,
+            reason="LostLaunchFound",
+            message=(
+                f"Found {len(ids)} instance(s) of an unrecorded launch after the claim was "
+                "released; releasing them"
+            ),
+            observed=observed,
+            now=now,
+        )
     )
 
 
-def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+def story(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
     status = pool.status
     uid = claim_key(pool)
     if not uid:
-        return abandon(pool, observed)
+        return (yield from abandon(pool, observed, now))
     if uid != status.claimKey:  # a different claimant: its attempts start from zero
         status = update(
             status,
@@ -99,10 +98,10 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             waitingSince=None,
         )
     if gave_up(status, observed.knobs):
-        return Plan(status=status)  # the claim drop (Kueue eviction) wakes us
+        return End(status=status)  # the claim drop (Kueue eviction) wakes us
     wait = seconds_until(status.nextAttemptAt, now)
     if wait:
-        return Plan(status=status, requeue_after=wait)
+        return End(status=status, requeue_after=wait)
     spec = pool.spec.shape.gang_spec(pool=pool.name, keep_warm_ttl=pool.spec.keepWarmTTL)
     if spec.placement is not None and not spec.placement_group_name:
         # Recorded before the launch that may create it, so that it is deleted later.
@@ -115,7 +114,12 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
         waiting_since=status.acquiringSince,
         replay=replay_of(status),
     )
-    return Plan(status=status, call=Launch(request))
+    result = yield from ask(Launch(request, status))
+    return (
+        yield from after_acquire(
+            pool, status, request=request, result=result, now=now, knobs=observed.knobs
+        )
+    )
 
 
 def replay_of(status: GangNodePoolStatus) -> UnknownLaunch | None:
@@ -146,35 +150,40 @@ def after_acquire(
     result: AcquireResult,
     now: datetime,
     knobs: Knobs,
-) -> Plan:
+) -> Story:
+    """What EC2's answer to the launch makes of the pool."""
     mode = pool.spec.shape.mode
     if isinstance(result, Launched):
-        return _launched(
-            pool, status, generation=request.generation, result=result, now=now, knobs=knobs
+        return (
+            yield from _launched(
+                pool, status, generation=request.generation, result=result, now=now, knobs=knobs
+            )
         )
     if isinstance(result, Waiting):  # not an attempt: the pool waits its turn
         waiting = update(status, lastError=result.message, lastErrorReason=result.reason)
-        return Plan(status=waiting, requeue_after=result.retry_after)
+        return End(status=waiting, requeue_after=result.retry_after)
     if isinstance(result, RetryLater):
+        yield outcomes.LaunchRetried(mode=mode)
         delay = result.retry_after or min(knobs.backoff_max, knobs.backoff_base)
-        return Plan(
-            status=update(
-                status,
-                lastError=f"{result.code}: {result.message}",
-                lastErrorReason=result.reason,
-                pendingLaunch=pending_after(status, result),
-            ),
-            outcomes=(outcomes.LaunchRetried(mode=mode),),
-            requeue_after=delay,
+        retry = update(
+            status,
+            lastError=f"{result.code}: {result.message}",
+            lastErrorReason=result.reason,
+            pendingLaunch=pending_after(status, result),
         )
+        return End(status=retry, requeue_after=delay)
     if isinstance(result, AwaitingReservation):
-        return _waiting(status, generation=request.generation, result=result, now=now)
-    return _failed(pool, status, generation=request.generation, result=result, now=now, knobs=knobs)
+        return (yield from _waiting(status, generation=request.generation, result=result, now=now))
+    return (
+        yield from _failed(
+            pool, status, generation=request.generation, result=result, now=now, knobs=knobs
+        )
+    )
 
 
 def _waiting(
     status: GangNodePoolStatus, *, generation: int, result: AwaitingReservation, now: datetime
-) -> Plan:
+) -> Story:
     """A listed block starts later: sleep until its start (no polling, no attempt spent)."""
     start = result.starts_at
     delay = (start - now).total_seconds() if start and start > now else block.NOT_ACTIVE_POLL
@@ -187,9 +196,9 @@ def _waiting(
         lastErrorReason=result.reason,
         waitingSince=status.waitingSince or now,
     )
-    first = status.lastErrorReason != block.WAITING
-    said = (outcomes.WaitingForReservation(message=result.message),) if first else ()
-    return Plan(status=new, outcomes=said, requeue_after=delay)
+    if status.lastErrorReason != block.WAITING:  # said once, not at every look
+        yield outcomes.WaitingForReservation(message=result.message)
+    return End(status=new, requeue_after=delay)
 
 
 def _launched(
@@ -200,7 +209,7 @@ def _launched(
     result: Launched,
     now: datetime,
     knobs: Knobs,
-) -> Plan:
+) -> Story:
     ids = list(result.instance_ids)
     zones = sorted({i.availability_zone for i in result.instances})
     new = update(
@@ -220,7 +229,7 @@ def _launched(
         lastError="",
         lastErrorReason=FailureReason.NONE,
     )
-    launched = outcomes.Launched(
+    yield outcomes.Launched(
         adopted=result.adopted,
         mode=pool.spec.shape.mode,
         instance_type=pool.spec.shape.instanceType,
@@ -229,11 +238,7 @@ def _launched(
         where=block.where(new, knobs),
         waited=block.waited(status, now),
     )
-    return Plan(
-        status=new,
-        outcomes=(launched,),
-        requeue_after=knobs.join_deadline.total_seconds(),
-    )
+    return End(status=new, requeue_after=knobs.join_deadline.total_seconds())
 
 
 def _why(result: Shortfall | QuotaExceeded | PermanentFailure) -> tuple[str, str]:
@@ -254,7 +259,7 @@ def _failed(
     result: Shortfall | QuotaExceeded | PermanentFailure,
     now: datetime,
     knobs: Knobs,
-) -> Plan:
+) -> Story:
     attempt = status.consecutiveShortfalls + 1
     reason = result.reason
     detail, label = _why(result)
@@ -270,7 +275,7 @@ def _failed(
         lastError=detail,
         lastErrorReason=reason,
     )
-    failed = outcomes.AttemptFailed(
+    yield outcomes.AttemptFailed(
         reason=reason,
         result=label,
         mode=pool.spec.shape.mode,
@@ -279,9 +284,4 @@ def _failed(
         attempts=knobs.attempts_before_retry,
         detail=detail,
     )
-    done = gave_up(new, knobs)
-    return Plan(
-        status=new,
-        outcomes=(failed,),
-        requeue_after=None if done else delay,
-    )
+    return End(status=new, requeue_after=None if gave_up(new, knobs) else delay)

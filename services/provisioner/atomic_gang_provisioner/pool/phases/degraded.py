@@ -17,15 +17,13 @@ from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import (
     Knobs,
     Observed,
-    Plan,
-    Terminate,
     claim_key,
     has_resources,
-    seconds_until,
     update,
 )
 from atomic_gang_provisioner.pool.phases import releasing
 from atomic_gang_provisioner.pool.rules import block
+from atomic_gang_provisioner.pool.story import End, Next, Story
 
 
 def _marked(
@@ -42,40 +40,44 @@ def _marked(
     )
 
 
-def drain(pool: GangNodePool, status: GangNodePoolStatus, *, now: datetime, knobs: Knobs) -> Plan:
+def drain(pool: GangNodePool, status: GangNodePoolStatus, *, knobs: Knobs) -> Story:
     """At its Capacity Block's drain point: Retry for the claimant (Kueue evicts it), the
     set held for its pods' grace until ``block.release_by``."""
     message = block.drain_message(status, knobs)
-    new = _marked(status, claim_key(pool), reason=block.ENDING, message=message)
-    return Plan(
-        status=new,
-        outcomes=(outcomes.BlockDrain(message=message),),
-        requeue_after=seconds_until(block.release_by(new, knobs), now),
-    )
+    yield outcomes.BlockDrain(message=message)
+    return Next(_marked(status, claim_key(pool), reason=block.ENDING, message=message))
 
 
 def enter(
-    pool: GangNodePool, status: GangNodePoolStatus, *, reason: FailureReason, message: str
-) -> Plan:
+    pool: GangNodePool,
+    status: GangNodePoolStatus,
+    *,
+    reason: FailureReason,
+    message: str,
+    observed: Observed,
+    now: datetime,
+) -> Story:
+    """The formed gang broke: Retry for the claimant, and the whole set goes."""
     key = claim_key(pool)
     if not key:
-        return releasing.begin(pool, status, reason=reason, message=message)
+        return (
+            yield from releasing.begin(
+                pool, status, reason=reason, message=message, observed=observed, now=now
+            )
+        )
+    yield outcomes.Degraded(message=message)
     new = _marked(status, key, reason=reason, message=message)
-    return Plan(
-        status=new,
-        call=Terminate(releasing.request(pool, new)),
-        outcomes=(outcomes.Degraded(message=message),),
-    )
+    return (yield from releasing.terminate(pool, new, knobs=observed.knobs, now=now))
 
 
-def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+def story(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
     status = pool.status
     if has_resources(status):
         hold = block.holding(pool, status, now, observed.knobs)
         if hold:  # a drained block: its evicted pods stop gracefully first
-            return Plan(status=status, requeue_after=hold)
-        return Plan(status=status, call=Terminate(releasing.request(pool, status)))
+            return End(status=status, requeue_after=hold)
+        return (yield from releasing.terminate(pool, status, knobs=observed.knobs, now=now))
     key = claim_key(pool)
     if key and key == status.degradedClaimKey:
-        return Plan(status=status)  # waiting for Kueue to evict the claimant
-    return Plan(status=update(status, phase="Idle", degradedClaimKey="", claimKey=""))
+        return End(status=status)  # waiting for Kueue to evict the claimant
+    return Next(update(status, phase="Idle", degradedClaimKey="", claimKey=""))

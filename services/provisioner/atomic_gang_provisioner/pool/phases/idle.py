@@ -5,35 +5,34 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.pool.model import (
-    DeleteGroup,
-    Observed,
-    Plan,
-    claim_key,
-    has_resources,
-    update,
-)
+from atomic_gang_provisioner.pool import outcomes
+from atomic_gang_provisioner.pool.model import Observed, claim_key, has_resources, update
 from atomic_gang_provisioner.pool.phases import releasing
+from atomic_gang_provisioner.pool.story import DeleteGroup, End, Next, Part, Story, ask
 
 
-def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+def story(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
     status = pool.status
     if has_resources(status):  # guard: Idle must never hold billing resources
-        return releasing.begin(
-            pool,
-            status,
-            reason=FailureReason.LEFTOVER,
-            message="Idle pool still recorded instances; releasing them",
+        return (
+            yield from releasing.begin(
+                pool,
+                status,
+                reason=FailureReason.LEFTOVER,
+                message="Idle pool still recorded instances; releasing them",
+                observed=observed,
+                now=now,
+            )
         )
     uid = claim_key(pool)
     if not uid and status.placementGroup:  # the last instance is gone: so goes the group
-        return Plan(status=status, call=DeleteGroup())
+        return (yield from delete_group(pool, status, observed))
     if not uid:
-        return Plan(status=status)
-    return Plan(
-        status=update(
+        return End(status=status)
+    return Next(
+        update(
             status,
             phase="Acquiring",
             claimKey=uid,
@@ -44,3 +43,13 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
             lastErrorReason=FailureReason.NONE,
         )
     )
+
+
+def delete_group(pool: GangNodePool, status: GangNodePoolStatus, observed: Observed) -> Part[End]:
+    """The pool's own placement group: gone, or still counted in use by EC2 (terminated
+    instances linger there a while): not an error, ask again after the release poll."""
+    deleted = yield from ask(DeleteGroup())
+    if not deleted:
+        return End(status=status, requeue_after=observed.knobs.release_poll)
+    yield outcomes.GroupDeleted(name=status.placementGroup)
+    return End(status=update(status, placementGroup=""), remove_finalizer=pool.deleting)

@@ -26,9 +26,7 @@ from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import (
-    Describe,
     Observed,
-    Plan,
     claim_key,
     dead_instances,
     devices_note,
@@ -38,15 +36,25 @@ from atomic_gang_provisioner.pool.model import (
 )
 from atomic_gang_provisioner.pool.phases import releasing
 from atomic_gang_provisioner.pool.rules import block, spread
+from atomic_gang_provisioner.pool.story import (
+    Describe,
+    End,
+    LabelNodes,
+    Next,
+    Part,
+    ReadTopologyAhead,
+    Story,
+    ask,
+)
 
 QUIET_SECONDS = 20.0
 PROGRESS_SECONDS = 10.0
 
 
-def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
+def story(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
     status = pool.status
     if not status.instanceIds:  # guard
-        return Plan(status=update(status, phase="Idle" if not claim_key(pool) else "Acquiring"))
+        return Next(update(status, phase="Idle" if not claim_key(pool) else "Acquiring"))
     want = len(status.instanceIds)
     claim = pool.spec.claim
     h = health(pool, observed, devices=claim.resources if claim is not None else None)
@@ -54,21 +62,55 @@ def decide(pool: GangNodePool, observed: Observed, now: datetime) -> Plan:
     if h.ready >= want or quiet_until is None or now >= quiet_until:
         bare = len(h.without_devices)
         status = update(status, readyCount=h.ready, readyWithoutDevices=bare)
-    if (ended := _ended(pool, status, observed, now, ready=h.ready)) is not None:
-        return ended
+    if (over := _over(pool, status, observed, now, ready=h.ready)) is not None:
+        reason, message = over
+        return (
+            yield from releasing.begin(
+                pool, status, reason=reason, message=message, observed=observed, now=now
+            )
+        )
     if h.ready < want:
+        yield from _read_ahead(pool, status, observed, ready=h.ready)
         marks = (status.joinDeadline, block.drain_point(status, observed.knobs), quiet_until)
         due = [t for t in marks if t is not None and t > now]
-        return Plan(
-            status=status,
-            requeue_after=seconds_until(min(due, default=None), now),
-            warm_topology=spread.ahead(pool, status, ready=h.ready),
-            label_nodes=spread.ahead_labels(status, observed),
-        )
-    if observed.instances is None and not _nodes_vouch(pool, observed, now):
-        return Plan(status=status, read=Describe(shared=True))
-    placed = spread.gate(pool, status, observed)
-    return placed if isinstance(placed, Plan) else _satisfied(pool, placed, now)
+        return End(status=status, requeue_after=seconds_until(min(due, default=None), now))
+    if not _nodes_vouch(pool, observed, now):
+        described = yield from ask(Describe(tuple(status.instanceIds), shared=True))
+        if dead := dead_instances(pool, described):
+            message = (
+                f"{len(dead)} instance(s) died before joining ({' '.join(dead)}); "
+                "releasing the whole set"
+            )
+            return (
+                yield from releasing.begin(
+                    pool,
+                    status,
+                    reason=FailureReason.INSTANCE_LOST,
+                    message=message,
+                    observed=observed,
+                    now=now,
+                )
+            )
+    placed = yield from spread.gate(pool, status, observed, now)
+    if isinstance(placed, End):
+        return placed
+    if placed.labels:
+        yield LabelNodes(placed.labels)
+    return (yield from _satisfied(pool, placed.status, now))
+
+
+def _read_ahead(
+    pool: GangNodePool, status: GangNodePoolStatus, observed: Observed, *, ready: int
+) -> Part[None]:
+    """While the gang joins: its topology read ahead (the read at N Ready is then a cache
+    hit) and, once the cache holds it, the layer labels its Nodes so far lack."""
+    ids = spread.ahead(pool, status, ready=ready)
+    if not ids:
+        return
+    read = yield from ask(ReadTopologyAhead(ids))
+    labels = spread.ahead_labels(status, read, observed)
+    if labels:
+        yield LabelNodes(labels)
 
 
 def _nodes_vouch(pool: GangNodePool, observed: Observed, now: datetime) -> bool:
@@ -99,27 +141,19 @@ def _any_registered(status: GangNodePoolStatus, observed: Observed) -> bool:
     return any(observed.node_for(i) is not None for i in status.instanceIds)
 
 
-def _ended(
+def _over(
     pool: GangNodePool, status: GangNodePoolStatus, observed: Observed, now: datetime, *, ready: int
-) -> Plan | None:
-    """The join is over before Satisfied: an instance died, the block drains, or the
-    deadline passed. The whole set goes."""
-    if observed.instances is not None and (dead := dead_instances(pool, observed)):
-        message = (
-            f"{len(dead)} instance(s) died before joining ({' '.join(dead)}); "
-            "releasing the whole set"
-        )
-        return releasing.begin(pool, status, reason=FailureReason.INSTANCE_LOST, message=message)
+) -> tuple[FailureReason, str] | None:
+    """Why the join is over before Satisfied (the block drains, or the deadline passed):
+    the whole set goes. None while it may go on."""
     if block.draining(status, now, observed.knobs):
-        message = block.drain_message(status, observed.knobs)
-        return releasing.begin(pool, status, reason=block.ENDING, message=message)
+        return block.ENDING, block.drain_message(status, observed.knobs)
     if status.joinDeadline is not None and now >= status.joinDeadline:
-        message = (
+        return FailureReason.JOIN_TIMEOUT, (
             f"Only {ready}/{len(status.instanceIds)} nodes became Ready before the join "
             f"deadline{devices_note(pool, status.readyWithoutDevices)}; releasing the whole "
             f"set and retrying{'' if _any_registered(status, observed) else NONE_JOINED}"
         )
-        return releasing.begin(pool, status, reason=FailureReason.JOIN_TIMEOUT, message=message)
     return None
 
 
@@ -133,8 +167,7 @@ def _quiet_until(launched_at: datetime | None, progress_at: datetime | None) -> 
     return max(quiet, progress_at + timedelta(seconds=PROGRESS_SECONDS))
 
 
-def _satisfied(pool: GangNodePool, placed: spread.Placed, now: datetime) -> Plan:
-    status = placed.status
+def _satisfied(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) -> Story:
     n = len(status.instanceIds)
     new = update(
         status,
@@ -149,10 +182,10 @@ def _satisfied(pool: GangNodePool, placed: spread.Placed, now: datetime) -> Plan
         lastError="",  # e.g. a topology read that failed a while before it worked
     )
     acquiring, launched = status.acquiringSince, status.launchedAt
-    satisfied = outcomes.Satisfied(
+    yield outcomes.Satisfied(
         nodes=n,
         group=status.activeGroup,
         since_acquiring=None if acquiring is None else (now - acquiring).total_seconds(),
         since_launch=None if launched is None else (now - launched).total_seconds(),
     )
-    return Plan(status=new, label_nodes=placed.labels, outcomes=(*placed.outcomes, satisfied))
+    return Next(new)

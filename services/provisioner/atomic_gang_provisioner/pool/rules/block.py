@@ -21,13 +21,8 @@ from atomic_gang_provisioner.cloud import reservation_fit
 from atomic_gang_provisioner.cloud.reservation_fit import BlockPolicy, span
 from atomic_gang_provisioner.cloud.types import Launched
 from atomic_gang_provisioner.pool import outcomes
-from atomic_gang_provisioner.pool.model import (
-    Knobs,
-    Plan,
-    claim_key,
-    seconds_until,
-    update,
-)
+from atomic_gang_provisioner.pool.model import Knobs, claim_key, seconds_until, update
+from atomic_gang_provisioner.pool.story import End, Story
 from atomic_gang_provisioner.timestamps import rfc3339
 
 WAITING: Final = FailureReason.CAPACITY_RESERVATION_NOT_STARTED
@@ -139,28 +134,27 @@ def drain_message(status: GangNodePoolStatus, knobs: Knobs) -> str:
     )
 
 
-def watch(plan: Plan, now: datetime, knobs: Knobs) -> Plan:
+def watch(
+    status: GangNodePoolStatus, *, requeue_after: float | None, now: datetime, knobs: Knobs
+) -> Story:
     """A claimed gang in a block before its drain point: the warning, once, and a
     wake-up for it and for the drain point."""
-    status = plan.status
     drain = drain_point(status, knobs)
     if drain is None or now >= drain:
-        return plan
+        return End(status=status, requeue_after=requeue_after)
     warn_at = drain - knobs.block_warning_lead
     wake = warn_at if not status.blockEndingWarned and now < warn_at else drain
-    requeue = min(x for x in (plan.requeue_after, seconds_until(wake, now)) if x is not None)
+    requeue = min(x for x in (requeue_after, seconds_until(wake, now)) if x is not None)
     if status.blockEndingWarned or now < warn_at:
-        return Plan(status=status, requeue_after=requeue)
-    text = (
-        f"Capacity Block {status.reservationId} ends at {rfc3339(status.reservationEnd or drain)};"
-        f" the Workload is evicted at the drain point {rfc3339(drain)} (in {span(drain - now)}):"
-        " checkpoint now"
+        return End(status=status, requeue_after=requeue)
+    yield outcomes.BlockEnding(
+        message=(
+            f"Capacity Block {status.reservationId} ends at "
+            f"{rfc3339(status.reservationEnd or drain)}; the Workload is evicted at the drain "
+            f"point {rfc3339(drain)} (in {span(drain - now)}): checkpoint now"
+        )
     )
-    return Plan(
-        status=update(status, blockEndingWarned=True),
-        outcomes=(outcomes.BlockEnding(message=text),),
-        requeue_after=requeue,
-    )
+    return End(status=update(status, blockEndingWarned=True), requeue_after=requeue)
 
 
 def holding(pool: GangNodePool, status: GangNodePoolStatus, now: datetime, knobs: Knobs) -> float:

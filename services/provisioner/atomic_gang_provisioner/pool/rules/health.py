@@ -9,69 +9,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.pool.model import (
-    Describe,
-    Observed,
-    Plan,
-    dead_instances,
-    health,
-    update,
-)
+from atomic_gang_provisioner.pool.model import Observed, dead_instances, health, update
+from atomic_gang_provisioner.pool.story import Describe, Part, ask
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     status: GangNodePoolStatus
-    describe: bool = False
     lost: FailureReason | None = None  # why the gang is lost: INSTANCE_LOST | NODE_NOT_READY
     message: str = ""
-    wait: float | None = None
+    wait: float | None = None  # seconds the grace of a NotReady Node has left
 
 
-class OnLoss(Protocol):
-    """What a phase does with a lost gang (releasing.begin, degraded.enter)."""
-
-    def __call__(
-        self,
-        pool: GangNodePool,
-        status: GangNodePoolStatus,
-        /,
-        *,
-        reason: FailureReason,
-        message: str,
-    ) -> Plan: ...
-
-
-def forced(pool: GangNodePool, verdict: Verdict, *, on_loss: OnLoss) -> Plan | None:
-    """What the gang's health demands before anything else: one describe, or the loss
-    (released or degraded, as the phase says); None when the phase may go on."""
-    if verdict.describe:
-        return Plan(status=verdict.status, read=Describe())
-    if verdict.lost is not None:
-        return on_loss(pool, verdict.status, reason=verdict.lost, message=verdict.message)
-    return None
-
-
-def check(pool: GangNodePool, observed: Observed, now: datetime) -> Verdict:
+def check(pool: GangNodePool, observed: Observed, now: datetime) -> Part[Verdict]:
     status = pool.status
     h = health(pool, observed)
     status = update(status, readyCount=h.ready)
     if h.ready == len(status.instanceIds):
         return Verdict(update(status, unhealthySince=None))
     newly_not_ready = h.not_ready and status.unhealthySince is None
-    if (h.missing or newly_not_ready) and observed.instances is None:
-        return Verdict(status, describe=True)
-    dead = dead_instances(pool, observed) if observed.instances is not None else ()
-    if dead:
-        return Verdict(
-            status,
-            lost=FailureReason.INSTANCE_LOST,
-            message=f"Instance(s) {' '.join(dead)} gone, terminated or stopped",
-        )
+    if h.missing or newly_not_ready:
+        described = yield from ask(Describe(tuple(status.instanceIds)))
+        if dead := dead_instances(pool, described):
+            return Verdict(
+                status,
+                lost=FailureReason.INSTANCE_LOST,
+                message=f"Instance(s) {' '.join(dead)} gone, terminated or stopped",
+            )
     since = status.unhealthySince or now
     grace = observed.knobs.health_grace
     if now - since >= grace:

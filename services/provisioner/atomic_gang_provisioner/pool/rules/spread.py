@@ -11,21 +11,17 @@ before Satisfied (a shortfall, reason TopologySpread): no pod ever starts on it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.network_layers import layer_labels, supported
 from atomic_gang_provisioner.cloud.types import TopologyRead
 from atomic_gang_provisioner.pool import outcomes
-from atomic_gang_provisioner.pool.model import (
-    NodeLabels,
-    Observed,
-    Plan,
-    ReadTopology,
-    update,
-)
+from atomic_gang_provisioner.pool.model import Observed, update
 from atomic_gang_provisioner.pool.phases import releasing
+from atomic_gang_provisioner.pool.story import End, NodeLabels, Part, ReadTopology, ask
 
 REASON = FailureReason.TOPOLOGY_SPREAD
 UNREADABLE_WAIT = 30.0  # a max-spread gang waits for a readable topology (or the deadline)
@@ -33,11 +29,10 @@ UNREADABLE_WAIT = 30.0  # a max-spread gang waits for a readable topology (or th
 
 @dataclass(frozen=True, slots=True)
 class Placed:
-    """The gang may become Satisfied: its status, the labels to add, what the read told."""
+    """The gang may become Satisfied: its status and the labels to add."""
 
     status: GangNodePoolStatus
     labels: tuple[NodeLabels, ...] = ()
-    outcomes: tuple[outcomes.Outcome, ...] = ()
 
 
 def ahead(pool: GangNodePool, status: GangNodePoolStatus, *, ready: int) -> tuple[str, ...]:
@@ -47,42 +42,49 @@ def ahead(pool: GangNodePool, status: GangNodePoolStatus, *, ready: int) -> tupl
     return tuple(status.instanceIds) if needed and ready >= 1 else ()
 
 
-def ahead_labels(status: GangNodePoolStatus, observed: Observed) -> tuple[NodeLabels, ...]:
+def ahead_labels(
+    status: GangNodePoolStatus, read: TopologyRead | None, observed: Observed
+) -> tuple[NodeLabels, ...]:
     """While the gang joins, with its read-ahead answered: the layer labels its Nodes so
     far lack, so that at N Ready only the last Nodes are patched (the labels still
     precede Satisfied, and no longer delay it)."""
-    read = observed.topology
     if read is None or read.reason is not None or read.retry_after > 0:
         return ()
     return _labels(_record(status, read), observed)
 
 
-def gate(pool: GangNodePool, status: GangNodePoolStatus, observed: Observed) -> Plan | Placed:
-    """A Plan when the gang must wait (read, limiter) or go (spread too wide)."""
+def gate(
+    pool: GangNodePool, status: GangNodePoolStatus, observed: Observed, now: datetime
+) -> Part[Placed | End]:
+    """Read where the set sits (once), then: Placed, or an End when the gang must wait
+    (the read's budget, an unreadable topology a max-spread needs) or go (too wide)."""
     if not supported(pool.spec.shape.instanceType):
         return Placed(status)
     limit = pool.spec.shape.maxSpread
-    told: tuple[outcomes.Outcome, ...] = ()
     if status.networkNodes is None:
-        read = observed.topology
-        if read is None:
-            return Plan(status=status, read=ReadTopology(tuple(status.instanceIds)))
+        read = yield from ask(ReadTopology(tuple(status.instanceIds)))
         if read.retry_after > 0:  # the limiter's 1/s budget: ask again, nothing else
-            return Plan(status=status, requeue_after=read.retry_after)
+            return End(status=status, requeue_after=read.retry_after)
         failed = read.reason is not None
         if failed and limit is not None:  # readiness needs it: the join deadline bounds this
-            return Plan(
-                status=update(status, lastError=read.message), requeue_after=UNREADABLE_WAIT
-            )
+            return End(status=update(status, lastError=read.message), requeue_after=UNREADABLE_WAIT)
         status = _record(status, read)
-        measured = outcomes.SpreadMeasured(pool=pool.name, nodes=status.spread)
-        unread = (outcomes.TopologyUnavailable(error=read.message),) if failed else ()
-        told = (*unread, measured)
+        if failed:
+            yield outcomes.TopologyUnavailable(error=read.message)
+        yield outcomes.SpreadMeasured(pool=pool.name, nodes=status.spread)
     if limit is not None and status.spread > limit:
-        plan = releasing.begin(pool, status, reason=REASON, message=_too_wide(status, limit))
-        fell_short = outcomes.AttemptFellShort(reason=REASON)
-        return replace(plan, outcomes=(*plan.outcomes, *told, fell_short))
-    return Placed(status, _labels(status, observed), told)
+        yield outcomes.AttemptFellShort(reason=REASON)
+        return (
+            yield from releasing.begin(
+                pool,
+                status,
+                reason=REASON,
+                message=_too_wide(status, limit),
+                observed=observed,
+                now=now,
+            )
+        )
+    return Placed(status, _labels(status, observed))
 
 
 def _record(status: GangNodePoolStatus, read: TopologyRead) -> GangNodePoolStatus:
