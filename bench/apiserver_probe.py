@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
+from atomic_gang.resources import CONFIG_MAPS
 from atomic_gang_provisioner.kube import KubeClient
-from atomic_gang_provisioner.kube.errors import AlreadyExistsError, KubeError
-from atomic_gang_provisioner.resources import CONFIG_MAPS
+from atomic_gang_provisioner.kube.api_errors import AlreadyExistsError, KubeError
 
 NAME, NAMESPACE = "bench-apiserver-probe", "default"
 

@@ -33,7 +33,7 @@ from atomic_gang_provisioner.kube import (
     KubeClient,
     Resource,
 )
-from atomic_gang_provisioner.kube.types import KubeObject
+from atomic_gang_provisioner.kube.objects import KubeObject
 from tests.support.resources import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,

@@ -43,15 +43,15 @@ import boto3
 from botocore.config import Config
 
 from atomic_gang import keys
+from atomic_gang.resources import JOBS, PODS
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components.cloud import FakeAws, fakeaws_endpoint
 from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_provisioner.kube import KubeClient, NotFoundError
-from atomic_gang_provisioner.resources import JOBS
 from bench import system_stack as sys_stack
 from bench.idle_report import billed_by_state, report, report_alone, report_metric
 from bench.idle_trace import Ledger, Trace, TraceJob, Use, classify, make_trace
-from bench.incremental_baseline import PODS, IncrementalBaseline, baseline_job, cluster_join
+from bench.incremental_baseline import IncrementalBaseline, baseline_job, cluster_join
 from tests.e2e.system.harness import sample_job
 
 ZONE, TYPE, CLUSTER = "us-east-1a", "p4d.24xlarge", "atomic-gang-dev"

@@ -24,11 +24,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from atomic_gang import keys
+from atomic_gang.resources import JOBS, PODS
 from atomic_gang_provisioner.cloud.userdata import ClusterJoin, user_data
-from atomic_gang_provisioner.kube import KubeClient, Resource
-from atomic_gang_provisioner.resources import JOBS
+from atomic_gang_provisioner.kube import KubeClient
 
-PODS = Resource("", "v1", "pods", namespaced=True, kind="Pod")
 NODE_LABEL = "bench.atomic-gang.dev/job"
 
 

@@ -69,14 +69,13 @@ from typing import Any
 import httpx
 
 from atomic_gang import keys
+from atomic_gang.resources import EVENTS, JOBS, POOLS
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint
 from atomic_gang_devstack.components.simulated import nodesim_url
 from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_nodesim.control import NodeSimClient
 from atomic_gang_provisioner.kube import KubeClient
-from atomic_gang_provisioner.kube.resource import EVENTS
-from atomic_gang_provisioner.resources import JOBS, POOLS
 from bench import box, foreign
 from bench import system_stack as sys_stack
 from bench.scale_report import lapsed_before_release, last_release, measures, report, targets

@@ -20,6 +20,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from atomic_gang import keys
+from atomic_gang.resources import JOBS, POOLS
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components import default_components
@@ -29,7 +30,6 @@ from atomic_gang_devstack.state import StackOptions
 from atomic_gang_provisioner.kube import ConflictError, Handlers, Informer, KubeClient
 from atomic_gang_provisioner.nodes import LAYER_PREFIX as LAYER_LABEL_PREFIX
 from atomic_gang_provisioner.nodes import not_ready_taint
-from atomic_gang_provisioner.resources import JOBS, POOLS
 from tests.support.resources import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,

@@ -42,7 +42,7 @@ from typing import Any, cast
 
 from atomic_gang import keys
 from atomic_gang_provisioner.cloud.reservation_fit import Reservation
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     AcquireResult,
     Instance,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from atomic_gang_provisioner.kube.types import KubeObject, meta
+from atomic_gang_provisioner.kube.objects import KubeObject, meta
 
 
 def by_field(*path: str) -> Callable[[KubeObject], Iterable[str]]:

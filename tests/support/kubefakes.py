@@ -12,15 +12,15 @@ from datetime import datetime
 from typing import Any
 
 from atomic_gang import GangSettings
-from atomic_gang_provisioner.caches import POOL_INDEXERS
 from atomic_gang_provisioner.events import EventType
+from atomic_gang_provisioner.kube.api_errors import KubeError
 from atomic_gang_provisioner.kube.client import KubeClient
-from atomic_gang_provisioner.kube.errors import KubeError
+from atomic_gang_provisioner.kube.objects import KubeObject
 from atomic_gang_provisioner.kube.store import IndexFunc, Store
 from atomic_gang_provisioner.kube.transport import Query, Transport
-from atomic_gang_provisioner.kube.types import KubeObject
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.reconcilers.context import Context
+from atomic_gang_provisioner.views.pool_object import POOL_INDEXERS
 from tests.support.fakecloud import FakeCloud
 from tests.support.pools import KNOBS, T0
 

@@ -14,7 +14,7 @@ from atomic_gang_provisioner.api import (
     PoolShape,
 )
 from atomic_gang_provisioner.cloud import naming
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     AcquireResult,
     Instance,

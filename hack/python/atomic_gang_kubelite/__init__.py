@@ -6,9 +6,9 @@ test. This one rides on the official ``kubernetes`` client (its kubeconfig loadi
 TLS and HTTP); only the paths, a merge patch and the error kinds are ours.
 """
 
+from atomic_gang.resources import Resource
 from atomic_gang_kubelite.client import Kube
 from atomic_gang_kubelite.errors import AlreadyExistsError, ConflictError, KubeError, NotFoundError
-from atomic_gang_kubelite.resource import Resource
 
 __all__ = [
     "AlreadyExistsError",

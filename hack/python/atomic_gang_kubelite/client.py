@@ -15,8 +15,8 @@ from typing import Any
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from atomic_gang.resources import Resource
 from atomic_gang_kubelite.errors import error_from_status
-from atomic_gang_kubelite.resource import Resource
 
 Obj = dict[str, Any]
 MERGE = "application/merge-patch+json"

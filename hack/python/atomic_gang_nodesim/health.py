@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 
+from atomic_gang.resources import NODES
 from atomic_gang_kubelite import ConflictError, NotFoundError
-from atomic_gang_kubelite.resource import NODES
 from atomic_gang_nodesim.kubeapi import NodeApi
 from atomic_gang_nodesim.nodes import (
     KWOK_ANNOTATION,

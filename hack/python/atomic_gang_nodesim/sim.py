@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from atomic_gang.resources import CONFIG_MAPS, NODES
 from atomic_gang_kubelite import AlreadyExistsError, NotFoundError
-from atomic_gang_kubelite.resource import CONFIG_MAPS, NODES
 from atomic_gang_nodesim import capacity
 from atomic_gang_nodesim.access import JoinAuthority
 from atomic_gang_nodesim.ec2 import Ec2View

@@ -14,17 +14,19 @@ from typing import Any, TypeVar, cast
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from atomic_gang.resources import ADMISSION_CHECKS, CUSTOM_OWNERS, POOLS, WORKLOADS, Resource
+
 Obj = dict[str, Any]
 T = TypeVar("T")
-KUEUE = ("kueue.x-k8s.io", "v1beta2")
-POOLS = ("atomic-gang.k8s.aws", "v1alpha1", "gangnodepools")
-# (group, version, plural) of the gang objects read as custom objects.
-CUSTOM = {
-    "JobSet": ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
-    "TrainJob": ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
-}
+# The gang objects read as custom objects, by kind.
+CUSTOM = {res.kind: res for res in CUSTOM_OWNERS}
 # Where the provisioner records Events of a cluster-scoped GangNodePool.
 CLUSTER_EVENTS_NAMESPACE = "default"
+
+
+def _coordinates(res: Resource) -> tuple[str, str, str]:
+    """(group, version, plural): how the custom-objects API names a collection."""
+    return res.group, res.version, res.plural
 
 
 class ClusterUnreachableError(Exception):
@@ -75,7 +77,8 @@ class Reader:
 
     def custom(self, kind: str, namespace: str, name: str) -> Obj | None:
         """A JobSet or TrainJob (``kind``)."""
-        group, version, plural = CUSTOM[kind]
+        res = CUSTOM[kind]
+        group, version, plural = res.group, res.version, res.plural
         api = client.CustomObjectsApi(self.api)
         return self._read(
             f"{kind.lower()} {namespace}/{name}",
@@ -89,7 +92,9 @@ class Reader:
         custom = client.CustomObjectsApi(self.api)
 
         def list_() -> list[Obj]:
-            found = cast(Obj, custom.list_namespaced_custom_object(*KUEUE, namespace, "workloads"))
+            found = cast(
+                Obj, custom.list_namespaced_custom_object(*_coordinates(WORKLOADS), namespace)
+            )
             return list(found["items"])
 
         return self._read(f"workloads in {namespace}", list_, [])
@@ -98,7 +103,9 @@ class Reader:
         custom = client.CustomObjectsApi(self.api)
         return self._read(
             f"admissioncheck {name}",
-            lambda: cast(Obj, custom.get_cluster_custom_object(*KUEUE, "admissionchecks", name)),
+            lambda: cast(
+                Obj, custom.get_cluster_custom_object(*_coordinates(ADMISSION_CHECKS), name)
+            ),
             None,
         )
 
@@ -106,7 +113,7 @@ class Reader:
         custom = client.CustomObjectsApi(self.api)
         return self._read(
             f"gangnodepool {name}",
-            lambda: cast(Obj, custom.get_cluster_custom_object(*POOLS, name)),
+            lambda: cast(Obj, custom.get_cluster_custom_object(*_coordinates(POOLS), name)),
             None,
         )
 

@@ -14,26 +14,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from atomic_gang import keys
-from atomic_gang_provisioner.kube import (
-    Informer,
-    KubeClient,
-    KubeObject,
-    Resource,
-    by_label,
-    by_owner_uid,
-)
-from atomic_gang_provisioner.nodes import instance_index, keep_gang_node
-from atomic_gang_provisioner.reconcilers.context import our_check_names
-from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX, PHASE_INDEX, phase_index
-from atomic_gang_provisioner.reconcilers.workload import (
-    CHECK_INDEX,
-    CLAIM_INDEX,
-    JOB_UID_INDEX,
-    check_index,
-    claim_index,
-    job_uid_index,
-)
-from atomic_gang_provisioner.resources import (
+from atomic_gang.resources import (
     ADMISSION_CHECKS,
     JOBS,
     NODES,
@@ -41,13 +22,23 @@ from atomic_gang_provisioner.resources import (
     RESOURCE_FLAVORS,
     WORKLOADS,
 )
+from atomic_gang_provisioner.kube import Informer, KubeClient, KubeObject, Resource
+from atomic_gang_provisioner.nodes import keep_gang_node
+from atomic_gang_provisioner.views.admission_check import our_check_names
+from atomic_gang_provisioner.views.node import (
+    INSTANCE_INDEX,
+    POOL_INDEX,
+    instance_index,
+    pool_index,
+)
+from atomic_gang_provisioner.views.owner import JOB_UID_INDEX, job_uid_index
+from atomic_gang_provisioner.views.pool_object import POOL_INDEXERS
 from atomic_gang_provisioner.workload.slim import carries_check, slim
+from atomic_gang_provisioner.workload.view import CHECK_INDEX, OWNER_INDEX, check_index, owner_index
 
-OWNER_INDEX = "owner"
 # Workloads a list page holds: most of a cluster's are another team's, each parsed whole
 # before the transform drops it, so a page is what a start-up list adds to the peak.
 WORKLOAD_PAGE = 100
-POOL_INDEXERS = {CLAIM_INDEX: claim_index, PHASE_INDEX: phase_index}
 
 
 class WorkloadScope:
@@ -77,7 +68,7 @@ class Caches:
 
     pools: Informer  # CLAIM_INDEX, PHASE_INDEX
     workloads: Informer  # OWNER_INDEX (the owner's uid), CHECK_INDEX; those of our checks
-    nodes: Informer  # INSTANCE_INDEX, "pool"; gang Nodes only
+    nodes: Informer  # INSTANCE_INDEX, POOL_INDEX; gang Nodes only
     jobs: Informer  # JOB_UID_INDEX; with our pool label
     checks: Informer
     flavors: Informer
@@ -119,7 +110,7 @@ def informers(
         workloads=Informer(
             client,
             WORKLOADS,
-            indexers={OWNER_INDEX: by_owner_uid(), CHECK_INDEX: check_index},
+            indexers={OWNER_INDEX: owner_index, CHECK_INDEX: check_index},
             transform=scope.keep,
             page_size=WORKLOAD_PAGE,
             resync_seconds=resync,
@@ -128,7 +119,7 @@ def informers(
             client,
             NODES,
             label_selector=keys.POOL,
-            indexers={INSTANCE_INDEX: instance_index, "pool": by_label(keys.POOL)},
+            indexers={INSTANCE_INDEX: instance_index, POOL_INDEX: pool_index},
             transform=keep_gang_node,
         ),
         jobs=Informer(

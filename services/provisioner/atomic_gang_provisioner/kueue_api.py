@@ -9,7 +9,7 @@ the first informer.
 
 from __future__ import annotations
 
-from atomic_gang_provisioner.resources import KUEUE, WORKLOADS
+from atomic_gang.resources import KUEUE, WORKLOADS
 
 VERSION = WORKLOADS.version  # v1beta2
 FLOOR = "v0.18.3"

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 
 from atomic_gang import logs, startup
+from atomic_gang.resources import CONFIG_MAPS, CUSTOM_OWNERS, KUEUE
 from atomic_gang.settings import SettingsError
 from atomic_gang.stopping import hold_stop_signals, wait_for_stop
 from atomic_gang_provisioner import kueue_api
@@ -30,7 +31,6 @@ from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.metrics_access import ApiserverReviewer, MetricsAccess
 from atomic_gang_provisioner.reconcilers.context import CloudHealth, Faults
-from atomic_gang_provisioner.resources import CONFIG_MAPS, CUSTOM_OWNERS, KUEUE
 from atomic_gang_provisioner.settings import PREFIX, ProvisionerSettings
 from atomic_gang_provisioner.settings import load as load_settings
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from atomic_gang_provisioner.caches import OWNER_INDEX, WorkloadScope, informers
+from atomic_gang_provisioner.caches import WorkloadScope, informers
 from atomic_gang_provisioner.cloud.roles import Cloud
 from atomic_gang_provisioner.kube import (
     EventRecorder,
@@ -28,13 +29,12 @@ from atomic_gang_provisioner.kube import (
 )
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.nodes import node_read_changed
-from atomic_gang_provisioner.reconcilers.admissioncheck import AdmissionCheckReconciler
+from atomic_gang_provisioner.reconcilers.admission_checks import AdmissionCheckReconciler
 from atomic_gang_provisioner.reconcilers.context import Context, Faults
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
-from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
+from atomic_gang_provisioner.reconcilers.pools import PoolReconciler
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
-from atomic_gang_provisioner.reconcilers.workload import (
-    CHECK_INDEX,
+from atomic_gang_provisioner.reconcilers.workloads import (
     WorkloadReconciler,
     job_read_changed,
     workload_read_changed,
@@ -45,6 +45,7 @@ from atomic_gang_provisioner.views.node import Node
 from atomic_gang_provisioner.views.owner import Owner
 from atomic_gang_provisioner.views.pool_object import PoolObject
 from atomic_gang_provisioner.workload.slim import slim
+from atomic_gang_provisioner.workload.view import CHECK_INDEX, OWNER_INDEX
 
 log = logging.getLogger("atomic_gang_provisioner")
 COMPONENT = "atomic-gang-provisioner"
@@ -54,6 +55,18 @@ COMPONENT = "atomic-gang-provisioner"
 GANG_READY_PRIORITY = 1
 GANG_READY_WORKERS = 2
 Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Controllers:
+    """The provisioner's controllers: one work queue and its workers each."""
+
+    pool: Controller[str]  # GangNodePools, by name
+    workload: Controller[str]  # Workloads, by namespace/name
+    admission_check: Controller[str]  # our AdmissionChecks' Active condition, by name
+
+    def __iter__(self) -> Iterator[Controller[str]]:
+        return iter((self.pool, self.workload, self.admission_check))
 
 
 class Manager:
@@ -143,7 +156,7 @@ class Manager:
         m.queue_depth.labels(name).set_function(c.depth)
         return c
 
-    def _controllers(self) -> dict[str, Controller[str]]:
+    def _controllers(self) -> Controllers:
         pool_workers = self.resolved.pool_workers
         latest = self.pool_writes  # both sides read our own pool writes at once
         pools = PoolReconciler(
@@ -153,26 +166,26 @@ class Manager:
             claimant_changed=self.on_claimant_changed,
         )
         workloads = WorkloadReconciler(self.ctx, latest=latest, applied=self.check_writes)
-        return {
-            "pool": self._controller("pool", pools.reconcile, pool_workers),
-            "workload": self._controller(
+        return Controllers(
+            pool=self._controller("pool", pools.reconcile, pool_workers),
+            workload=self._controller(
                 "workload", workloads.reconcile, self.server.workload_workers, GANG_READY_WORKERS
             ),
-            "admissioncheck": self._controller(
+            admission_check=self._controller(
                 "admissioncheck",
                 AdmissionCheckReconciler(
                     self.ctx, cloud_error=lambda: self.ctx.cloud_health.error
                 ).reconcile,
                 1,
             ),
-        }
+        )
 
     def _requeue_pool(self, name: str) -> None:
-        self.controllers["pool"].enqueue(name)
+        self.controllers.pool.enqueue(name)
 
     def on_claimant_changed(self, key: str, phase: str) -> None:
         priority = GANG_READY_PRIORITY if phase == "Satisfied" else 0
-        self.controllers["workload"].enqueue(key, priority=priority)
+        self.controllers.workload.enqueue(key, priority=priority)
 
     def _wire(self) -> None:
         """Informer events become reconcile keys; handlers only enqueue."""
@@ -201,13 +214,13 @@ class Manager:
 
     def _recheck_checks(self) -> None:
         for check in self.informers.checks.list():
-            self.controllers["admissioncheck"].enqueue(object_key(check))
+            self.controllers.admission_check.enqueue(object_key(check))
 
     def on_pool(self, obj: Obj) -> None:
-        self.controllers["pool"].enqueue(object_key(obj))
+        self.controllers.pool.enqueue(object_key(obj))
         claim = PoolObject(obj).claim
         if claim:
-            self.controllers["workload"].enqueue(f"{claim['namespace']}/{claim['name']}")
+            self.controllers.workload.enqueue(f"{claim['namespace']}/{claim['name']}")
 
     def on_pool_update(self, old: Obj, new: Obj) -> None:
         """The claimant heard of our own status write when it was made (``claimant_changed``):
@@ -216,13 +229,13 @@ class Manager:
         same_claim = PoolObject(old).claim == PoolObject(new).claim
         if same_claim and self.pool_writes.echoes(old, new):
             if not PoolObject(new).waits_for_launch_budget:  # it set when to ask again
-                self.controllers["pool"].enqueue(object_key(new))
+                self.controllers.pool.enqueue(object_key(new))
             return
         self.on_pool(old)
         self.on_pool(new)
 
     def on_workload(self, obj: Obj) -> None:
-        self.controllers["workload"].enqueue(object_key(obj))
+        self.controllers.workload.enqueue(object_key(obj))
 
     def on_workload_update(self, old: Obj, new: Obj) -> None:
         # Not our own apply's echo (already decided on), nor Kueue's status churn.
@@ -232,7 +245,7 @@ class Manager:
     def on_node(self, obj: Obj) -> None:
         pool = Node(obj).pool
         if pool:
-            self.controllers["pool"].enqueue(str(pool))
+            self.controllers.pool.enqueue(str(pool))
 
     def on_node_update(self, old: Obj, new: Obj) -> None:
         if node_read_changed(old, new):  # not the heartbeats
@@ -243,7 +256,7 @@ class Manager:
         """A Job or JobSet changed: the Workloads it owns decide again."""
         uid = Owner(obj).uid
         for wl in self.informers.workloads.by_index(OWNER_INDEX, uid):
-            self.controllers["workload"].enqueue(object_key(wl))
+            self.controllers.workload.enqueue(object_key(wl))
 
     def on_owner_update(self, old: Obj, new: Obj) -> None:
         if job_read_changed(old, new):  # not the status updates that every pod makes
@@ -251,9 +264,9 @@ class Manager:
 
     def on_check(self, obj: Obj) -> None:
         """Only the Workloads that carry this check can decide differently (as Kueue does)."""
-        self.controllers["admissioncheck"].enqueue(object_key(obj))
+        self.controllers.admission_check.enqueue(object_key(obj))
         for wl in self.informers.workloads.by_index(CHECK_INDEX, object_key(obj)):
-            self.controllers["workload"].enqueue(object_key(wl))
+            self.controllers.workload.enqueue(object_key(wl))
 
     def on_check_names(self, _obj: Obj) -> None:
         """Our checks' names changed: the Workload cache lists again to keep the
@@ -296,7 +309,7 @@ class Manager:
         log.info("started leading; reconcilers on")
         self.leading.set()
         self.metrics.leader.set(1)
-        for ctl in self.controllers.values():
+        for ctl in self.controllers:
             ctl.start()
         self.reaper.start()
 
@@ -310,7 +323,7 @@ class Manager:
 
     def stop(self) -> None:
         self._stopping = True
-        for ctl in self.controllers.values():
+        for ctl in self.controllers:
             ctl.stop(timeout=20)
         self.reaper.stop()
         if self.elector is not None:

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Protocol
 
+from atomic_gang.resources import ACCESS_REVIEWS, TOKEN_REVIEWS
 from atomic_gang_provisioner.kube import KubeClient, KubeError, Resource
-from atomic_gang_provisioner.resources import ACCESS_REVIEWS, TOKEN_REVIEWS
 
 PATH = "/metrics"
 TTL_SECONDS = 60.0

@@ -3,7 +3,7 @@ cache keeps of one (``slim_node``: only what ``node_view`` reads)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from atomic_gang import keys
@@ -11,7 +11,7 @@ from atomic_gang.devices import is_extended, whole_quantity
 from atomic_gang_provisioner.cloud.network_layers import LAYER_LABEL
 from atomic_gang_provisioner.pool.model import NodeView
 from atomic_gang_provisioner.timestamps import parse_rfc3339
-from atomic_gang_provisioner.views.node import Node
+from atomic_gang_provisioner.views.node import Node, instance_id
 
 LAYER_PREFIX = LAYER_LABEL.split("{", 1)[0]
 # Taints Kubernetes keeps on a Node that cannot take pods yet (or any more): the node
@@ -27,20 +27,6 @@ NOT_READY_TAINTS = frozenset(
         "node.cloudprovider.kubernetes.io/uninitialized",
     }
 )
-
-
-def instance_id(provider_id: str) -> str:
-    """``aws:///us-east-1a/i-0abc`` → ``i-0abc``; anything else → ``""``."""
-    if not provider_id.startswith("aws://"):
-        return ""
-    tail = provider_id.rsplit("/", 1)[-1]
-    return tail if tail.startswith("i-") else ""
-
-
-def instance_index(node: Mapping[str, Any]) -> Iterable[str]:
-    """Index function: a Node by the EC2 instance id in its providerID."""
-    iid = instance_id(Node(node).provider_id)
-    return (iid,) if iid else ()
 
 
 def not_ready_taint(node: Mapping[str, Any]) -> bool:

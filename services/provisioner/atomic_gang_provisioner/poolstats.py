@@ -16,7 +16,7 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from pydantic import ValidationError
 
-from atomic_gang_provisioner.api.types import GangNodePool, Phase
+from atomic_gang_provisioner.api.gang_node_pool import GangNodePool, Phase
 
 POOLS: Final = "atomic_gang_pools"
 PENDING_AGE: Final = "atomic_gang_pending_claim_age_seconds"

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from atomic_gang.resources import WORKLOADS
 from atomic_gang_devstack.bins import Bins
 from atomic_gang_devstack.state import StackOptions
-from atomic_gang_provisioner.resources import WORKLOADS
 from tests.e2e.kube import queued_namespace
 from tests.e2e.kueue_contract.harness import WorkloadLog
 from tests.e2e.system.harness import System, running

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import yaml
 
+from atomic_gang.resources import WORKLOADS
 from atomic_gang_devstack import dev_objects
 from atomic_gang_provisioner.kube import KubeClient, NotFoundError, Resource
-from atomic_gang_provisioner.resources import WORKLOADS
 from tests.e2e.system.harness import System
 from tests.support.scrape import Scrape
 from tests.support.wait import wait_for

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from atomic_gang import keys
+from atomic_gang.resources import ADMISSION_CHECKS, JOBS
 from atomic_gang_devstack import dev_objects
-from atomic_gang_provisioner.resources import ADMISSION_CHECKS, JOBS
 from tests.e2e.kueue_contract.conftest import PODS_READY_TIMEOUT_SECONDS, unique
 from tests.e2e.kueue_contract.harness import (
     CHECK,

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from atomic_gang import keys
+from atomic_gang.resources import WORKLOADS
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.bins import Bins
 from atomic_gang_provisioner.kube import Resource
-from atomic_gang_provisioner.resources import WORKLOADS
 from tests.e2e.kueue_contract.conftest import unique
 from tests.e2e.kueue_contract.harness import Seen, WorkloadLog, webhook_off, workload_of
 from tests.e2e.system.harness import System, sample_job

@@ -20,6 +20,7 @@ import httpx
 import yaml
 
 from atomic_gang import keys
+from atomic_gang.resources import JOBS, NODES, POOLS, WORKLOADS, Resource
 from atomic_gang_devstack import dev_objects, procs
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint, provisioner_env
@@ -27,8 +28,6 @@ from atomic_gang_devstack.components.kwok import fake_node
 from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.kube import GoneError, KubeClient, NotFoundError
-from atomic_gang_provisioner.kube.resource import Resource
-from atomic_gang_provisioner.resources import JOBS, NODES, POOLS, WORKLOADS
 from tests.support.wait import wait_for
 
 LEASES = Resource("coordination.k8s.io", "v1", "leases", namespaced=True, kind="Lease")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from atomic_gang_provisioner.kube.resource import EVENTS
+from atomic_gang.resources import EVENTS
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import Replicas, World, iter_pods
 from tests.support.wait import wait_for

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from atomic_gang import keys
+from atomic_gang.resources import EVENTS, JOBS, POOLS
 from atomic_gang_devstack import dev_objects
 from atomic_gang_provisioner.kube import NotFoundError
-from atomic_gang_provisioner.kube.resource import EVENTS
-from atomic_gang_provisioner.resources import JOBS, POOLS
 from tests.e2e.jobs import plain_job
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import Replicas, World, iter_pods

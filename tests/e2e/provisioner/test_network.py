@@ -12,10 +12,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from atomic_gang.resources import JOBS, NODES, POOLS
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud import naming
-from atomic_gang_provisioner.resources import JOBS, NODES, POOLS
 from tests.e2e.kube import Kube
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import Replicas, World, iter_pods, reaper_sweeps

@@ -14,10 +14,9 @@ from typing import Any
 import boto3
 import pytest
 
+from atomic_gang.resources import EVENTS, JOBS
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint
-from atomic_gang_provisioner.kube.resource import EVENTS
-from atomic_gang_provisioner.resources import JOBS
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import Replicas, World
 from tests.support.wait import wait_for

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from atomic_gang.resources import JOBS, POOLS
 from atomic_gang_provisioner.kube import NotFoundError
-from atomic_gang_provisioner.resources import JOBS, POOLS
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import CHECK, Replicas, World
 from tests.support.scrape import Scrape

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from atomic_gang_provisioner.resources import JOBS, POOLS
+from atomic_gang.resources import JOBS, POOLS
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import World
 from tests.support.wait import wait_for

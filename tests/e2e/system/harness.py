@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from atomic_gang import keys
+from atomic_gang.resources import EVENTS, JOBS, NODES, WORKLOADS
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_devstack.component import Context
@@ -31,8 +32,6 @@ from atomic_gang_devstack.state import StackOptions
 from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_nodesim.control import NodeSimClient
 from atomic_gang_provisioner.kube import KubeClient, NotFoundError
-from atomic_gang_provisioner.kube.resource import EVENTS
-from atomic_gang_provisioner.resources import JOBS, NODES, WORKLOADS
 from tests.e2e.kube import Kube
 from tests.e2e.provisioner.harness import CHECK, LEASES, World, iter_pods
 from tests.support.wait import wait_for

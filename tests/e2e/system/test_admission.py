@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from atomic_gang import keys
-from atomic_gang_provisioner.resources import WORKLOADS
+from atomic_gang.resources import WORKLOADS
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import System, sample_job
 

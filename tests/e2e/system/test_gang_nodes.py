@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from atomic_gang import keys
-from atomic_gang_provisioner.kube.resource import EVENTS
+from atomic_gang.resources import EVENTS
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import System, sample_job
 from tests.support.wait import wait_for

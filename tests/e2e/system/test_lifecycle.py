@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from atomic_gang import keys
+from atomic_gang.resources import POOLS
 from atomic_gang_provisioner.kube import KubeClient
-from atomic_gang_provisioner.resources import POOLS
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import (
     System,

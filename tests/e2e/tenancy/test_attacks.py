@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 from atomic_gang import keys
-from atomic_gang_provisioner.kube.resource import EVENTS, Resource
-from atomic_gang_provisioner.resources import WORKLOADS
+from atomic_gang.resources import EVENTS, WORKLOADS, Resource
 from tests.e2e.kube import Kube
 from tests.e2e.system.harness import System, condition, sample_job
 from tests.e2e.tenancy.conftest import TEAM_A, TEAM_B, Tenants, unique

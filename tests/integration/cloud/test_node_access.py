@@ -17,7 +17,7 @@ from atomic_gang_fakeaws import FakeAws, eks_access
 from atomic_gang_fakeaws.world import World
 from atomic_gang_provisioner.cloud.aws import Ec2Provider
 from atomic_gang_provisioner.cloud.aws.cluster import ACCESS_TTL_SECONDS
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     Launched,
     PermanentFailure,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from atomic_gang_provisioner.kube import EventRecorder, KubeClient, reference
-from atomic_gang_provisioner.kube.types import KubeObject
+from atomic_gang_provisioner.kube.objects import KubeObject
 from tests.support import resources as r
 
 pytestmark = pytest.mark.kube

@@ -19,7 +19,7 @@ from atomic_gang_provisioner.kube import (
     by_owner_uid,
     object_key,
 )
-from atomic_gang_provisioner.kube.types import KubeObject
+from atomic_gang_provisioner.kube.objects import KubeObject
 from tests.integration.kube.conftest import FIGURES, ControlPlane
 from tests.support import resources as r
 from tests.support.indexers import by_field

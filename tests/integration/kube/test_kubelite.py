@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from atomic_gang.resources import CONFIG_MAPS, NODES
 from atomic_gang_kubelite import AlreadyExistsError, ConflictError, Kube, NotFoundError
-from atomic_gang_kubelite.resource import CONFIG_MAPS, NODES
 from atomic_gang_nodesim.health import hold_not_ready, release_not_ready
 from atomic_gang_nodesim.nodes import KWOK_ANNOTATION, KWOK_MANAGED, KWOK_PAUSED
 from tests.integration.kube.conftest import ControlPlane

@@ -24,7 +24,7 @@ from atomic_gang_provisioner.kube import (
     LeaderElector,
     TransportError,
 )
-from atomic_gang_provisioner.kube.types import KubeObject
+from atomic_gang_provisioner.kube.objects import KubeObject
 from tests.integration.kube.conftest import FIGURES, ControlPlane
 from tests.integration.kube.timings import DURATION, RENEW, RETRY
 from tests.support import resources as r

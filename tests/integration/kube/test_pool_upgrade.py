@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 
+from atomic_gang.resources import POOLS
 from atomic_gang_provisioner.api.crd import crd
 from atomic_gang_provisioner.kube import Informer, KubeClient
-from atomic_gang_provisioner.nodes import instance_index
-from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
-from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
-from atomic_gang_provisioner.resources import POOLS
+from atomic_gang_provisioner.reconcilers.pools import PoolReconciler
+from atomic_gang_provisioner.views.node import INSTANCE_INDEX, instance_index
 from tests.integration.kube.conftest import install_crd
 from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings

@@ -18,7 +18,7 @@ from atomic_gang.template import claims
 from atomic_gang_fakeaws.world import World
 from atomic_gang_nodesim.control import Controls
 from atomic_gang_nodesim.knobs import BootDelay
-from atomic_gang_provisioner.kube.types import Listing
+from atomic_gang_provisioner.kube.objects import Listing
 from bench.incremental_baseline import (
     BASELINE_TAINT,
     NODE_LABEL,

@@ -17,8 +17,8 @@ from atomic_gang_fakeaws.world import World
 from atomic_gang_nodesim.control import Controls
 from atomic_gang_nodesim.knobs import BootDelay, DevicePlugins, DropRule
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, EngineConfig, make_clients
-from atomic_gang_provisioner.cloud.types import AcquireRequest, Launched
 from atomic_gang_provisioner.cloud.userdata import ClusterJoin, user_data
+from atomic_gang_provisioner.cloud.values import AcquireRequest, Launched
 from tests.integration.nodesim.conftest import (
     BOTOCORE,
     CLUSTER,

@@ -16,7 +16,7 @@ from botocore.exceptions import (
 )
 
 from atomic_gang_provisioner.cloud.aws.calls import Caller
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 from atomic_gang_provisioner.cloud.retry import Backoff
 
 

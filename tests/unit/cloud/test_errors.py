@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from atomic_gang_provisioner.cloud.errors import NAMED_PERMANENT, CloudError, classify, hint_for
+from atomic_gang_provisioner.cloud.error_codes import (
+    NAMED_PERMANENT,
+    CloudError,
+    classify,
+    hint_for,
+)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from atomic_gang_provisioner.cloud.aws.launch import exactly_n
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.values import Instance
 
 
 def inst(iid: str, state: str = "pending") -> Instance:

@@ -8,7 +8,7 @@ import pytest
 
 from atomic_gang import GoDuration
 from atomic_gang_provisioner.cloud.leaks import PoolView, find_leaks
-from atomic_gang_provisioner.cloud.types import Instance, tag_tuple
+from atomic_gang_provisioner.cloud.values import Instance, tag_tuple
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 DEFAULT_LIFE = GoDuration.of(hours=4)

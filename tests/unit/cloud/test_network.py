@@ -19,10 +19,10 @@ from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.topology_reader import TokenBucket, TopologyReader
 from atomic_gang_provisioner.cloud.batcher import Windows
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 from atomic_gang_provisioner.cloud.reservation_fit import Reservation
 from atomic_gang_provisioner.cloud.retry import Backoff
-from atomic_gang_provisioner.cloud.types import TopologyRead
+from atomic_gang_provisioner.cloud.values import TopologyRead
 
 P4D = TypeInfo(arch="x86_64", efa_supported=True, max_efa_interfaces=4, network_cards=4)
 NAME = st.from_regex(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", fullmatch=True)

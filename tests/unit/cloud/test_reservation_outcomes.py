@@ -10,7 +10,7 @@ import pytest
 from atomic_gang_provisioner.cloud.aws.reservation_book import unusable
 from atomic_gang_provisioner.cloud.leaks import find_leaks
 from atomic_gang_provisioner.cloud.reservation_fit import Reservation, choose, release_by
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AwaitingReservation,
     PermanentFailure,
     Shortfall,

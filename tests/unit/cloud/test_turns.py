@@ -8,7 +8,7 @@ from atomic_gang import GangSpec, GoDuration
 from atomic_gang_provisioner.cloud.turns.budget import ApiBudget, BucketSpec, BudgetLimits
 from atomic_gang_provisioner.cloud.turns.launchgate import LaunchGate
 from atomic_gang_provisioner.cloud.turns.short_cells import Cell, CellWait, ShortCells
-from atomic_gang_provisioner.cloud.types import AcquireRequest, Waiting
+from atomic_gang_provisioner.cloud.values import AcquireRequest, Waiting
 from tests.support.clock import ManualClock
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)

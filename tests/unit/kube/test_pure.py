@@ -19,9 +19,9 @@ from atomic_gang_provisioner.kube import (
     TooManyRequestsError,
     reference,
 )
-from atomic_gang_provisioner.kube.errors import error_from_response, error_from_status
+from atomic_gang_provisioner.kube.api_errors import error_from_response, error_from_status
 from atomic_gang_provisioner.kube.lease import lease_body, micro_time, record_of
-from atomic_gang_provisioner.kube.types import object_key
+from atomic_gang_provisioner.kube.objects import object_key
 from tests.support import resources as r
 
 

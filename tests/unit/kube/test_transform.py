@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from atomic_gang_provisioner.kube import Handlers, Informer, Listing
-from atomic_gang_provisioner.kube.types import KubeObject, WatchEvent
+from atomic_gang_provisioner.kube.objects import KubeObject, WatchEvent
 from tests.support import resources as r
 
 Obj = dict[str, Any]

@@ -10,7 +10,7 @@ from typing import Any
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.api import conditions as c
-from atomic_gang_provisioner.cloud.types import ReleaseResult
+from atomic_gang_provisioner.cloud.values import ReleaseResult
 from atomic_gang_provisioner.pool.driver import Decision
 from atomic_gang_provisioner.pool.model import with_status
 from tests.support.pools import IDS, KEY, T0, decide, nodes, observed, release_asked

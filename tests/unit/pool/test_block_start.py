@@ -10,7 +10,7 @@ import pytest
 
 from atomic_gang_provisioner.api import conditions as c
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     AwaitingReservation,
     Launched,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from atomic_gang_provisioner.api import GangNodePool, conditions
-from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
+from atomic_gang_provisioner.cloud.values import ReleaseRequest, ReleaseResult
 from atomic_gang_provisioner.pool import machine, outcomes
 from atomic_gang_provisioner.pool.driver import PARKED, WRITE_AHEAD_REQUEUE, drive
 from atomic_gang_provisioner.pool.model import update, with_status

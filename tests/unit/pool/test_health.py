@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.values import Instance
 from atomic_gang_provisioner.pool.story import Describe
 from tests.support.pools import IDS, T0, decide, instances, launched, nodes, observed, release_asked
 from tests.unit.pool.writeahead import released_after_write_ahead

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from atomic_gang_provisioner.cloud.types import TopologyRead
+from atomic_gang_provisioner.cloud.values import TopologyRead
 from atomic_gang_provisioner.pool.driver import Decision
 from atomic_gang_provisioner.pool.model import NodeView
 from atomic_gang_provisioner.pool.story import Describe

@@ -24,7 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from atomic_gang_provisioner.api import Claim
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.reservation_fit import Reservation
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     AcquireResult,
     AwaitingReservation,

@@ -10,7 +10,7 @@ import pytest
 from atomic_gang import keys
 from atomic_gang_provisioner.api import GangNodePool, PendingLaunch, conditions
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     Instance,
     Launched,
     PermanentFailure,

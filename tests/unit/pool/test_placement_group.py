@@ -9,8 +9,8 @@ from typing import Any
 
 from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws.acquire import failure
-from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.types import ReleaseResult, Shortfall, ZoneAttempt
+from atomic_gang_provisioner.cloud.error_codes import CloudError
+from atomic_gang_provisioner.cloud.values import ReleaseResult, Shortfall, ZoneAttempt
 from atomic_gang_provisioner.pool.driver import Decision
 from atomic_gang_provisioner.pool.model import with_status
 from atomic_gang_provisioner.pool.story import DeleteGroup, Launch

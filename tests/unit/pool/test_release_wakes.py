@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from atomic_gang_provisioner.caches import POOL_INDEXERS
-from atomic_gang_provisioner.cloud.types import ReleaseResult
-from atomic_gang_provisioner.nodes import instance_index
-from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
-from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
+from atomic_gang_provisioner.cloud.values import ReleaseResult
+from atomic_gang_provisioner.reconcilers.pools import PoolReconciler
+from atomic_gang_provisioner.views.node import INSTANCE_INDEX, instance_index
+from atomic_gang_provisioner.views.pool_object import POOL_INDEXERS
 from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, RecordingTransport, context

@@ -8,7 +8,7 @@ from typing import Any
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.cloud.types import Launched, ReleaseResult, TopologyRead
+from atomic_gang_provisioner.cloud.values import Launched, ReleaseResult, TopologyRead
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.driver import Decision, drive
 from atomic_gang_provisioner.pool.model import NodeView

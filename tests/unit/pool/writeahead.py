@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from atomic_gang_provisioner.api import GangNodePool
-from atomic_gang_provisioner.cloud.types import ReleaseResult
+from atomic_gang_provisioner.cloud.values import ReleaseResult
 from atomic_gang_provisioner.pool.driver import WRITE_AHEAD_REQUEUE, Decision
 from atomic_gang_provisioner.pool.story import Terminate
 from tests.support.pools import T0, World, decide, observed, release_asked

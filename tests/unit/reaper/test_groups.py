@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from atomic_gang_provisioner.cloud.types import PlacementGroup
+from atomic_gang_provisioner.cloud.values import PlacementGroup
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.types import ReleaseResult
+from atomic_gang_provisioner.cloud.error_codes import CloudError
+from atomic_gang_provisioner.cloud.values import ReleaseResult
 from atomic_gang_provisioner.reconcilers.context import NotLeaderError
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from tests.support.fakecloud import FakeCloud

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.values import Instance
 from atomic_gang_provisioner.reconcilers.reaper import Reaper
 from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings

@@ -12,8 +12,8 @@ import pytest
 
 from atomic_gang import keys
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.error_codes import CloudError
+from atomic_gang_provisioner.cloud.values import (
     Instance,
     ReleaseResult,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from atomic_gang_provisioner.reconcilers.admissioncheck import desired
+from atomic_gang_provisioner.reconcilers.admission_checks import desired
 from atomic_gang_provisioner.reconcilers.context import CloudHealth
 
 

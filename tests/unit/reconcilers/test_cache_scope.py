@@ -131,7 +131,7 @@ def workload(name: str, *checks: str, rv: str = "1") -> Obj:
 
 
 def queued(m: Manager, controller: str) -> list[str]:
-    q = m.controllers[controller].queue
+    q = getattr(m.controllers, controller).queue
     out = []
     while len(q):
         key = q.get(timeout=0)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from atomic_gang.resources import JOBSETS, TRAINJOBS
 from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.kube import KubeClient
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
-from atomic_gang_provisioner.resources import JOBSETS, TRAINJOBS
 from atomic_gang_provisioner.runtime import WorkQueue
 from atomic_gang_provisioner.settings import resolve
 from tests.support.fakecloud import FakeCloud
@@ -66,8 +66,8 @@ def test_a_check_change_enqueues_only_the_workloads_that_carry_it() -> None:
     ):
         store.upsert(f"ns/{wl['metadata']['name']}", wl)
     m.on_check({"metadata": {"name": "atomic-gang-check"}})
-    assert queued(m.controllers["workload"].queue) == ["ns/a", "ns/b"]
-    assert queued(m.controllers["admissioncheck"].queue) == ["atomic-gang-check"]
+    assert queued(m.controllers.workload.queue) == ["ns/a", "ns/b"]
+    assert queued(m.controllers.admission_check.queue) == ["atomic-gang-check"]
 
 
 def test_a_workload_moves_in_the_index_when_its_checks_change() -> None:
@@ -75,10 +75,10 @@ def test_a_workload_moves_in_the_index_when_its_checks_change() -> None:
     store = m.informers.workloads.store
     store.upsert("ns/a", workload("a"))
     m.on_check({"metadata": {"name": "atomic-gang-check"}})
-    assert queued(m.controllers["workload"].queue) == []
+    assert queued(m.controllers.workload.queue) == []
     store.upsert("ns/a", workload("a", "atomic-gang-check"))  # Kueue added the check's state
     m.on_check({"metadata": {"name": "atomic-gang-check"}})
-    assert queued(m.controllers["workload"].queue) == ["ns/a"]
+    assert queued(m.controllers.workload.queue) == ["ns/a"]
 
 
 def gnp(phase: str, held: int, rv: str) -> dict[str, Any]:
@@ -125,7 +125,7 @@ def test_a_jobs_status_update_enqueues_no_workload_its_spec_or_annotations_do() 
         {"kind": "Job", "name": "train", "uid": "u-1", "controller": True}
     ]
     m.informers.workloads.store.upsert("ns/w", wl)
-    informer, q = m.informers.jobs, m.controllers["workload"].queue
+    informer, q = m.informers.jobs, m.controllers.workload.queue
     informer._apply({"type": "ADDED", "object": job(1)})
     assert queued(q) == ["ns/w"]
     informer._apply({"type": "MODIFIED", "object": job(1, active=3)})
@@ -158,7 +158,7 @@ def node(*, ready: str = "True", heartbeat: str = "2026-12-01T10:00:00Z", **labe
 def test_a_nodes_heartbeat_enqueues_no_pool_its_readiness_or_labels_do() -> None:
     """At 800 Nodes most updates are heartbeats, which change nothing a pool reads."""
     m = manager()
-    informer, q = m.informers.nodes, m.controllers["pool"].queue
+    informer, q = m.informers.nodes, m.controllers.pool.queue
     informer._apply({"type": "ADDED", "object": node(ready="False")})
     assert queued(q) == ["p"]
     informer._apply({"type": "MODIFIED", "object": node(ready="False", heartbeat="T2")})
@@ -183,7 +183,7 @@ def test_the_echo_of_our_pool_write_enqueues_the_pool_but_not_its_claimant_again
     resync, still reaches it."""
     m = manager()
     informer = m.informers.pools
-    pools, workloads = m.controllers["pool"].queue, m.controllers["workload"].queue
+    pools, workloads = m.controllers.pool.queue, m.controllers.workload.queue
     informer._apply({"type": "ADDED", "object": claimed("10", "Joining")})
     assert (queued(pools), queued(workloads)) == (["p"], ["ns/w"])
     m.pool_writes.remember(claimed("12", "Satisfied"))
@@ -202,7 +202,7 @@ def test_the_echo_of_a_launch_budget_wait_enqueues_nothing_its_timer_asks_again(
     """Re-asking on the echo would find a new count, write it, and ask again on its echo."""
     m = manager()
     informer = m.informers.pools
-    pools, workloads = m.controllers["pool"].queue, m.controllers["workload"].queue
+    pools, workloads = m.controllers.pool.queue, m.controllers.workload.queue
     informer._apply({"type": "ADDED", "object": claimed("10", "Acquiring")})
     assert (queued(pools), queued(workloads)) == (["p"], ["ns/w"])
     waiting = claimed("11", "Acquiring")
@@ -223,7 +223,7 @@ def test_the_echo_of_a_launch_budget_wait_enqueues_nothing_its_timer_asks_again(
 
 def test_the_echo_of_our_check_apply_enqueues_no_workload() -> None:
     m = manager()
-    informer, q = m.informers.workloads, m.controllers["workload"].queue
+    informer, q = m.informers.workloads, m.controllers.workload.queue
     informer._apply({"type": "ADDED", "object": workload("w", CHECK)})
     assert queued(q) == ["ns/w"]
     ours = {
@@ -250,7 +250,7 @@ def test_kueues_status_churn_enqueues_no_workload_a_change_it_reads_or_a_resync_
     """As the Job's pods start and run Kueue rewrites the Workload's status (condition
     messages, reclaimable pods): nothing the decision reads."""
     m = manager()
-    informer, q = m.informers.workloads, m.controllers["workload"].queue
+    informer, q = m.informers.workloads, m.controllers.workload.queue
     admitted = {"type": "Admitted", "status": "True", "message": "admitted"}
     informer._apply({"type": "ADDED", "object": with_status("1", conditions=[admitted])})
     assert queued(q) == ["ns/w"]
@@ -276,7 +276,7 @@ def test_the_claimant_of_a_pool_just_satisfied_goes_before_the_workloads_queued(
     """Its check Ready is what the gang's pods wait for; Kueue's updates and the other
     pools' messages can wait."""
     m = manager()
-    q = m.controllers["workload"].queue
+    q = m.controllers.workload.queue
     for name in ("a", "b"):
         m.on_workload(workload(name))
     m.on_claimant_changed("ns/c", "Acquiring")
@@ -305,5 +305,5 @@ def test_an_owner_kind_the_apiserver_serves_is_cached_and_enqueues_its_workload(
     m.informers.workloads.store.upsert("ns/js", wl)
     jobset = {**job(1), "metadata": {**job(1)["metadata"], "uid": "u-js"}}
     m.informers.owners["jobsets"]._apply({"type": "ADDED", "object": jobset})
-    assert queued(m.controllers["workload"].queue) == ["ns/js"]
+    assert queued(m.controllers.workload.queue) == ["ns/js"]
     assert "jobsets" not in manager().informers.owners  # not served: no cache, no watch

@@ -12,7 +12,7 @@ from atomic_gang_provisioner.config import ServerSettings
 from atomic_gang_provisioner.kube import KubeClient
 from atomic_gang_provisioner.manager import Manager
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
-from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
+from atomic_gang_provisioner.reconcilers.pools import PoolReconciler
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.settings import resolve
 from tests.support.fakecloud import FakeCloud
@@ -70,7 +70,7 @@ def manager(*, setting: int, override: int | None = None) -> Manager:
 def test_pool_workers_follow_max_concurrent_pool_reconciles(
     gate: Gate, setting: int, override: int | None, workers: int
 ) -> None:
-    pool = manager(setting=setting, override=override).controllers["pool"]
+    pool = manager(setting=setting, override=override).controllers.pool
     for i in range(8):
         pool.enqueue(f"pool-{i}")
     pool.start()

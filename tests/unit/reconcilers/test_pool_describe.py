@@ -8,10 +8,9 @@ from datetime import timedelta
 from typing import Any
 
 from atomic_gang import keys
-from atomic_gang_provisioner.caches import POOL_INDEXERS
-from atomic_gang_provisioner.nodes import instance_index
-from atomic_gang_provisioner.reconcilers.pool import PoolReconciler
-from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX
+from atomic_gang_provisioner.reconcilers.pools import PoolReconciler
+from atomic_gang_provisioner.views.node import INSTANCE_INDEX, instance_index
+from atomic_gang_provisioner.views.pool_object import POOL_INDEXERS
 from tests.support.fakecloud import FakeCloud
 from tests.support.jobs import settings
 from tests.support.kubefakes import FakeCache, RecordingTransport, context

@@ -8,16 +8,12 @@ from typing import Any
 
 import pytest
 
-from atomic_gang_provisioner.kube.errors import ConflictError, NotFoundError
+from atomic_gang.resources import POOLS, WORKLOADS
+from atomic_gang_provisioner.kube.api_errors import ConflictError, NotFoundError
 from atomic_gang_provisioner.reconcilers.context import NotLeaderError
-from atomic_gang_provisioner.reconcilers.workload import (
-    CLAIM_INDEX,
-    JOB_UID_INDEX,
-    WorkloadReconciler,
-    claim_index,
-    job_uid_index,
-)
-from atomic_gang_provisioner.resources import POOLS, WORKLOADS
+from atomic_gang_provisioner.reconcilers.workloads import WorkloadReconciler
+from atomic_gang_provisioner.views.owner import JOB_UID_INDEX, job_uid_index
+from atomic_gang_provisioner.views.pool_object import CLAIM_INDEX, claim_index
 from atomic_gang_provisioner.workload.view import JOB_UID_LABEL
 from tests.support.jobs import gang_job, settings
 from tests.support.kubefakes import FakeCache, RecordingTransport, Sent, context

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 
 from atomic_gang import GangSpec, GoDuration
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 from atomic_gang_provisioner.cloud.roles import Cloud
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     Launched,
     PlacementGroup,

@@ -6,13 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from atomic_gang import keys
-from atomic_gang_provisioner.reconcilers.workload import (
-    CLAIM_INDEX,
-    JOB_UID_INDEX,
-    WorkloadReconciler,
-    claim_index,
-    job_uid_index,
-)
+from atomic_gang_provisioner.reconcilers.workloads import WorkloadReconciler
+from atomic_gang_provisioner.views.owner import JOB_UID_INDEX, job_uid_index
+from atomic_gang_provisioner.views.pool_object import CLAIM_INDEX, claim_index
 from atomic_gang_provisioner.workload.judgments import Judgments
 from atomic_gang_provisioner.workload.owners import judge
 from tests.support.jobs import gang_job, settings

@@ -8,15 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from atomic_gang import keys
-from atomic_gang_provisioner.kube.errors import NotFoundError, TransportError
-from atomic_gang_provisioner.reconcilers.workload import (
-    CLAIM_INDEX,
-    JOB_UID_INDEX,
-    WorkloadReconciler,
-    claim_index,
-    job_uid_index,
-)
-from atomic_gang_provisioner.resources import JOBS, WORKLOADS
+from atomic_gang.resources import JOBS, WORKLOADS
+from atomic_gang_provisioner.kube.api_errors import NotFoundError, TransportError
+from atomic_gang_provisioner.reconcilers.workloads import WorkloadReconciler
+from atomic_gang_provisioner.views.owner import JOB_UID_INDEX, job_uid_index
+from atomic_gang_provisioner.views.pool_object import CLAIM_INDEX, claim_index
 from atomic_gang_provisioner.workload.view import JOB_UID_LABEL
 from tests.support.jobs import plain_job, settings
 from tests.support.kubefakes import FakeCache, RecordingEvents, RecordingTransport, context

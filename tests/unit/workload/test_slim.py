@@ -12,9 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from atomic_gang_provisioner.reconcilers.workload import check_index, workload_read_changed
+from atomic_gang_provisioner.reconcilers.workloads import workload_read_changed
 from atomic_gang_provisioner.workload.slim import carries_check, slim
-from atomic_gang_provisioner.workload.view import ELASTIC_ANNOTATION, JOB_UID_LABEL, view
+from atomic_gang_provisioner.workload.view import (
+    ELASTIC_ANNOTATION,
+    JOB_UID_LABEL,
+    check_index,
+    view,
+)
 
 Obj = dict[str, Any]
 TIME = "2026-12-01T10:00:00Z"

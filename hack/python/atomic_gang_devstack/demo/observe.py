@@ -15,10 +15,10 @@ from typing import Any
 import boto3
 
 from atomic_gang import keys
+from atomic_gang.resources import EVENTS, NODES, PODS, POOLS, WORKLOADS
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.demo.samples import Sample
 from atomic_gang_kubelite import Kube, NotFoundError
-from atomic_gang_kubelite.resource import EVENTS, NODES, PODS, POOLS, WORKLOADS
 
 DEMO_KEY = "demo"  # the demo's access key id in the call log
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from atomic_gang.resources import JOBS, JOBSETS, TRAINJOBS
 from atomic_gang_devstack import trainer_manifests as tm
 from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_kubelite import Resource
-from atomic_gang_kubelite.resource import JOBS, JOBSETS, TRAINJOBS
 
 DEMO_DIR = REPO_ROOT / "hack" / "demo"
 

@@ -1,8 +1,7 @@
 """The GangNodePool API (``atomic-gang.k8s.aws/v1alpha1``): pydantic models that are
 the single source of the CRD manifest (see ``api.crd``)."""
 
-from atomic_gang_provisioner.api.status_change import StatusChange
-from atomic_gang_provisioner.api.types import (
+from atomic_gang_provisioner.api.gang_node_pool import (
     FINALIZER,
     GROUP,
     KIND,
@@ -17,6 +16,7 @@ from atomic_gang_provisioner.api.types import (
     Phase,
     PoolShape,
 )
+from atomic_gang_provisioner.api.status_change import StatusChange
 
 __all__ = [
     "FINALIZER",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from atomic_gang_provisioner.api.types import Condition, GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api.gang_node_pool import Condition, GangNodePool, GangNodePoolStatus
 
 ConditionType = Literal["Ready", "CapacityShortfall", "Failed", "Degraded", "Released"]
 CheckVerdict = Literal["Retry", "Rejected"]

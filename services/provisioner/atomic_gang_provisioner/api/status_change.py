@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypedDict
 
+from atomic_gang_provisioner.api.gang_node_pool import Condition, PendingLaunch, Phase
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.api.types import Condition, PendingLaunch, Phase
 
 
 class StatusChange(TypedDict, total=False):

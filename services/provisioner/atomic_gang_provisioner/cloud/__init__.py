@@ -3,7 +3,7 @@
 Design. One Protocol per caller (``roles.py``): the pool reconcile's
 :class:`Launcher` and :class:`Observer`, the reaper's :class:`Janitor`; the
 engine is all of them (:class:`Cloud`). They return frozen types from
-``cloud.types``; boto3 lives only in ``cloud.aws``. The pool state machine (Idle → Acquiring →
+``cloud.values``; boto3 lives only in ``cloud.aws``. The pool state machine (Idle → Acquiring →
 Joining → Satisfied → KeepWarm → Releasing) calls it and persists what it
 returns: instance ids, fleet id, pending ENIs and ``acquireGeneration``.
 
@@ -24,10 +24,10 @@ AWS error codes are classified in ``errors.py``; only throttled and transient
 errors are retried (``retry.py``), with the clock and sleeper injected.
 """
 
-from atomic_gang_provisioner.cloud.errors import CloudError, ErrorClass, classify
+from atomic_gang_provisioner.cloud.error_codes import CloudError, ErrorClass, classify
 from atomic_gang_provisioner.cloud.leaks import PoolView, Reap, ReapReason, find_leaks
 from atomic_gang_provisioner.cloud.roles import Cloud, Janitor, Launcher, Observer
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     AcquireResult,
     AwaitingReservation,

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from atomic_gang import GoDuration
-from atomic_gang_provisioner.cloud.types import Instance, PlacementGroup
+from atomic_gang_provisioner.cloud.values import Instance, PlacementGroup
 from atomic_gang_provisioner.timestamps import rfc3339
 
 ReapReason = Literal["max-lifetime", "keep-warm-expired", "orphaned", "stray"]

@@ -5,8 +5,8 @@
 ``LeaderElector``. Objects cross the boundary as plain dicts.
 """
 
-from atomic_gang_provisioner.kube.client import KubeClient, WatchStream
-from atomic_gang_provisioner.kube.errors import (
+from atomic_gang.resources import Resource
+from atomic_gang_provisioner.kube.api_errors import (
     AlreadyExistsError,
     BadRequestError,
     ConflictError,
@@ -21,16 +21,16 @@ from atomic_gang_provisioner.kube.errors import (
     TransportError,
     UnauthorizedError,
 )
-from atomic_gang_provisioner.kube.events import EventRecorder, reference
+from atomic_gang_provisioner.kube.client import KubeClient, WatchStream
 from atomic_gang_provisioner.kube.informer import Handlers, Informer, InformerStats
 from atomic_gang_provisioner.kube.leader import (
     LeaderElectionConfig,
     LeaderElector,
     default_identity,
 )
-from atomic_gang_provisioner.kube.resource import Resource
+from atomic_gang_provisioner.kube.objects import KubeObject, Listing, ObjectReference, object_key
+from atomic_gang_provisioner.kube.recorder import EventRecorder, reference
 from atomic_gang_provisioner.kube.store import IndexFunc, by_label, by_owner_uid
-from atomic_gang_provisioner.kube.types import KubeObject, Listing, ObjectReference, object_key
 
 __all__ = [
     "AlreadyExistsError",

@@ -13,15 +13,15 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, Unpack
 
-from atomic_gang_provisioner.kube.errors import NotFoundError, error_from_status
-from atomic_gang_provisioner.kube.resource import Resource
+from atomic_gang.resources import Resource
+from atomic_gang_provisioner.kube.api_errors import NotFoundError, error_from_status
+from atomic_gang_provisioner.kube.objects import KubeObject, Listing, WatchEvent, meta
 from atomic_gang_provisioner.kube.transport import (
     DEFAULT_TIMEOUT,
     LineStream,
     Request,
     Transport,
 )
-from atomic_gang_provisioner.kube.types import KubeObject, Listing, WatchEvent, meta
 
 APPLY = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
 MERGE = "application/merge-patch+json"

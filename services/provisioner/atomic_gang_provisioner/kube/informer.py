@@ -25,13 +25,13 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from atomic_gang.resources import Resource
 from atomic_gang_provisioner.backoff import exponential
 from atomic_gang_provisioner.callbacks import call_guarded
+from atomic_gang_provisioner.kube.api_errors import GoneError, KubeError
 from atomic_gang_provisioner.kube.client import KubeClient, WatchStream
-from atomic_gang_provisioner.kube.errors import GoneError, KubeError
-from atomic_gang_provisioner.kube.resource import Resource
+from atomic_gang_provisioner.kube.objects import KubeObject, Objects, WatchEvent, meta, object_key
 from atomic_gang_provisioner.kube.store import IndexFunc, Store
-from atomic_gang_provisioner.kube.types import KubeObject, Objects, WatchEvent, meta, object_key
 
 log = logging.getLogger(__name__)
 _rng = random.Random()  # noqa: S311 - jitter, not secrets

@@ -19,8 +19,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from atomic_gang.resources import LEASES
+from atomic_gang_provisioner.kube.api_errors import ConflictError, KubeError, NotFoundError
 from atomic_gang_provisioner.kube.client import KubeClient
-from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFoundError
 from atomic_gang_provisioner.kube.informer import Handlers, Informer
 from atomic_gang_provisioner.kube.lease import (
     LeaderElectionConfig,
@@ -30,8 +31,7 @@ from atomic_gang_provisioner.kube.lease import (
     micro_time,
     record_of,
 )
-from atomic_gang_provisioner.kube.resource import LEASES
-from atomic_gang_provisioner.kube.types import KubeObject
+from atomic_gang_provisioner.kube.objects import KubeObject
 
 log = logging.getLogger(__name__)
 __all__ = ["LeaderElectionConfig", "LeaderElector", "default_identity"]

@@ -15,7 +15,7 @@ import socket
 from dataclasses import dataclass
 
 from atomic_gang.settings import LeaderElection
-from atomic_gang_provisioner.kube.types import KubeObject, meta
+from atomic_gang_provisioner.kube.objects import KubeObject, meta
 
 
 def default_identity() -> str:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from atomic_gang_provisioner.kube.types import KubeObject, Objects, meta
+from atomic_gang_provisioner.kube.objects import KubeObject, Objects, meta
 
 IndexFunc = Callable[[KubeObject], Iterable[str]]
 Updates = list[tuple[KubeObject, KubeObject]]

@@ -22,7 +22,7 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from atomic_gang_provisioner.kube.errors import (
+from atomic_gang_provisioner.kube.api_errors import (
     KubeConfigError,
     TransportError,
     error_from_response,

@@ -11,7 +11,7 @@ from typing import Unpack
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, StatusChange
 from atomic_gang_provisioner.backoff import exponential
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.values import Instance
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,7 +3,7 @@ announces it, which metrics count it, and how it is logged.
 
 A phase's story tells them (``yield outcomes.Released(instances=4)``) and nothing else
 about them; each outcome's ``announce`` is the one place that says its Event and metrics, and the
-reconciler (``reconcilers/pool.py``) emits, records and logs what it says, all in one
+reconciler (``reconcilers/pools.py``) emits, records and logs what it says, all in one
 loop. So an Event and the metric of the same fact cannot drift apart, and a newcomer
 finds every word the pool says to its claimant here. Messages are written for the claimant:
 its AdmissionCheck and ``kubectl describe`` show them as they are.
@@ -18,7 +18,7 @@ from atomic_gang_provisioner.events import Event, event
 
 
 # What an outcome counts: each kind is one series of ``metrics.py`` (the reconciler
-# records them in one place, ``reconcilers/pool.py`` ``_record``).
+# records them in one place, ``reconcilers/pools.py`` ``_record``).
 @dataclass(frozen=True, slots=True)
 class Acquisition:
     """One launch attempt's result (launched, adopted, retry, capacity, quota, permanent)."""

@@ -12,10 +12,10 @@ from atomic_gang import GangSettings
 from atomic_gang_provisioner.cloud.roles import Janitor, Launcher, Observer
 from atomic_gang_provisioner.events import EventType
 from atomic_gang_provisioner.kube.client import KubeClient
-from atomic_gang_provisioner.kube.types import KubeObject
+from atomic_gang_provisioner.kube.objects import KubeObject
 from atomic_gang_provisioner.metrics import ProvisionerMetrics
 from atomic_gang_provisioner.pool.model import Knobs
-from atomic_gang_provisioner.views.admission_check import AdmissionCheck
+from atomic_gang_provisioner.views.admission_check import our_check_names
 
 
 class Cache(Protocol):
@@ -106,13 +106,3 @@ class Context:
     def our_checks(self) -> frozenset[str]:
         """Names of AdmissionChecks whose controllerName is ours."""
         return our_check_names(self.checks.list(), self.settings.controller_name)
-
-
-def is_ours(check: Mapping[str, Any], controller_name: str) -> bool:
-    """The one test of an AdmissionCheck being ours: its controllerName is ours."""
-    return AdmissionCheck(check).controller_name == controller_name
-
-
-def our_check_names(checks: Iterable[KubeObject], controller_name: str) -> frozenset[str]:
-    """Names of the AdmissionChecks whose controllerName is ``controller_name``."""
-    return frozenset(str(c["metadata"]["name"]) for c in checks if is_ours(c, controller_name))

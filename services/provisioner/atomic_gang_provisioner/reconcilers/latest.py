@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from atomic_gang_provisioner.kube.types import meta, object_key
+from atomic_gang_provisioner.kube.objects import meta, object_key
 from atomic_gang_provisioner.views.base import ObjectView
 
 KEPT = 10_000  # writes remembered, newest kept: one forgotten costs an extra reconcile

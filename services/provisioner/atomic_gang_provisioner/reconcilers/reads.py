@@ -8,26 +8,19 @@ index: only the joining ones are looked at, never every pool.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from typing import Any
 
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 from atomic_gang_provisioner.cloud.network_layers import supported
-from atomic_gang_provisioner.cloud.types import Instance, TopologyRead
+from atomic_gang_provisioner.cloud.values import Instance, TopologyRead
 from atomic_gang_provisioner.nodes import node_ready
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.reconcilers.outstanding import Outstanding
-from atomic_gang_provisioner.views.pool_object import PoolObject
+from atomic_gang_provisioner.views.node import INSTANCE_INDEX
+from atomic_gang_provisioner.views.pool_object import PHASE_INDEX, PoolObject
 
-INSTANCE_INDEX = "instance"
-PHASE_INDEX = "phase"
 ALONG_MAX = 96  # a dozen gangs of 8: about those that finish within the reuse window
-
-
-def phase_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
-    """Index pools by status.phase (the joining ones ask along in each other's reads)."""
-    return (PoolObject(obj).phase,)
 
 
 class PoolReads:

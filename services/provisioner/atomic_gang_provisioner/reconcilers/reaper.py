@@ -22,7 +22,7 @@ from typing import get_args
 from pydantic import ValidationError
 
 from atomic_gang_provisioner.api import GangNodePool
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 from atomic_gang_provisioner.cloud.leaks import (
     PoolView,
     Reap,
@@ -30,7 +30,7 @@ from atomic_gang_provisioner.cloud.leaks import (
     find_leaks,
     orphaned_groups,
 )
-from atomic_gang_provisioner.cloud.types import Instance, PlacementGroup, ReleaseRequest
+from atomic_gang_provisioner.cloud.values import Instance, PlacementGroup, ReleaseRequest
 from atomic_gang_provisioner.reconcilers.context import Context, NotLeaderError
 from atomic_gang_provisioner.views.pool_object import PoolObject
 

@@ -3,7 +3,7 @@ conditions in its status (we write only ``Active``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from atomic_gang_provisioner.views.base import ObjectView
@@ -30,3 +30,13 @@ class AdmissionCheck(ObjectView):
     def condition(self, type_: str) -> Mapping[str, Any] | None:
         """The first condition of this type (None when there is none)."""
         return next((c for c in self.conditions if c.get("type") == type_), None)
+
+
+def is_ours(check: Mapping[str, Any], controller_name: str) -> bool:
+    """The one test of an AdmissionCheck being ours: its controllerName is ours."""
+    return AdmissionCheck(check).controller_name == controller_name
+
+
+def our_check_names(checks: Iterable[Mapping[str, Any]], controller_name: str) -> frozenset[str]:
+    """Names of the AdmissionChecks whose controllerName is ``controller_name``."""
+    return frozenset(AdmissionCheck(c).name for c in checks if is_ours(c, controller_name))

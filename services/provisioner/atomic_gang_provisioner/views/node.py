@@ -1,12 +1,13 @@
 """A core/v1 Node: its providerID, taints, Ready condition, allocatable and our labels.
 
 Read on every Node event (``nodes.node_view`` and the Node cache's transform), so
-each property is one or two dict lookups.
+each property is one or two dict lookups. The Node cache's indexes are defined here:
+by the instance in its providerID, and by its pool label.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from atomic_gang import keys
@@ -53,3 +54,27 @@ class Node(ObjectView):
         """Our group label (None when unset)."""
         group: str | None = self.labels.get(keys.GROUP)
         return group
+
+
+INSTANCE_INDEX = "instance"
+POOL_INDEX = "pool"
+
+
+def instance_id(provider_id: str) -> str:
+    """``aws:///us-east-1a/i-0abc`` → ``i-0abc``; anything else → ``""``."""
+    if not provider_id.startswith("aws://"):
+        return ""
+    tail = provider_id.rsplit("/", 1)[-1]
+    return tail if tail.startswith("i-") else ""
+
+
+def instance_index(node: Mapping[str, Any]) -> Iterable[str]:
+    """A Node by the EC2 instance id in its providerID."""
+    iid = instance_id(Node(node).provider_id)
+    return (iid,) if iid else ()
+
+
+def pool_index(node: Mapping[str, Any]) -> Iterable[str]:
+    """A Node by its pool label (a gang Node registers with it)."""
+    pool = Node(node).pool
+    return (str(pool),) if pool else ()

@@ -3,11 +3,14 @@
 The provisioner reads the same few metadata fields of all three (which pool the gang
 asks for, what names and identifies it, what a change of it is); their specs are read
 by ``atomic_gang.gang_object.validate``, the webhook's parse, and not here.
-``workload.view.OwnerRef`` is the Workload's reference to this object.
+``workload.view.OwnerRef`` is the Workload's reference to this object. The owner caches
+index each by ``namespace/uid`` (``job_uid_index``): a lookup names the namespace it may
+search.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from atomic_gang import keys
@@ -34,3 +37,13 @@ class Owner(ObjectView):
             self.annotations,
             self.deletion_timestamp,
         )
+
+
+JOB_UID_INDEX = "uid"
+
+
+def job_uid_index(obj: Mapping[str, Any]) -> Iterable[str]:
+    """A Job (JobSet, TrainJob) by ``namespace/uid``."""
+    owner = Owner(obj)
+    uid = owner.uid
+    return (f"{owner.namespace}/{uid}",) if uid else ()

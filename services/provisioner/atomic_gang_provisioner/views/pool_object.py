@@ -3,12 +3,13 @@
 ``api.GangNodePool.from_dict`` validates the whole object (pydantic): right for the
 pool being reconciled, too dear for the passes over every cached pool (an informer's
 handlers, the cost ledger, the other joining pools a read asks along). Those read
-these few fields instead.
+these few fields instead. The pool cache's indexes are defined here: by phase (the
+joining ones ask along in each other's reads) and by claimant.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from atomic_gang_provisioner.api.reasons import FailureReason, read_reason
@@ -66,3 +67,23 @@ class PoolObject(ObjectView):
         """shape.capacityReservationId split at commas, blanks dropped."""
         ids = str(self.shape.get("capacityReservationId") or "")
         return tuple(i.strip() for i in ids.split(",") if i.strip())
+
+
+PHASE_INDEX = "phase"
+CLAIM_INDEX = "claim"
+
+
+def phase_index(obj: Mapping[str, Any]) -> Iterable[str]:
+    """A pool by status.phase."""
+    return (PoolObject(obj).phase,)
+
+
+def claim_index(obj: Mapping[str, Any]) -> Iterable[str]:
+    """A pool by ``namespace/name`` of its claimant."""
+    claim = PoolObject(obj).claim
+    if not claim:
+        return ()
+    return (f"{claim.get('namespace')}/{claim.get('name')}",)
+
+
+POOL_INDEXERS = {CLAIM_INDEX: claim_index, PHASE_INDEX: phase_index}

@@ -10,7 +10,7 @@ first time is kept there too, or it reads as absent from the cache.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,3 +190,18 @@ def view(wl: Mapping[str, Any]) -> WorkloadView:
         pod_set_requests={str(p.get("name", "")): _requests(p) for p in spec.get("podSets") or []},
         elastic=obj.annotations.get(ELASTIC_ANNOTATION) == "true",
     )
+
+
+CHECK_INDEX = "check"
+OWNER_INDEX = "owner"
+
+
+def check_index(obj: Mapping[str, Any]) -> Iterable[str]:
+    """A Workload by the names of the AdmissionChecks in its status."""
+    return tuple(str(s["name"]) for s in check_states(obj) if s.get("name"))
+
+
+def owner_index(obj: Mapping[str, Any]) -> Iterable[str]:
+    """A Workload by the uid of each of its ownerReferences (its Job's, say)."""
+    refs = section(obj, "metadata").get("ownerReferences") or ()
+    return tuple(str(ref["uid"]) for ref in refs if "uid" in ref)

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from atomic_gang_provisioner.cloud.aws.calls import Caller
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 
 NODE_GROUPS = ("system:bootstrappers", "system:nodes")
 API_MODES = frozenset({"API", "API_AND_CONFIG_MAP"})

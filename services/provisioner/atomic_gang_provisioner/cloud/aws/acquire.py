@@ -31,7 +31,7 @@ from atomic_gang_provisioner.cloud.aws.launch import (
 )
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
-from atomic_gang_provisioner.cloud.errors import (
+from atomic_gang_provisioner.cloud.error_codes import (
     IDEMPOTENCY_MISMATCH,
     OVER_BUDGET,
     CloudError,
@@ -39,7 +39,7 @@ from atomic_gang_provisioner.cloud.errors import (
 )
 from atomic_gang_provisioner.cloud.naming import FLEET_ZONE
 from atomic_gang_provisioner.cloud.turns.launchgate import budget_message
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     AcquireResult,
     Instance,

@@ -23,8 +23,8 @@ from atomic_gang_provisioner.cloud.aws import parse
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.observed import Observations
 from atomic_gang_provisioner.cloud.batcher import Batcher, Windows
-from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.error_codes import CloudError
+from atomic_gang_provisioner.cloud.values import Instance
 
 IDS_PER_CALL = 500  # Karpenter's DescribeInstances batch size
 UNKNOWN_ID = frozenset({"InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"})

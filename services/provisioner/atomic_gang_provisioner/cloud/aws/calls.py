@@ -34,7 +34,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.parsers import ResponseParserError
 
-from atomic_gang_provisioner.cloud.errors import OVER_BUDGET, CloudError
+from atomic_gang_provisioner.cloud.error_codes import OVER_BUDGET, CloudError
 from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper
 from atomic_gang_provisioner.cloud.turns.budget import ApiBudget
 

@@ -20,7 +20,7 @@ from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.efa import check_security_group
 from atomic_gang_provisioner.cloud.aws.instance_types import TypeInfo, describe_type
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 from atomic_gang_provisioner.cloud.userdata import ClusterJoin
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ from typing import Any
 
 from atomic_gang import GangSpec
 from atomic_gang_provisioner.cloud.aws.instance_types import TypeInfo
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 
 
 def interface_count(spec: GangSpec, info: TypeInfo) -> int:

@@ -23,6 +23,7 @@ from atomic_gang_provisioner.cloud.aws.batch import Ec2Batches
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.cluster import Resolver
 from atomic_gang_provisioner.cloud.aws.inventory import Inventory
+from atomic_gang_provisioner.cloud.aws.launch_turns import Turns
 from atomic_gang_provisioner.cloud.aws.observed import Observations
 from atomic_gang_provisioner.cloud.aws.placement import UNKNOWN as UNKNOWN_GROUP
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
@@ -32,9 +33,8 @@ from atomic_gang_provisioner.cloud.aws.reservation_book import ReservationBook, 
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.aws.templates import Templates
 from atomic_gang_provisioner.cloud.aws.topology_reader import TopologyReader
-from atomic_gang_provisioner.cloud.aws.turns import Turns
 from atomic_gang_provisioner.cloud.batcher import Windows
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 from atomic_gang_provisioner.cloud.retry import Backoff, Sleeper, real_sleeper
 from atomic_gang_provisioner.cloud.turns.budget import ApiBudget, BudgetLimits
 from atomic_gang_provisioner.cloud.turns.launchgate import LaunchGate
@@ -43,7 +43,7 @@ from atomic_gang_provisioner.cloud.turns.short_cells import (
     OWED_AFTER_SECONDS,
     ShortCells,
 )
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     AcquireResult,
     Instance,

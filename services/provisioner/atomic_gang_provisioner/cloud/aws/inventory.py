@@ -19,8 +19,8 @@ from atomic_gang_provisioner.cloud.aws import parse
 from atomic_gang_provisioner.cloud.aws.batch import Ec2Batches, chunks
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
-from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.types import LIVE_STATES, Instance
+from atomic_gang_provisioner.cloud.error_codes import CloudError
+from atomic_gang_provisioner.cloud.values import LIVE_STATES, Instance
 
 PAGE = 1000
 ENDED_STATES = ("shutting-down", "terminated")

@@ -21,7 +21,7 @@ from atomic_gang_provisioner.cloud.aws.cluster import Placement
 from atomic_gang_provisioner.cloud.aws.templates import TemplateRef
 from atomic_gang_provisioner.cloud.reservation_fit import Reservation
 from atomic_gang_provisioner.cloud.turns.short_cells import Cell
-from atomic_gang_provisioner.cloud.types import Instance, UnknownLaunch
+from atomic_gang_provisioner.cloud.values import Instance, UnknownLaunch
 
 TAGGED = ("instance", "volume", "network-interface")
 

@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 
-from atomic_gang_provisioner.cloud.types import Instance
+from atomic_gang_provisioner.cloud.values import Instance
 
 KEPT = 20_000
 

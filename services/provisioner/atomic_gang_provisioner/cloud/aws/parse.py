@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from atomic_gang_provisioner.cloud.types import Instance, tag_tuple
+from atomic_gang_provisioner.cloud.values import Instance, tag_tuple
 from atomic_gang_provisioner.timestamps import parse_rfc3339
 
 

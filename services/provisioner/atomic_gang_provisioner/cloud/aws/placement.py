@@ -18,9 +18,9 @@ from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.aws import parse
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 from atomic_gang_provisioner.cloud.reservation_fit import Reservation
-from atomic_gang_provisioner.cloud.types import PlacementGroup
+from atomic_gang_provisioner.cloud.values import PlacementGroup
 
 DUPLICATE = "InvalidPlacementGroup.Duplicate"
 IN_USE = "InvalidPlacementGroup.InUse"

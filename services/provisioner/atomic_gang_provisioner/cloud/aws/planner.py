@@ -25,6 +25,7 @@ from atomic_gang_provisioner.cloud.aws import efa
 from atomic_gang_provisioner.cloud.aws.acquire import Acquirer
 from atomic_gang_provisioner.cloud.aws.cluster import ClusterInfo, Placement, Resolver
 from atomic_gang_provisioner.cloud.aws.launch import LaunchNetwork, LaunchPlan, base_template_data
+from atomic_gang_provisioner.cloud.aws.launch_turns import Turns
 from atomic_gang_provisioner.cloud.aws.placement import PlacementGroups
 from atomic_gang_provisioner.cloud.aws.reservation_book import (
     ReservationBook,
@@ -32,10 +33,10 @@ from atomic_gang_provisioner.cloud.aws.reservation_book import (
     unusable,
 )
 from atomic_gang_provisioner.cloud.aws.templates import TemplateRef, Templates, digest
-from atomic_gang_provisioner.cloud.aws.turns import Turns
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 from atomic_gang_provisioner.cloud.reservation_fit import Reservation, choose, listed, release_by
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.userdata import user_data, user_data_b64
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     AcquireResult,
     Launched,
@@ -43,7 +44,6 @@ from atomic_gang_provisioner.cloud.types import (
     Waiting,
     ZoneAttempt,
 )
-from atomic_gang_provisioner.cloud.userdata import user_data, user_data_b64
 from atomic_gang_provisioner.timestamps import rfc3339
 
 

@@ -20,9 +20,9 @@ from atomic_gang_provisioner.cloud.aws.batch import chunks
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.inventory import FILTER_VALUES, Inventory
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 from atomic_gang_provisioner.cloud.retry import Sleeper
-from atomic_gang_provisioner.cloud.types import ReleaseRequest, ReleaseResult
+from atomic_gang_provisioner.cloud.values import ReleaseRequest, ReleaseResult
 
 CNI_PREFIX = "aws-K8S-"
 

@@ -18,9 +18,9 @@ from typing import Any, Protocol
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.parse import when
-from atomic_gang_provisioner.cloud.errors import NAMED_PERMANENT, CloudError
+from atomic_gang_provisioner.cloud.error_codes import NAMED_PERMANENT, CloudError
 from atomic_gang_provisioner.cloud.reservation_fit import Choice, Reservation
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AwaitingReservation,
     PermanentFailure,
     Shortfall,

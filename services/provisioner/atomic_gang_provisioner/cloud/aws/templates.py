@@ -30,7 +30,7 @@ from atomic_gang import keys
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.parse import tag_specs
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
-from atomic_gang_provisioner.cloud.errors import CloudError
+from atomic_gang_provisioner.cloud.error_codes import CloudError
 
 BASE_PREFIX = "base-"
 TEMPLATE_EXISTS = "InvalidLaunchTemplateName.AlreadyExistsException"

@@ -27,8 +27,8 @@ from atomic_gang_provisioner.cloud.aws.batch import chunks, padded
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.session import AwsClients
 from atomic_gang_provisioner.cloud.batcher import Batcher, Windows
-from atomic_gang_provisioner.cloud.errors import CloudError
-from atomic_gang_provisioner.cloud.types import TopologyRead
+from atomic_gang_provisioner.cloud.error_codes import CloudError
+from atomic_gang_provisioner.cloud.values import TopologyRead
 
 IDS_PER_CALL = 100
 PACE = 0.9  # of EC2's rate

@@ -15,7 +15,7 @@ for its turn; without one it sends nothing, gets ``Waiting`` and asks again late
   placement group) where EC2 ran out of capacity is *short*; it learns how many of our
   instances fit, and its own line says who launches, who probes for more room, who waits.
 
-``cloud/aws/turns.py`` applies them to one launch plan of the EC2 adapter (it reads the
+``cloud/aws/launch_turns.py`` applies them to one launch plan of the EC2 adapter (it reads the
 adapter's ``LaunchPlan``, so it lives there): the cells of the plan's placements first,
 then the launch budget; after the call, the cells learn from EC2's answer.
 """

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.turns.budget import ApiBudget
 from atomic_gang_provisioner.cloud.turns.waitline import WaitLine
-from atomic_gang_provisioner.cloud.types import AcquireRequest, Waiting
+from atomic_gang_provisioner.cloud.values import AcquireRequest, Waiting
 
 HOLD_SLACK_SECONDS = 30.0  # beyond the told wait, before a silent pool loses its place
 MIN_RETRY_SECONDS = 0.05

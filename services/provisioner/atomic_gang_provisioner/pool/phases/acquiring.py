@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus, PendingLaunch
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud import naming
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     AcquireResult,
     AwaitingReservation,

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
-from atomic_gang_provisioner.cloud.types import ReleaseRequest
+from atomic_gang_provisioner.cloud.values import ReleaseRequest
 from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import Knobs, Observed, claim_key, has_resources, update
 from atomic_gang_provisioner.pool.rules import block

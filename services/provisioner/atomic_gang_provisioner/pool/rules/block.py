@@ -19,7 +19,7 @@ from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud import reservation_fit
 from atomic_gang_provisioner.cloud.reservation_fit import BlockPolicy, span
-from atomic_gang_provisioner.cloud.types import Launched
+from atomic_gang_provisioner.cloud.values import Launched
 from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import Knobs, claim_key, seconds_until, update
 from atomic_gang_provisioner.pool.story import End, Story

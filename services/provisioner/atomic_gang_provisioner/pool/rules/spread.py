@@ -17,7 +17,7 @@ from datetime import datetime
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.network_layers import layer_labels, supported
-from atomic_gang_provisioner.cloud.types import TopologyRead
+from atomic_gang_provisioner.cloud.values import TopologyRead
 from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import Observed, update
 from atomic_gang_provisioner.pool.phases import releasing

@@ -11,11 +11,11 @@ import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from atomic_gang_provisioner.reconcilers.context import Context, is_ours
-from atomic_gang_provisioner.resources import ADMISSION_CHECKS
+from atomic_gang.resources import ADMISSION_CHECKS
+from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.timestamps import rfc3339
-from atomic_gang_provisioner.views.admission_check import AdmissionCheck
+from atomic_gang_provisioner.views.admission_check import AdmissionCheck, is_ours
 
 
 def desired(check: Mapping[str, Any], *, cloud_error: str) -> tuple[bool, str, str]:

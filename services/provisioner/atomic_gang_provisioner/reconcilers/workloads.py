@@ -9,29 +9,29 @@ from dataclasses import replace
 from typing import Any
 
 from atomic_gang.errors import clip
-from atomic_gang_provisioner.api import GangNodePool
-from atomic_gang_provisioner.events import Event
-from atomic_gang_provisioner.kube.errors import (
-    AlreadyExistsError,
-    ConflictError,
-    KubeError,
-    NotFoundError,
-)
-from atomic_gang_provisioner.kube.resource import Resource
-from atomic_gang_provisioner.kube.types import meta
-from atomic_gang_provisioner.reconcilers.context import Cache, Context
-from atomic_gang_provisioner.reconcilers.latest import LatestWrites
-from atomic_gang_provisioner.resources import (
+from atomic_gang.resources import (
     CUSTOM_OWNERS,
     JOBS,
     KUEUE_API,
     POOLS,
     WORKLOADS,
+    Resource,
 )
+from atomic_gang_provisioner.api import GangNodePool
+from atomic_gang_provisioner.events import Event
+from atomic_gang_provisioner.kube.api_errors import (
+    AlreadyExistsError,
+    ConflictError,
+    KubeError,
+    NotFoundError,
+)
+from atomic_gang_provisioner.kube.objects import meta
+from atomic_gang_provisioner.reconcilers.context import Cache, Context
+from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from atomic_gang_provisioner.runtime import Result
 from atomic_gang_provisioner.views.base import ObjectView
-from atomic_gang_provisioner.views.owner import Owner
-from atomic_gang_provisioner.views.pool_object import PoolObject
+from atomic_gang_provisioner.views.owner import JOB_UID_INDEX, Owner
+from atomic_gang_provisioner.views.pool_object import CLAIM_INDEX
 from atomic_gang_provisioner.views.resource_flavor import ResourceFlavor
 from atomic_gang_provisioner.workload import decision, podsets
 from atomic_gang_provisioner.workload.judgments import Judgments
@@ -44,12 +44,9 @@ from atomic_gang_provisioner.workload.plan import (
     WorkloadPlan,
 )
 from atomic_gang_provisioner.workload.slim import slim
-from atomic_gang_provisioner.workload.view import WorkloadView, check_states, view
+from atomic_gang_provisioner.workload.view import WorkloadView, view
 
 log = logging.getLogger("atomic_gang_provisioner.workload")
-JOB_UID_INDEX = "uid"
-CLAIM_INDEX = "claim"
-CHECK_INDEX = "check"
 MAX_ERROR = 200  # an apiserver error quoted in a check message
 
 
@@ -296,19 +293,6 @@ class WorkloadReconciler:
             )
 
 
-def claim_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
-    """Index pools by ``namespace/name`` of their claimant."""
-    claim = PoolObject(obj).claim
-    if not claim:
-        return ()
-    return (f"{claim.get('namespace')}/{claim.get('name')}",)
-
-
-def check_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
-    """Index Workloads by the names of the AdmissionChecks in their status."""
-    return tuple(str(s["name"]) for s in check_states(obj) if s.get("name"))
-
-
 def job_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Whether a Job update changed what this side reads of it: its spec (generation),
     labels, annotations or deletion. Its status moves with every pod (800 pods at
@@ -325,24 +309,3 @@ def workload_read_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> boo
     if meta(old).get("resourceVersion") == meta(new).get("resourceVersion"):
         return True
     return replace(view(old), resource_version="") != replace(view(new), resource_version="")
-
-
-def job_uid_index(obj: Mapping[str, Any]) -> tuple[str, ...]:
-    """Index Jobs by ``namespace/uid``: a lookup names the namespace it may search."""
-    job = Owner(obj)
-    uid = job.uid
-    return (f"{job.namespace}/{uid}",) if uid else ()
-
-
-__all__ = [
-    "CHECK_INDEX",
-    "CLAIM_INDEX",
-    "JOBS",
-    "JOB_UID_INDEX",
-    "WorkloadReconciler",
-    "check_index",
-    "claim_index",
-    "job_read_changed",
-    "job_uid_index",
-    "workload_read_changed",
-]

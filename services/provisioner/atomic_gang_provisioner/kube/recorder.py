@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
+from atomic_gang.resources import EVENTS
 from atomic_gang_provisioner.events import EventType
+from atomic_gang_provisioner.kube.api_errors import KubeError, NotFoundError
 from atomic_gang_provisioner.kube.client import KubeClient
-from atomic_gang_provisioner.kube.errors import KubeError, NotFoundError
-from atomic_gang_provisioner.kube.resource import EVENTS
-from atomic_gang_provisioner.kube.types import KubeObject, ObjectReference, meta
+from atomic_gang_provisioner.kube.objects import KubeObject, ObjectReference, meta
 from atomic_gang_provisioner.timestamps import rfc3339
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from atomic_gang.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.api import FINALIZER, GangNodePool
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     AcquireResult,
     ReleaseRequest,
@@ -26,7 +27,7 @@ from atomic_gang_provisioner.cloud.types import (
     RetryLater,
     Waiting,
 )
-from atomic_gang_provisioner.kube.errors import ConflictError, KubeError, NotFoundError
+from atomic_gang_provisioner.kube.api_errors import ConflictError, KubeError, NotFoundError
 from atomic_gang_provisioner.nodes import node_view, slim_node
 from atomic_gang_provisioner.pool import machine
 from atomic_gang_provisioner.pool.driver import PARKED, Decision, drive
@@ -59,9 +60,9 @@ from atomic_gang_provisioner.pool.story import (
 from atomic_gang_provisioner.reconcilers.context import Context
 from atomic_gang_provisioner.reconcilers.latest import LatestWrites
 from atomic_gang_provisioner.reconcilers.memory import PoolMemory
-from atomic_gang_provisioner.reconcilers.reads import INSTANCE_INDEX, PoolReads
-from atomic_gang_provisioner.resources import KUEUE_API, NODES, POOLS
+from atomic_gang_provisioner.reconcilers.reads import PoolReads
 from atomic_gang_provisioner.runtime import Result
+from atomic_gang_provisioner.views.node import INSTANCE_INDEX
 from atomic_gang_provisioner.views.pool_object import PoolObject
 from atomic_gang_provisioner.workload.view import view
 

@@ -27,13 +27,11 @@ from pydantic import (
 )
 
 from atomic_gang import GangSpec, GoDuration
+from atomic_gang.resources import POOLS
 from atomic_gang_provisioner.api.reasons import FailureReason, Reason
 from atomic_gang_provisioner.timestamps import rfc3339
 
-GROUP = "atomic-gang.k8s.aws"
-VERSION = "v1alpha1"
-KIND = "GangNodePool"
-PLURAL = "gangnodepools"
+GROUP, VERSION, KIND, PLURAL = POOLS.group, POOLS.version, POOLS.kind, POOLS.plural
 FINALIZER = "atomic-gang.k8s.aws/release-instances"
 
 Phase = Literal["Idle", "Acquiring", "Joining", "Satisfied", "KeepWarm", "Releasing", "Degraded"]

@@ -16,10 +16,10 @@ from typing import Final
 
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.aws.launch import LaunchPlan, cell_of
-from atomic_gang_provisioner.cloud.errors import classify
+from atomic_gang_provisioner.cloud.error_codes import classify
 from atomic_gang_provisioner.cloud.turns.launchgate import LaunchGate, since_of
 from atomic_gang_provisioner.cloud.turns.short_cells import ShortCells
-from atomic_gang_provisioner.cloud.types import (
+from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
     AcquireResult,
     Launched,
