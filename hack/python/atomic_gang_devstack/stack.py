@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from atomic_gang_devstack import pki, procs, state
 from atomic_gang_devstack.bins import Bins
 from atomic_gang_devstack.component import Component, Context
+from atomic_gang_devstack.node import host
 from atomic_gang_devstack.state import StackOptions, StackState
 from atomic_gang_devstack.waits import AbortedError
 
@@ -91,6 +92,8 @@ class Stack:
                 self.ctx = ctx
                 return ctx
             self._down_locked()  # leftovers of a broken or different stack
+            for problem in host.sweep():  # what an abandoned stack's node left on the host
+                log.warning("host sweep: %s", problem)
             ctx = self._fresh_context()
             try:
                 self._start_all(ctx)

@@ -28,7 +28,7 @@ from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components import default_components
 from atomic_gang_devstack.components.incluster import NAMESPACE, RELEASE, Helm
 from atomic_gang_devstack.components.node import NODE_NAME
-from atomic_gang_devstack.node import snapshot
+from atomic_gang_devstack.node import host, snapshot
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from tests.e2e.kube import Kube, wait_for
@@ -96,6 +96,10 @@ def served_serial(pod_ip: str, port: int, ca_pem: bytes) -> int:
 
 @pytest.fixture(scope="package")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    # The host as it is without any node: what an abandoned stack's node left (a
+    # `make cluster-up` replaced by `make dev-up`, say) is undone first, and the
+    # teardown test holds the host to that.
+    host.sweep()
     before = snapshot.snapshot()
     state_dir = tmp_path_factory.mktemp("cluster")
     options = StackOptions(

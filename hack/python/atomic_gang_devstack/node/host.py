@@ -8,7 +8,9 @@ is free while it is absent (checked and taken under one host-wide lock).
 kubelet and the bridge plugin also change host-wide sysctls and create fixed
 paths whatever they are told. Those are refcounted across stacks in
 ``/run/atomic-gang-node/host.json``: the first stack records the originals, the
-last one restores them (a holder whose stack died is undone by the next claim).
+last one restores them. A holder whose stack died without ``down`` (replaced by
+another stack, killed) is undone by the next stack that starts, with a node or
+without (:func:`sweep`); once no live holder is left, so are the sysctls and paths.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from atomic_gang_devstack.procs import parse_stat
 
 RUN_DIR = Path("/run/atomic-gang-node")
 REGISTRY = RUN_DIR / "host.json"
+PROC_SYS = Path("/proc/sys")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 MAX_SLOTS = 16
 # kubelet's kernel tunables (setupKernelTunables) and the bridge plugin's forwarding.
@@ -76,7 +79,7 @@ def _host_lock() -> Iterator[None]:
 
 
 def read_sysctls() -> dict[str, str]:
-    return {k: (Path("/proc/sys") / k).read_text().strip() for k in SYSCTLS}
+    return {k: (PROC_SYS / k).read_text().strip() for k in SYSCTLS}
 
 
 def _topmost_missing(path: str) -> str | None:
@@ -96,20 +99,48 @@ def _load_registry() -> dict[str, object]:
         return {}
 
 
+def sweep() -> list[str]:
+    """Undo what abandoned nodes left on the host: each holder whose stack died without
+    ``down`` (its daemons and its launcher gone), and, once no live holder is left, the
+    shared sysctls and paths. Every stack calls it as it starts; returns what could not
+    be undone."""
+    if not REGISTRY.exists():  # no node was ever left here: nothing to take a lock for
+        return []
+    with _host_lock():
+        reg, problems = _swept(_load_registry())
+    if not reg:  # as the last release does: nothing of ours stays in /run
+        shutil.rmtree(RUN_DIR, ignore_errors=True)
+    return problems
+
+
+def _swept(reg: dict[str, object]) -> tuple[dict[str, object], list[str]]:
+    """``reg`` without its dead holders (their nodes undone), or, with no holder left,
+    empty (the host put back as it was without any node). Under the host lock."""
+    holders = _holders(reg)
+    problems: list[str] = []
+    for slot, held in list(holders.items()):
+        if not _alive(NodeNet(slot), held):
+            problems += _undo_node(NodeNet(slot), Path(str(held.get("tree", ""))))
+            del holders[slot]
+    if not holders:
+        if reg:
+            problems += _restore_host(reg)
+            REGISTRY.unlink(missing_ok=True)
+        return {}, problems
+    reg = {**reg, "holders": {str(k): v for k, v in holders.items()}}
+    REGISTRY.write_text(json.dumps(reg, indent=2))
+    return reg, problems
+
+
 def claim(tree: Path) -> NodeNet:
     """Take a free slot: its address on lo, and a place among the host-change holders.
 
-    A holder whose stack died without ``down`` (its daemons and its launcher
-    gone) is undone first, so a crash never pins a slot or
+    Abandoned holders are undone first (:func:`sweep`), so a crash never pins a slot or
     keeps the host's sysctls changed for good.
     """
     with _host_lock():
-        reg = _load_registry()
+        reg, _ = _swept(_load_registry())
         holders = _holders(reg)
-        for slot, held in list(holders.items()):
-            if not _alive(NodeNet(slot), held):
-                _undo_node(NodeNet(slot), Path(str(held.get("tree", ""))))
-                del holders[slot]
         taken = lo_addresses()
         free = (n for n in range(MAX_SLOTS) if n not in holders and NodeNet(n).node_ip not in taken)
         chosen = next(free, None)
@@ -189,7 +220,7 @@ def _restore_host(reg: dict[str, object]) -> list[str]:
     saved = reg.get("sysctls")
     for key, value in (saved if isinstance(saved, dict) else {}).items():
         try:
-            (Path("/proc/sys") / key).write_text(f"{value}\n")
+            (PROC_SYS / key).write_text(f"{value}\n")
         except OSError as exc:
             problems.append(f"sysctl {key}={value}: {exc}")
     created = reg.get("created")
