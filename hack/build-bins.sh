@@ -8,7 +8,9 @@
 # is ours (hack/go/nodeadm-userdata) built against the pinned nodeadm.
 # Also links the Kueue, kwok, LWS, JobSet and Trainer module sources (chart, CRDs, kwok
 # stages, runtimes) to
-# $ATOMIC_GANG_CACHE/<name>-<version>-src. Concurrent runs are serialised by a lock.
+# $ATOMIC_GANG_CACHE/<name>-<version>-src. Concurrent runs are serialised by a lock;
+# within a run, BUILD_JOBS builds (default: the cores) go side by side, each logged to
+# $ATOMIC_GANG_CACHE/logs/<component>.log.
 # The pins below are read by hack/python/atomic_gang_devstack/bins.py too.
 set -euo pipefail
 
@@ -308,8 +310,60 @@ ALL=(etcd kube kueue kueue-floor kwok lws helm cert-manager kubelet containerd k
 [[ ${#components[@]} == 0 ]] && components=("${ALL[@]}")
 for c in "${components[@]}"; do
   declare -F "build_${c//-/_}" >/dev/null || { log "unknown component '$c' (${ALL[*]})"; exit 2; }
-  t0=$(date +%s)
-  "build_${c//-/_}"
-  log "$c: $(( $(date +%s) - t0 ))s"
 done
+
+# Builds run side by side, BUILD_JOBS at once (default: the cores): a Go build keeps
+# both cores busy while it compiles, but not while it resolves modules, downloads or
+# links, and a second build fills those gaps. The longest go first (a cold build's
+# seconds, measured on 2 cores), so the lanes end together. kubelet shares kube's
+# wrapper module (its directory is made afresh by each), so it waits for kube.
+# Each build's output goes to $CACHE/logs/<component>.log, and a failure prints it.
+COLD_SECONDS=(kube:336 kueue:209 kueue-floor:164 cert-manager:131 promtool:105 trainer:77
+  helm:73 jobset:71 kwok:65 registry:55 etcd:43 containerd:43 nodeadm-check:42
+  kube-score:20 kubelet:19 lws:1)
+declare -A cost=()
+for entry in "${COLD_SECONDS[@]}"; do cost[${entry%%:*}]=${entry##*:}; done
+mapfile -t ordered < <(for c in "${components[@]}"; do echo "${cost[$c]:-60} $c"; done \
+  | sort -rn | awk '{print $2}')
+if [[ " ${ordered[*]} " == *" kubelet "* && " ${ordered[*]} " == *" kube "* ]]; then
+  ordered=($(printf '%s\n' "${ordered[@]}" | grep -vx kubelet) kubelet)
+fi
+JOBS=${BUILD_JOBS:-$(nproc)}
+LOGS=$CACHE/logs
+mkdir -p "$LOGS"
+declare -A running=()  # pid -> component
+failed=()
+
+one() {  # one component, its output to its log
+  local c=$1 t0
+  t0=$(date +%s)
+  if "build_${c//-/_}" >"$LOGS/$c.log" 2>&1; then
+    grep -h '^\[build-bins' "$LOGS/$c.log" >&2 || true
+    log "$c: $(( $(date +%s) - t0 ))s"
+  else
+    log "$c FAILED after $(( $(date +%s) - t0 ))s; its log ($LOGS/$c.log):"
+    cat "$LOGS/$c.log" >&2
+    return 1
+  fi
+}
+
+reap() {  # wait for one build to end; note it if it failed
+  local pid
+  wait -n -p pid "${!running[@]}" || failed+=("${running[$pid]}")
+  unset "running[$pid]"
+}
+
+for c in "${ordered[@]}"; do
+  if [[ $c == kubelet ]]; then  # kube first (its wrapper module)
+    while [[ " ${running[*]} " == *" kube "* ]]; do reap; done
+  fi
+  while (( ${#running[@]} >= JOBS )); do reap; done
+  one "$c" &
+  running[$!]=$c
+done
+while (( ${#running[@]} > 0 )); do reap; done
+if (( ${#failed[@]} > 0 )); then
+  log "failed: ${failed[*]}"
+  exit 1
+fi
 log "all requested binaries present in $BIN ($(du -sh "$BIN" | cut -f1))"
