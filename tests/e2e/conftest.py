@@ -9,11 +9,14 @@ it coexists with a running dev stack.
 
 from __future__ import annotations
 
+import fcntl
 import re
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -35,9 +38,42 @@ class LocalStack:
     kube: Kube
 
 
+E2E = Path(__file__).resolve().parent
+# Run side by side (pytest-xdist, --dist loadgroup), each e2e package stays whole on one
+# worker, so the stack it starts (or the session's it shares) starts once there. The real
+# node's tier and the image builds share one group: the teardown test holds the host to
+# its state before the node, and no image build may mount or unpack beside it.
+SHARED_GROUPS = {"cluster": "host", "images": "host"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.resolve().relative_to(E2E).parts
+        package = parts[0] if len(parts) > 1 else "e2e"
+        item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(package, package)))
+
+
+@contextmanager
+def _one_builder() -> Iterator[None]:
+    """One worker builds what is missing while the others wait, then find it built."""
+    root = Bins.load().root
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".e2e-build.lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not any(item.get_closest_marker("e2e") for item in session.items):
         return
+    with _one_builder():
+        _build(session)
+
+
+def _build(session: pytest.Session) -> None:
     t0 = time.monotonic()
     capture = session.config.pluginmanager.getplugin("capturemanager")
     in_cluster = any("tests/e2e/cluster/" in item.nodeid for item in session.items)

@@ -93,7 +93,10 @@ class Reader:
 
         def list_() -> list[Obj]:
             found = cast(
-                Obj, custom.list_namespaced_custom_object(*_coordinates(WORKLOADS), namespace)
+                Obj,
+                custom.list_namespaced_custom_object(
+                    WORKLOADS.group, WORKLOADS.version, namespace, WORKLOADS.plural
+                ),
             )
             return list(found["items"])
 
