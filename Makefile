@@ -20,9 +20,13 @@ demo: venv bins
 demo-cluster: venv bins images
 	@$(BIN)/python -m atomic_gang_devstack.demo --in-cluster
 
-## test: every check and every test tier (what CI runs)
-test: venv bins lint
-	$(BIN)/pytest -q -p no:cacheprovider tests
+## test: every check and every test tier (what CI runs): lint, the tiers below e2e on
+## TEST_WORKERS processes, then e2e on E2E_WORKERS processes (each e2e package whole on
+## one of them, so its stack starts once); each run lists its 25 slowest tests
+E2E_WORKERS ?= 2
+test: venv bins images lint
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --durations=25 tests/unit tests/integration
+	$(BIN)/pytest -q -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --durations=25 tests/e2e
 
 ## test-fast: lint plus everything below e2e (the inner loop: no coverage tracing), the
 ## tests spread over TEST_WORKERS processes, each with its own apiserver
@@ -46,8 +50,8 @@ unit: venv
 integration: venv
 	$(BIN)/pytest -q tests/integration
 
-e2e: venv bins
-	$(BIN)/pytest -q tests/e2e
+e2e: venv bins images
+	$(BIN)/pytest -q -n $(E2E_WORKERS) --dist loadgroup --durations=25 tests/e2e
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
