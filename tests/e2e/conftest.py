@@ -46,16 +46,25 @@ E2E = Path(__file__).resolve().parent
 # The real node's tier and the image builds share one group: the teardown test holds the
 # host to its state before the node, and no image build may mount or unpack beside it.
 SHARED_GROUPS = {"cluster": "host", "images": "host"}
+# Packages whose every test starts a stack of its own (a bench run, a demo story): each
+# test is a group of its own, and fills a worker's gap.
+EACH_TEST = frozenset({"bench", "demo"})
 # The longest groups first, so that the workers end together (docs/development.md,
 # "Where the time goes"); the others follow in the order they were collected.
 FIRST = ("kueue_contract", "host", "system", "provisioner", "bench", "demo")
 
 
+def _package(nodeid: str) -> str:
+    parts = nodeid.split("::", 1)[0].split("/")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["tests", "e2e"] else "e2e"
+
+
 def group_of(nodeid: str) -> str:
     """``tests/e2e/system/test_faults.py::test_x`` → ``system`` (``host`` for the node tier
-    and the image builds)."""
-    parts = nodeid.split("::", 1)[0].split("/")
-    package = parts[2] if len(parts) > 3 and parts[:2] == ["tests", "e2e"] else "e2e"
+    and the image builds, the test itself in a package of self-contained tests)."""
+    package = _package(nodeid)
+    if package in EACH_TEST:
+        return nodeid
     return SHARED_GROUPS.get(package, package)
 
 
@@ -77,7 +86,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> Package
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {group: i for i, group in enumerate(FIRST)}
-    items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(FIRST)))  # stable
+
+    def first(item: pytest.Item) -> int:
+        package = _package(item.nodeid)
+        return rank.get(SHARED_GROUPS.get(package, package), len(FIRST))
+
+    items.sort(key=first)  # stable: within a rank, the order collected
 
 
 @contextmanager

@@ -20,6 +20,11 @@ from tests.e2e.conftest import FIRST, group_of
             id="parametrized",
         ),
         pytest.param("tests/e2e/test_top.py::test_e", "e2e", id="top-level"),
+        pytest.param(
+            "tests/e2e/demo/test_stories.py::test_f",
+            "tests/e2e/demo/test_stories.py::test_f",
+            id="self-contained",
+        ),
     ],
 )
 def test_each_package_is_one_group(nodeid: str, group: str) -> None:
