@@ -20,11 +20,13 @@ demo: venv bins
 demo-cluster: venv bins images
 	@$(BIN)/python -m atomic_gang_devstack.demo --in-cluster
 
-## test: every check and every test tier (what CI runs): lint, the tiers below e2e on
-## TEST_WORKERS processes, then e2e on E2E_WORKERS processes (each e2e package whole on
-## one of them, so its stack starts once); each run lists its 25 slowest tests
-E2E_WORKERS ?= 2
-test: venv bins images lint
+## test: every check and every test tier (what CI runs): the binaries, the images and
+## lint side by side (hack/prepare-tests.sh), the tiers below e2e on TEST_WORKERS
+## processes, then e2e on E2E_WORKERS processes (each e2e package whole on one of them,
+## so its stack starts once); each run lists its 25 slowest tests
+E2E_WORKERS ?= 3
+test: venv
+	BIN=$(BIN) hack/prepare-tests.sh
 	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --durations=25 tests/unit tests/integration
 	$(BIN)/pytest -q -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --durations=25 tests/e2e
 

@@ -104,3 +104,17 @@ def test_make_demo_passes_the_story(args: tuple[str, ...], command: str) -> None
     assert done.returncode == 0, done.stderr
     demo_line = done.stdout.splitlines()[-1]
     assert demo_line.rstrip().endswith(command), demo_line
+
+
+def test_ci_runs_make_test_and_make_test_runs_each_tier_on_its_workers() -> None:
+    """What CI waits for: the binaries, the images and lint side by side, then the tiers
+    below e2e and the e2e tier each spread over workers, each listing its slowest tests."""
+    assert (REPO_ROOT / ".ci" / "run").read_text().rstrip().endswith("exec make test")
+    done = make("-n", "test", "TEST_WORKERS=2", "E2E_WORKERS=3")
+    assert done.returncode == 0, done.stderr
+    lines = [ln for ln in done.stdout.splitlines() if "prepare-tests.sh" in ln or "pytest" in ln]
+    assert len(lines) == 3, done.stdout
+    prepare, below, e2e = lines
+    assert prepare.endswith("hack/prepare-tests.sh")
+    assert "-n 2 --durations=25 tests/unit tests/integration" in below
+    assert "-n 3 --dist loadgroup --durations=25 tests/e2e" in e2e
