@@ -1,1 +1,1 @@
-"""One module per GangNodePool phase, each with a pure ``decide(pool, observed, now)``."""
+"""One module per GangNodePool phase, each a story: ``story(pool, observed, now)``."""

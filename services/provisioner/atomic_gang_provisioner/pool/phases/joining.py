@@ -91,9 +91,20 @@ def story(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
                     now=now,
                 )
             )
-    placed = yield from spread.gate(pool, status, observed, now)
+    placed = yield from spread.gate(pool, status, observed)
     if isinstance(placed, End):
         return placed
+    if isinstance(placed, spread.TooWide):  # a failed attempt: the whole set goes
+        return (
+            yield from releasing.begin(
+                pool,
+                placed.status,
+                reason=spread.REASON,
+                message=placed.message,
+                observed=observed,
+                now=now,
+            )
+        )
     if placed.labels:
         yield LabelNodes(placed.labels)
     return (yield from _satisfied(pool, placed.status, now))

@@ -6,13 +6,13 @@ all of this, quietly). The status records each instance's network nodes and the
 gang's spread (distinct bottom-layer nodes); the Nodes get the
 ``topology.k8s.aws/network-node-layer-<n>`` labels they are missing. With
 ``max-spread: k`` a gang over more than k bottom-layer nodes is released whole
-before Satisfied (a shortfall, reason TopologySpread): no pod ever starts on it.
+before Satisfied (a shortfall, reason TopologySpread; the joining phase releases it):
+no pod ever starts on it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.api.reasons import FailureReason
@@ -20,7 +20,6 @@ from atomic_gang_provisioner.cloud.network_layers import layer_labels, supported
 from atomic_gang_provisioner.cloud.values import TopologyRead
 from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import Observed, update
-from atomic_gang_provisioner.pool.phases import releasing
 from atomic_gang_provisioner.pool.story import End, NodeLabels, Part, ReadTopology, ask
 
 REASON = FailureReason.TOPOLOGY_SPREAD
@@ -33,6 +32,15 @@ class Placed:
 
     status: GangNodePoolStatus
     labels: tuple[NodeLabels, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TooWide:
+    """The gang spans more bottom-layer network nodes than its max-spread: a failed
+    attempt, released whole."""
+
+    status: GangNodePoolStatus
+    message: str
 
 
 def ahead(pool: GangNodePool, status: GangNodePoolStatus, *, ready: int) -> tuple[str, ...]:
@@ -54,10 +62,10 @@ def ahead_labels(
 
 
 def gate(
-    pool: GangNodePool, status: GangNodePoolStatus, observed: Observed, now: datetime
-) -> Part[Placed | End]:
-    """Read where the set sits (once), then: Placed, or an End when the gang must wait
-    (the read's budget, an unreadable topology a max-spread needs) or go (too wide)."""
+    pool: GangNodePool, status: GangNodePoolStatus, observed: Observed
+) -> Part[Placed | TooWide | End]:
+    """Read where the set sits (once), then: Placed, TooWide, or an End while the gang
+    must wait (the read's budget, an unreadable topology a max-spread needs)."""
     if not supported(pool.spec.shape.instanceType):
         return Placed(status)
     limit = pool.spec.shape.maxSpread
@@ -74,16 +82,7 @@ def gate(
         yield outcomes.SpreadMeasured(pool=pool.name, nodes=status.spread)
     if limit is not None and status.spread > limit:
         yield outcomes.AttemptFellShort(reason=REASON)
-        return (
-            yield from releasing.begin(
-                pool,
-                status,
-                reason=REASON,
-                message=_too_wide(status, limit),
-                observed=observed,
-                now=now,
-            )
-        )
+        return TooWide(status, _too_wide(status, limit))
     return Placed(status, _labels(status, observed))
 
 
