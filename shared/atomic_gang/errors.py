@@ -28,6 +28,7 @@ Reason = Literal[
     "InvalidInstanceType",
     "InstanceTypeNotAllowed",
     "InvalidMode",
+    "InvalidRepair",
     "InvalidRegion",
     "RegionMismatch",
     "InvalidAvailabilityZone",

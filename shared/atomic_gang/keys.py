@@ -32,6 +32,10 @@ PLACEMENT: Final = PREFIX + "placement"
 PLACEMENT_GROUP_NAME: Final = PREFIX + "placement-group-name"
 EFA: Final = PREFIX + "efa"
 MAX_SPREAD: Final = PREFIX + "max-spread"
+# What a formed gang does when nodes break: "auto" (default) replaces only the broken
+# nodes in one atomic launch and keeps the rest; "never" releases the whole set and the
+# Workload gets Retry.
+REPAIR: Final = PREFIX + "repair"
 # JobSets and TrainJobs: the replicatedJobs whose pods are the gang (comma-separated;
 # default: all of a JobSet's, a TrainJob's trainer nodes, node).
 GANG_ROLES: Final = PREFIX + "gang-roles"
@@ -54,12 +58,13 @@ ANNOTATION_KEYS: Final = (
     PLACEMENT_GROUP_NAME,
     EFA,
     MAX_SPREAD,
+    REPAIR,
     GANG_ROLES,
 )
 ANNOTATION_KEY_SET: Final = frozenset(ANNOTATION_KEYS)
 LABEL_KEYS: Final = (POOL,)
 USER_KEYS: Final = (*LABEL_KEYS, *ANNOTATION_KEYS)
-# A Job defines at most 18 keys under our prefix; far more is a typo storm or an
+# A Job defines at most 20 keys under our prefix; far more is a typo storm or an
 # attack, reported once (TooManyKeys) instead of once per key.
 MAX_GANG_KEYS: Final = 64
 
@@ -73,6 +78,9 @@ MAX_LIFETIME_TAG: Final = PREFIX + "max-lifetime"
 # A Capacity Block instance's cap (RFC 3339): released by then, before EC2 terminates it.
 RELEASE_BY_TAG: Final = PREFIX + "release-by"
 GANG_TAINT: Final = PREFIX + "gang"
+# On a gang node found broken (instance lost, NotReady or a bad health condition past its
+# grace): NoExecute, so that its pods leave at once and none lands there again.
+BROKEN_TAINT: Final = PREFIX + "broken"
 # NoExecute, not NoSchedule: the kubelet itself refuses a pod that does not tolerate a
 # NoExecute taint, even one bound with spec.nodeName (which skips the scheduler and so
 # every NoSchedule taint). Nodes launched before carry NoSchedule: the toleration our

@@ -14,7 +14,7 @@ from atomic_gang import allowlists, duration_rules, keys, patterns, reservation_
 from atomic_gang.errors import Collector, Reason
 from atomic_gang.network_rules import check_network
 from atomic_gang.settings import GangSettings
-from atomic_gang.spec import AMI_VARIANTS, MODES, derive_ami_variant
+from atomic_gang.spec import AMI_VARIANTS, MODES, REPAIRS, derive_ami_variant
 
 
 def _count(ann: Mapping[str, str], s: GangSettings, out: Collector) -> int | None:
@@ -232,6 +232,7 @@ def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> di
     variant = _choice(ann, keys.AMI_VARIANT, AMI_VARIANTS, "InvalidAmiVariant", out)
     ami, cr = _ids(ann, s, out)
     need = duration_rules.min_runtime(ann, out)
+    repair = _choice(ann, keys.REPAIR, REPAIRS, "InvalidRepair", out) or "auto"
     network = check_network(ann, mode=mode, zones=zones, subnets=subnets, out=out)
     network["placement_group_name"] = allowlists.placement_group(
         network["placement_group_name"], s, out
@@ -253,5 +254,6 @@ def check_scalars(ann: Mapping[str, str], s: GangSettings, out: Collector) -> di
         "ami_id": ami,
         "capacity_reservation_id": cr,
         "min_runtime": need,
+        "repair": repair,
         **network,
     }

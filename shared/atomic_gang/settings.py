@@ -37,6 +37,8 @@ from atomic_gang.settings_sections import (
     LeaderElection,
     Limits,
     NamespaceAllowlist,
+    NodeHealth,
+    Repair,
 )
 
 __all__ = [
@@ -167,6 +169,8 @@ class GangSettings(BaseSettings):
     iam: Iam = Field(default_factory=Iam)
     ec2_api: Ec2Api = Field(default_factory=Ec2Api)
     capacity_block: CapacityBlock = Field(default_factory=CapacityBlock)
+    node_health: NodeHealth = Field(default_factory=NodeHealth)
+    repair: Repair = Field(default_factory=Repair)
 
     @classmethod
     def settings_customise_sources(

@@ -143,6 +143,86 @@ class CapacityBlock(_Section):
     )
 
 
+# A Node condition type: a Kubernetes qualified name (an optional DNS prefix and "/").
+CONDITION_TYPE = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+
+
+class BadCondition(_Section):
+    """A Node condition that breaks a gang node when it has ``status`` for ``graceSeconds``."""
+
+    type: str = Field(min_length=1, max_length=316, pattern=CONDITION_TYPE)
+    status: Literal["True", "False", "Unknown"] = "False"
+    grace_seconds: int = Field(default=60, ge=0, le=86_400)
+
+
+def _agent_conditions() -> tuple[BadCondition, ...]:
+    """The EKS node monitoring agent's conditions (docs/operations.md, "Node health"):
+    the two that stop a gang's collectives at once after a minute, the rest after five."""
+    quick = ("AcceleratedHardwareReady", "NetworkingReady")
+    slow = ("KernelReady", "StorageReady", "ContainerRuntimeReady")
+    return (
+        *(BadCondition.model_validate({"type": t, "graceSeconds": 60}) for t in quick),
+        *(BadCondition.model_validate({"type": t, "graceSeconds": 300}) for t in slow),
+    )
+
+
+class NodeHealth(_Section):
+    """When a node of a formed gang is broken, beyond its instance and its Ready condition."""
+
+    conditions: tuple[BadCondition, ...] = Field(
+        default_factory=_agent_conditions,
+        max_length=32,
+        description="Node conditions that break a gang node: type, bad status, grace.",
+    )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> NodeHealth:
+        seen: set[tuple[str, str]] = set()
+        for i, c in enumerate(self.conditions):
+            if c.type == "Ready":
+                raise ValueError(
+                    f"nodeHealth.conditions[{i}] type 'Ready': Ready is judged by "
+                    "healthGraceSeconds, not listed here"
+                )
+            if (c.type, c.status) in seen:
+                raise ValueError(f"nodeHealth.conditions[{i}] {c.type}={c.status} is listed twice")
+            seen.add((c.type, c.status))
+        return self
+
+
+class Repair(_Section):
+    """Repair in place: the broken nodes of a claimed gang replaced, the rest kept."""
+
+    enabled: bool = Field(
+        default=True,
+        description="false: a broken gang is released whole (Retry), as Jobs with repair: never.",
+    )
+    deadline_seconds: int = Field(
+        default=900,
+        ge=1,
+        le=86_400,
+        description=(
+            "repairDeadline: the replacements must be launched and Ready this long after "
+            "the nodes broke, or the whole set is released and the claimant gets Retry."
+        ),
+    )
+    max_nodes: int = Field(
+        default=4,
+        ge=1,
+        le=1000,
+        description="repairMaxNodes: more broken at once releases the whole set instead.",
+    )
+    max_repairs: int = Field(
+        default=5,
+        ge=0,
+        le=1000,
+        description="maxRepairs: repairs one claim gets; the next break releases the set.",
+    )
+
+
 class Iam(_Section):
     self_manage_instance_profile: bool = False
 

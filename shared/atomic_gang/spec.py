@@ -25,6 +25,8 @@ Efa = int | Literal["max"]
 NETWORK = frozenset({"placement", "placementGroupName", "efa", "maxSpread"})
 MODES: tuple[Mode, ...] = ("runinstances", "fleet")
 AMI_VARIANTS: tuple[AmiVariant, ...] = ("standard", "nvidia", "neuron")
+Repair = Literal["auto", "never"]
+REPAIRS: tuple[Repair, ...] = ("auto", "never")
 
 
 def derive_ami_variant(instance_type: str) -> AmiVariant:
@@ -62,6 +64,8 @@ class GangSpec(BaseModel):
     max_spread: int | None = None  # bottom-layer network nodes a Ready gang may span
     # A Capacity Block is used only with at least this much time left before its drain point.
     min_runtime: GoDuration | None = None
+    # Not part of the shape: the latest claimant's, like keep_warm_ttl and min_runtime.
+    repair: Repair = "auto"
 
     @property
     def reservation_ids(self) -> tuple[str, ...]:

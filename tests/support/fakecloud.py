@@ -41,6 +41,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from atomic_gang import keys
+from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.reservation_fit import Reservation
 from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
@@ -218,6 +219,9 @@ class FakeCloud:
                     keys.MANAGED: "true",
                     keys.POOL: request.pool,
                     keys.GENERATION: str(request.generation),
+                    keys.GROUP: request.repair.group
+                    if request.repair is not None
+                    else naming.group_id(pool=request.pool, generation=request.generation),
                 }
             )
             launched = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from atomic_gang_provisioner.api import (
     Claim,
@@ -66,6 +66,7 @@ def pool(
     keep_warm: str = "15m",
     deleting: bool = False,
     generation: int = 1,
+    repair: Literal["auto", "never"] | None = None,
     **status: Any,
 ) -> GangNodePool:
     meta: dict[str, Any] = {
@@ -78,7 +79,7 @@ def pool(
         meta["deletionTimestamp"] = "2026-11-29T12:00:00Z"
     return GangNodePool(
         metadata=meta,
-        spec=GangNodePoolSpec(shape=SHAPE, keepWarmTTL=keep_warm, claim=claim),
+        spec=GangNodePoolSpec(shape=SHAPE, keepWarmTTL=keep_warm, claim=claim, repair=repair),
         status=GangNodePoolStatus.model_validate(status),
     )
 
@@ -88,7 +89,7 @@ def reported(p: GangNodePool) -> GangNodePool:
     return with_status(p, report.refresh(p, p.status, knobs=KNOBS, now=T0))
 
 
-def launched(**status: Any) -> GangNodePool:
+def launched(*, repair: Literal["auto", "never"] | None = None, **status: Any) -> GangNodePool:
     base: dict[str, Any] = {
         "phase": "Joining",
         "instanceIds": list(IDS),
@@ -99,9 +100,10 @@ def launched(**status: Any) -> GangNodePool:
         "joinDeadline": T0 + timedelta(seconds=600),
         "claimKey": KEY,
         "acquiringSince": T0 - timedelta(seconds=5),
+        "zones": ["us-east-1a"],
     }
     base.update(status)
-    return pool(**base)
+    return pool(repair=repair, **base)
 
 
 def nodes(

@@ -29,6 +29,7 @@ _BY_PHASE: Final[dict[str, CostState]] = {
     "Acquiring": "launching",
     "Joining": "launching",
     "Satisfied": "running",
+    "Repairing": "running",  # the kept nodes hold the running pods; replacements join
     "KeepWarm": "keep-warm",
     "Releasing": "releasing",
     "Degraded": "releasing",  # a formed gang lost a member: the rest is being released

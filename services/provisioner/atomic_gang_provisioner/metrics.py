@@ -86,6 +86,9 @@ class ProvisionerMetrics:
     block_wait: Histogram
     reservation_available: Gauge
     spread: Gauge
+    repairs: Counter
+    repair_duration: Histogram
+    repair_kept_instance_seconds: Counter
     reaped_groups: Counter
     check_active: Gauge
     aws_calls: Counter
@@ -145,6 +148,21 @@ class ProvisionerMetrics:
                 "kind",
             ),
             spread=_gauge(r, "pool_spread", "Network nodes (bottom layer) a gang spans.", "pool"),
+            repairs=counter(
+                "repairs",
+                "Repairs of broken gangs by what broke the first node (InstanceLost, "
+                "NodeNotReady, NodeUnhealthy) and result (replaced; released: a limit was hit).",
+                "reason",
+                "result",
+            ),
+            repair_duration=slow(
+                "repair_duration_seconds", "From a node's break to all N nodes Ready again."
+            ),
+            repair_kept_instance_seconds=counter(
+                "repair_kept_instance_seconds",
+                "Healthy instances' running time a repair kept (a release of the whole set "
+                "would have thrown it away).",
+            ),
             reaped_groups=counter("reaped_placement_groups", "Groups of deleted pools."),
             **_operator_view(r),
         )

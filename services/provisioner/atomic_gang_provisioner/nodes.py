@@ -9,7 +9,7 @@ from typing import Any
 from atomic_gang import keys
 from atomic_gang.devices import is_extended, whole_quantity
 from atomic_gang_provisioner.cloud.network_layers import LAYER_LABEL
-from atomic_gang_provisioner.pool.model import NodeView
+from atomic_gang_provisioner.pool.model import NodeCondition, NodeView
 from atomic_gang_provisioner.timestamps import parse_rfc3339
 from atomic_gang_provisioner.views.node import Node, instance_id
 
@@ -83,7 +83,28 @@ def _node_view(seen: Node) -> NodeView | None:
             sorted((k, str(v)) for k, v in labels.items() if k.startswith(LAYER_PREFIX))
         ),
         devices=_devices(seen),
+        conditions=_conditions(seen),
+        broken_taint=any(t.get("key") == keys.BROKEN_TAINT for t in seen.taints),
     )
+
+
+def _conditions(node: Node) -> tuple[NodeCondition, ...]:
+    """Every condition but Ready, without its heartbeat: what a health rule may judge."""
+    out = []
+    for cond in node.conditions:
+        kind = cond.get("type")
+        if not kind or kind == "Ready":
+            continue
+        since = cond.get("lastTransitionTime")
+        out.append(
+            NodeCondition(
+                type=str(kind),
+                status=str(cond.get("status", "")),
+                reason=str(cond.get("reason", ""))[:128],
+                since=parse_rfc3339(str(since)) if since else None,
+            )
+        )
+    return tuple(out)
 
 
 def _devices(node: Node) -> tuple[tuple[str, int], ...]:
@@ -99,7 +120,7 @@ def _devices(node: Node) -> tuple[tuple[str, int], ...]:
 def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a gang Node a pool reads: no managedFields, images, addresses,
     annotations, heartbeat conditions or capacity; its pool, group and network-layer
-    labels, providerID, taints, Ready condition and extended allocatable."""
+    labels, providerID, taints, conditions (no heartbeats) and extended allocatable."""
     return _slim(Node(node))
 
 
@@ -116,11 +137,10 @@ def _slim(seen: Node) -> dict[str, Any]:
     out: dict[str, Any] = {k: node[k] for k in ("apiVersion", "kind") if k in node}
     out["metadata"] = kept
     out["spec"] = {k: spec[k] for k in ("providerID", "taints") if k in spec}
-    ready = seen.ready_condition
+    kept_fields = ("type", "status", "reason", "lastTransitionTime")
     out["status"] = {
-        "conditions": []
-        if ready is None
-        else [{k: ready[k] for k in ("type", "status", "lastTransitionTime") if k in ready}],
+        # Ready and the others (the node monitoring agent's), without heartbeats.
+        "conditions": [{k: c[k] for k in kept_fields if k in c} for c in seen.conditions],
         "allocatable": {k: v for k, v in seen.allocatable.items() if is_extended(k)},
     }
     return out

@@ -35,7 +35,7 @@ from atomic_gang_provisioner.cloud.aws import EngineConfig
 from atomic_gang_provisioner.cloud.batcher import Windows
 from atomic_gang_provisioner.cloud.turns.budget import BucketSpec, BudgetLimits
 from atomic_gang_provisioner.config import ServerSettings
-from atomic_gang_provisioner.pool.model import Knobs
+from atomic_gang_provisioner.pool.model import ConditionRule, Knobs
 
 __all__ = ["PREFIX", "ProvisionerSettings", "budget_limits", "engine", "knobs", "load", "resolve"]
 
@@ -89,6 +89,14 @@ def knobs(gang: GangSettings) -> Knobs:
         block_drain_lead=timedelta(seconds=gang.capacity_block.drain_lead_seconds),
         block_min_remaining=timedelta(seconds=gang.capacity_block.min_remaining_seconds),
         block_warning_lead=timedelta(seconds=gang.capacity_block.warning_lead_seconds),
+        health_conditions=tuple(
+            ConditionRule(c.type, c.status, timedelta(seconds=c.grace_seconds))
+            for c in gang.node_health.conditions
+        ),
+        repair_enabled=gang.repair.enabled,
+        repair_deadline=timedelta(seconds=gang.repair.deadline_seconds),
+        repair_max_nodes=gang.repair.max_nodes,
+        max_repairs=gang.repair.max_repairs,
     )
 
 

@@ -31,7 +31,7 @@ def test_identity_columns_and_subresources() -> None:
     assert version["name"] == "v1alpha1"
     assert version["subresources"] == {"status": {}}
     default_cols = [c["name"] for c in version["additionalPrinterColumns"] if "priority" not in c]
-    assert default_cols == ["Phase", "Ready", "Count", "Type", "Mode", "Age"]
+    assert default_cols == ["Phase", "Ready", "Count", "Repairs", "Type", "Mode", "Age"]
 
 
 def _walk(node: object) -> list[dict[str, object]]:

@@ -93,6 +93,16 @@ FILE_KEYS = frozenset(
         "capacityBlock.drainLeadSeconds",
         "capacityBlock.minRemainingSeconds",
         "capacityBlock.warningLeadSeconds",
+        "nodeHealth",
+        "nodeHealth.conditions",
+        "nodeHealth.conditions.type",
+        "nodeHealth.conditions.status",
+        "nodeHealth.conditions.graceSeconds",
+        "repair",
+        "repair.enabled",
+        "repair.deadlineSeconds",
+        "repair.maxNodes",
+        "repair.maxRepairs",
     )
 )
 

@@ -23,7 +23,7 @@ def _stopped(state: str) -> tuple[Instance, ...]:
     "state",
     [pytest.param("stopped", id="stopped"), pytest.param("stopping", id="stopping")],
 )
-def test_stopped_instance_degrades_the_gang_at_once(state: str) -> None:
+def test_stopped_instance_breaks_its_node_at_once(state: str) -> None:
     assert _stopped(state)[0].live  # still live for cleanup and the reaper...
     assert not _stopped(state)[0].healthy  # ...but no longer a gang member
     p = launched(phase="Satisfied")
@@ -31,6 +31,22 @@ def test_stopped_instance_degrades_the_gang_at_once(state: str) -> None:
     first = decide(p, observed(views), T0)
     assert first.parked
     assert first.waiting_on == Describe(tuple(IDS))
+    decision = decide(p, observed(views, _stopped(state)), T0)
+    assert decision.status.phase == "Repairing"
+    repair = decision.status.repair
+    assert repair is not None
+    assert [(b.instanceId, b.reason) for b in repair.broken] == [(IDS[0], "InstanceLost")]
+    assert "stopped" in repair.broken[0].detail
+    assert decision.taints == ("ip-10-0-0-0",)
+
+
+@pytest.mark.parametrize(
+    "state",
+    [pytest.param("stopped", id="stopped"), pytest.param("stopping", id="stopping")],
+)
+def test_stopped_instance_degrades_a_gang_that_opted_out_of_repair(state: str) -> None:
+    p = launched(phase="Satisfied", repair="never")
+    views = (nodes(4, ready=False)[0], *nodes(4)[1:])
     decision = decide(p, observed(views, _stopped(state)), T0)
     assert decision.status.phase == "Degraded"
     assert decision.status.lastErrorReason == "InstanceLost"

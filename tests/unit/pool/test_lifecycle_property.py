@@ -21,8 +21,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from atomic_gang import keys
 from atomic_gang_provisioner.api import Claim
-from atomic_gang_provisioner.cloud import naming
 from atomic_gang_provisioner.cloud.reservation_fit import Reservation
 from atomic_gang_provisioner.cloud.values import (
     AcquireRequest,
@@ -78,6 +78,11 @@ class PoolLifecycle(RuleBasedStateMachine):
         """Each live instance and the generation it was launched for."""
         return {i.instance_id: i.generation or 0 for i in self.cloud.live()}
 
+    def _groups(self) -> dict[str, str]:
+        """Each live instance and the group it registers with (a repair's replacements
+        join the gang's group)."""
+        return {i.instance_id: i.tag(keys.GROUP) or "" for i in self.cloud.live()}
+
     def _block(self) -> Reservation | None:
         if not self.block_minutes:
             return None
@@ -101,14 +106,14 @@ class PoolLifecycle(RuleBasedStateMachine):
 
     def _nodes(self) -> tuple[NodeView, ...]:
         s = self.pool.status
-        live = self._live()
+        live = self._groups()
         return tuple(
             NodeView(
                 name=iid,
                 instance_id=iid,
                 ready=True,
                 pool=self.pool.name,
-                group=naming.group_id(pool=self.pool.name, generation=live[iid]),
+                group=live[iid],
             )
             for iid in s.instanceIds
             if iid in self.joined and iid in live
@@ -213,7 +218,9 @@ class PoolLifecycle(RuleBasedStateMachine):
 
     @invariant()
     def at_most_one_gang_live(self) -> None:
-        live = self._live()
+        """Never more than N live, all of one gang: one group (a repair's replacements
+        join it; a fresh gang comes only after the last one is gone)."""
+        live = self._groups()
         assert len(live) <= N
         assert len(set(live.values())) <= 1
 

@@ -442,8 +442,8 @@ def test_keep_warm_expiry_releases() -> None:
     assert [e.reason for e in done.events] == ["Released"]
 
 
-def test_lost_instance_degrades_claimant_and_releases() -> None:
-    p = launched(phase="Satisfied")
+def test_lost_instance_of_a_gang_without_repair_degrades_claimant_and_releases() -> None:
+    p = launched(phase="Satisfied", repair="never")
     first = decide(p, observed(nodes(3)), T0)
     assert asks_ec2(first)
     decision = decide(p, observed(nodes(3), instances(dead=1)), T0)
@@ -474,8 +474,9 @@ def test_not_ready_node_gets_a_grace_period() -> None:
     held = p.model_copy(update={"status": decision.status})
     assert decide(held, observed(views), T0 + timedelta(seconds=30)).waiting_on is None
     later = decide(held, observed(views), T0 + timedelta(seconds=61))
-    assert later.status.phase == "Degraded"
-    assert later.status.lastErrorReason == "NodeNotReady"
+    assert later.status.phase == "Repairing"
+    assert later.status.repair is not None
+    assert [b.reason for b in later.status.repair.broken] == ["NodeNotReady"]
 
 
 def test_finalizer_releases_then_removes() -> None:

@@ -7,6 +7,7 @@ from atomic_gang_provisioner.api.gang_node_pool import (
     KIND,
     PLURAL,
     VERSION,
+    BrokenNode,
     Claim,
     Condition,
     GangNodePool,
@@ -15,6 +16,7 @@ from atomic_gang_provisioner.api.gang_node_pool import (
     PendingLaunch,
     Phase,
     PoolShape,
+    RepairState,
 )
 from atomic_gang_provisioner.api.status_change import StatusChange
 
@@ -24,6 +26,7 @@ __all__ = [
     "KIND",
     "PLURAL",
     "VERSION",
+    "BrokenNode",
     "Claim",
     "Condition",
     "GangNodePool",
@@ -32,5 +35,6 @@ __all__ = [
     "PendingLaunch",
     "Phase",
     "PoolShape",
+    "RepairState",
     "StatusChange",
 ]

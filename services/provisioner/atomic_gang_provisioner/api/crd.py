@@ -115,6 +115,7 @@ def _columns() -> list[dict[str, Any]]:
         col("Phase", ".status.phase"),
         col("Ready", ".status.readyCount", "integer"),
         col("Count", ".spec.shape.count", "integer"),
+        col("Repairs", ".status.repairs", "integer"),
         col("Type", ".spec.shape.instanceType"),
         col("Mode", ".spec.shape.mode"),
         col("Age", ".metadata.creationTimestamp", "date"),

@@ -34,7 +34,9 @@ from atomic_gang_provisioner.timestamps import rfc3339
 GROUP, VERSION, KIND, PLURAL = POOLS.group, POOLS.version, POOLS.kind, POOLS.plural
 FINALIZER = "atomic-gang.k8s.aws/release-instances"
 
-Phase = Literal["Idle", "Acquiring", "Joining", "Satisfied", "KeepWarm", "Releasing", "Degraded"]
+Phase = Literal[
+    "Idle", "Acquiring", "Joining", "Satisfied", "Repairing", "KeepWarm", "Releasing", "Degraded"
+]
 
 
 Time = Annotated[datetime, PlainSerializer(rfc3339, return_type=str)]
@@ -192,6 +194,13 @@ class GangNodePoolSpec(_Model):
     minRuntime: str | None = Field(
         default=None, description="From the latest claimant: Go duration it needs in a block."
     )
+    repair: Literal["auto", "never"] | None = Field(
+        default=None,
+        description=(
+            "From the latest claimant: never releases a broken gang whole instead of "
+            "repairing it (unset: auto)."
+        ),
+    )
     claim: Claim | None = None
 
 
@@ -221,6 +230,29 @@ class PendingLaunch(_Model):
     generation: int = Field(ge=1, description="The acquireGeneration it was sent at.")
     zone: str = Field(description="The availability zone (RunInstances idempotency is zonal).")
     clientToken: str = Field(description="The ClientToken it carried.")
+
+
+class BrokenNode(_Model):
+    """One node of a formed gang found broken, as a repair replaces it."""
+
+    instanceId: str
+    node: str = Field(default="", description="Its Node's name (empty: no Node).")
+    reason: str = Field(description="InstanceLost, NodeNotReady or NodeUnhealthy.")
+    detail: str = Field(
+        default="", description="What broke it: AcceleratedHardwareReady=False (NvidiaXID79Error)."
+    )
+    since: Time | None = Field(default=None, description="When it turned bad.")
+
+
+class RepairState(_Model):
+    """A repair in progress: the broken nodes, terminated and replaced by one launch of
+    as many while the rest of the gang is kept."""
+
+    broken: list[BrokenNode]
+    startedAt: Time
+    launchedAt: Time | None = Field(default=None, description="The replacements' launch.")
+    replacements: list[str] = Field(default_factory=list, description="Their instance ids.")
+    attempts: int = Field(default=0, description="Launches that fell short so far.")
 
 
 class GangNodePoolStatus(_Model):
@@ -269,6 +301,11 @@ class GangNodePoolStatus(_Model):
         default=None, description="Instance id: its network nodes, top layer first (once read)."
     )
     spread: int = Field(default=0, description="Bottom-layer network nodes the gang spans.")
+    zones: list[str] = Field(
+        default_factory=list, description="Availability zones of the live set (repairs go there)."
+    )
+    repair: RepairState | None = Field(default=None, description="A repair in progress.")
+    repairs: int = Field(default=0, description="Repairs made for the current claim.")
     conditions: list[Condition] = Field(
         default_factory=list,
         description=(

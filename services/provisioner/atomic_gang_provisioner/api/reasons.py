@@ -47,6 +47,11 @@ class FailureReason(StrEnum):
     TOPOLOGY_SPREAD = "TopologySpread"
     INSTANCE_LOST = "InstanceLost"
     NODE_NOT_READY = "NodeNotReady"
+    NODE_UNHEALTHY = "NodeUnhealthy"  # a nodeHealth condition (AcceleratedHardwareReady=False)
+    # A repair that could not be made or finished: the whole set is released (Retry).
+    REPAIR_DEADLINE = "RepairDeadline"
+    REPAIR_TOO_MANY_NODES = "RepairTooManyNodes"
+    REPAIR_LIMIT = "RepairLimit"
     LEFTOVER = "Leftover"
 
     @property
@@ -119,6 +124,10 @@ TRAITS: Final[dict[FailureReason, Traits]] = {
     _R.TOPOLOGY_SPREAD: _SHORT,
     _R.INSTANCE_LOST: _NOTHING,
     _R.NODE_NOT_READY: _NOTHING,
+    _R.NODE_UNHEALTHY: _NOTHING,
+    _R.REPAIR_DEADLINE: _NOTHING,
+    _R.REPAIR_TOO_MANY_NODES: _NOTHING,
+    _R.REPAIR_LIMIT: _NOTHING,
     _R.LEFTOVER: _NOTHING,
 }
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypedDict
 
-from atomic_gang_provisioner.api.gang_node_pool import Condition, PendingLaunch, Phase
+from atomic_gang_provisioner.api.gang_node_pool import (
+    Condition,
+    PendingLaunch,
+    Phase,
+    RepairState,
+)
 from atomic_gang_provisioner.api.reasons import FailureReason
 
 
@@ -45,4 +50,7 @@ class StatusChange(TypedDict, total=False):
     pendingLaunch: PendingLaunch | None
     networkNodes: dict[str, list[str]] | None
     spread: int
+    zones: list[str]
+    repair: RepairState | None
+    repairs: int
     conditions: list[Condition]

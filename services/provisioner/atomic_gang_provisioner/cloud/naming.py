@@ -97,11 +97,14 @@ def ownership_tags(*, cluster: str, pool: str) -> dict[str, str]:
     return {**cluster_tags(cluster=cluster), keys.POOL: pool}
 
 
-def group_tags(*, cluster: str, spec: GangSpec, generation: int) -> dict[str, str]:
-    """Tags on each launched instance, its volumes and its ENIs."""
+def group_tags(
+    *, cluster: str, spec: GangSpec, generation: int, group: str | None = None
+) -> dict[str, str]:
+    """Tags on each launched instance, its volumes and its ENIs (``group``: a repair's
+    replacements join the gang's group; by default the generation's own)."""
     return {
         **ownership_tags(cluster=cluster, pool=spec.pool),
-        keys.GROUP: group_id(pool=spec.pool, generation=generation),
+        keys.GROUP: group or group_id(pool=spec.pool, generation=generation),
         keys.GENERATION: str(generation),
         keys.MAX_LIFETIME_TAG: str(spec.max_lifetime),
         f"kubernetes.io/cluster/{cluster}": "owned",
@@ -109,11 +112,11 @@ def group_tags(*, cluster: str, spec: GangSpec, generation: int) -> dict[str, st
     }
 
 
-def node_labels(*, spec: GangSpec, generation: int) -> dict[str, str]:
-    """Labels kubelet registers the node with (see userdata)."""
+def node_labels(*, spec: GangSpec, generation: int, group: str | None = None) -> dict[str, str]:
+    """Labels kubelet registers the node with (see userdata); ``group`` as in group_tags."""
     return {
         keys.POOL: spec.pool,
-        keys.GROUP: group_id(pool=spec.pool, generation=generation),
+        keys.GROUP: group or group_id(pool=spec.pool, generation=generation),
         keys.GENERATION: str(generation),
         keys.MANAGED: "true",
     }

@@ -119,6 +119,17 @@ class UnknownLaunch:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RepairLaunch:
+    """A launch that replaces broken nodes of a formed gang: ``spec.count`` (k) instances
+    into the gang's ``zones``, registering with the gang's ``group`` label, so that the
+    pods its check pinned land on them. Its own generation (the request's) gives it its
+    own ClientTokens and generation tag."""
+
+    zones: tuple[str, ...]
+    group: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AcquireRequest:
     """Acquire ``spec.count`` instances for ``spec.pool`` at ``generation``.
 
@@ -141,6 +152,8 @@ class AcquireRequest:
     waiting_since: datetime | None = None
     # The earlier attempt's launch whose outcome is unknown: sent again, before any other.
     replay: UnknownLaunch | None = None
+    # Set for a repair's launch: where the gang is, and the group label it keeps.
+    repair: RepairLaunch | None = None
 
     @property
     def pool(self) -> str:

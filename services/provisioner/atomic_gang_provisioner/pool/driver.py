@@ -31,6 +31,7 @@ from atomic_gang_provisioner.pool.story import (
     LabelNodes,
     Part,
     TagInstances,
+    TaintNodes,
 )
 
 PARKED: Final = object()  # ``answer``'s word for a read that is still out
@@ -72,6 +73,11 @@ class Decision:
     def tags(self) -> tuple[TagInstances, ...]:
         return tuple(e for e in self.effects if isinstance(e, TagInstances))
 
+    @property
+    def taints(self) -> tuple[str, ...]:
+        """The Nodes this decision taints as broken."""
+        return tuple(n for e in self.effects if isinstance(e, TaintNodes) for n in e.nodes)
+
 
 def drive(
     pool: GangNodePool, story: Part[End], answer: Answer, *, now: datetime, knobs: Knobs
@@ -94,7 +100,7 @@ def drive(
             )
             return _reported(pool, decision, now=now, knobs=knobs)
         reply = None
-        if isinstance(step, TagInstances | LabelNodes):
+        if isinstance(step, TagInstances | LabelNodes | TaintNodes):
             effects.append(step)
         elif not isinstance(step, Ask):
             told.append(step)

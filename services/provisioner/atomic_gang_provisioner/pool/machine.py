@@ -20,6 +20,7 @@ from atomic_gang_provisioner.pool.phases import (
     joining,
     keepwarm,
     releasing,
+    repairing,
     satisfied,
 )
 from atomic_gang_provisioner.pool.story import End, FindByTag, Part, Story, ask
@@ -30,6 +31,7 @@ PHASES: dict[Phase, Callable[[GangNodePool, Observed, datetime], Story]] = {
     "Acquiring": acquiring.story,
     "Joining": joining.story,
     "Satisfied": satisfied.story,
+    "Repairing": repairing.story,
     "KeepWarm": keepwarm.story,
     "Releasing": releasing.story,
     "Degraded": degraded.story,

@@ -14,6 +14,16 @@ from atomic_gang_provisioner.backoff import exponential
 from atomic_gang_provisioner.cloud.values import Instance
 
 
+@dataclass(frozen=True, slots=True)
+class ConditionRule:
+    """A Node condition that breaks a gang node: ``type`` with ``status`` for ``grace``
+    (nodeHealth.conditions)."""
+
+    type: str
+    status: str
+    grace: timedelta
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Knobs:
     """The settings the phases read (from GangSettings, resolved once by
@@ -34,6 +44,23 @@ class Knobs:
     block_drain_lead: timedelta = timedelta(minutes=40)
     block_min_remaining: timedelta = timedelta(minutes=30)
     block_warning_lead: timedelta = timedelta(minutes=10)
+    # nodeHealth.conditions: beyond Ready, what breaks a node of a formed gang.
+    health_conditions: tuple[ConditionRule, ...] = ()
+    # repair.*: a claimed gang's broken nodes replaced in place (docs/design.md, "Repair").
+    repair_enabled: bool = True
+    repair_deadline: timedelta = timedelta(seconds=900)
+    repair_max_nodes: int = 4
+    max_repairs: int = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeCondition:
+    """One condition of a Node other than Ready (the node monitoring agent's, say)."""
+
+    type: str
+    status: str
+    reason: str = ""
+    since: datetime | None = None  # lastTransitionTime
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +75,8 @@ class NodeView:
     group: str | None = None
     topology_labels: tuple[tuple[str, str], ...] = ()  # its network-node-layer labels
     devices: tuple[tuple[str, int], ...] = ()  # extended resources in its allocatable
+    conditions: tuple[NodeCondition, ...] = ()  # every condition but Ready
+    broken_taint: bool = False  # carries keys.BROKEN_TAINT already
 
     def holds(self, wanted: Mapping[str, int]) -> bool:
         """Its allocatable has at least ``wanted`` of each extended resource (a device

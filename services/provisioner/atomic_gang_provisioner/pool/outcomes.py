@@ -73,8 +73,35 @@ class Spread:
     nodes: int
 
 
+@dataclass(frozen=True, slots=True)
+class RepairCounted:
+    """A repair's end: ``result`` replaced (the gang is whole again) or released (a limit
+    was hit and the whole set goes); ``reason`` what broke the first node."""
+
+    reason: str
+    result: str
+
+
+@dataclass(frozen=True, slots=True)
+class RepairDuration:
+    """From the first broken node's break to all N Nodes Ready again."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class KeptInstanceSeconds:
+    """What a repair kept that a release of the whole set would have thrown away: the
+    healthy instances' time since their launch."""
+
+    seconds: float
+
+
 Metric = (
     Acquisition
+    | RepairCounted
+    | RepairDuration
+    | KeptInstanceSeconds
     | ShortfallCounted
     | TimeToSatisfied
     | JoinDuration
@@ -314,6 +341,84 @@ class Degraded:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodesBroken:
+    """Nodes of the formed gang broke: they are tainted, and replaced in place (``kept``
+    healthy ones stay) or, when ``repairing`` is False, the whole set goes."""
+
+    nodes: int
+    of: int
+    detail: str  # health.describe of each, "; "-joined
+    repairing: bool
+
+    def announce(self) -> Announcement:
+        then = (
+            f"replacing them, {self.of - self.nodes} kept"
+            if self.repairing
+            else "the whole set is released"
+        )
+        text = f"{self.nodes} of {self.of} node(s) broken ({self.detail}); {then}"
+        return Announcement(event("NodeBroken", text, warning=True))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairLaunched:
+    """The replacements of a repair were launched (one N-or-0 call of k)."""
+
+    instance_ids: tuple[str, ...]
+    zones: tuple[str, ...]
+    adopted: bool = False
+
+    def announce(self) -> Announcement:
+        verb = "Adopted" if self.adopted else "Launched"
+        text = (
+            f"{verb} {len(self.instance_ids)} replacement(s) in {','.join(self.zones)}: "
+            f"{' '.join(self.instance_ids)}"
+        )
+        return Announcement(event("RepairLaunched", text))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodesReplaced:
+    """A repair finished: all N Nodes Ready again, the healthy ones never touched."""
+
+    replaced: tuple[str, ...]  # the broken instance ids
+    by: tuple[str, ...]  # their replacements
+    reason: str
+    seconds: float  # from the break to N Ready
+    kept_instance_seconds: float
+    repairs: int  # of this claim, this one included
+
+    def announce(self) -> Announcement:
+        text = (
+            f"Replaced {' '.join(self.replaced)} by {' '.join(self.by)} in "
+            f"{self.seconds:.0f}s; the gang is whole again (repair {self.repairs} of this claim)"
+        )
+        return Announcement(
+            event("NodeReplaced", text),
+            (
+                RepairCounted(self.reason, "replaced"),
+                RepairDuration(self.seconds),
+                KeptInstanceSeconds(self.kept_instance_seconds),
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairGivenUp:
+    """A repair hit a limit (``reason``): the whole set goes, the claimant gets Retry."""
+
+    reason: str  # what broke the first node
+    limit: str  # the FailureReason of the limit: RepairDeadline, RepairTooManyNodes, ...
+    message: str
+
+    def announce(self) -> Announcement:
+        return Announcement(
+            event(self.limit, self.message, warning=True),
+            (RepairCounted(self.reason, "released"),),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BlockDrain:
     """The Capacity Block reached its drain point: the claimant gets Retry."""
 
@@ -371,6 +476,10 @@ Outcome = (
     | ReleaseStarted
     | Released
     | Degraded
+    | NodesBroken
+    | RepairLaunched
+    | NodesReplaced
+    | RepairGivenUp
     | BlockDrain
     | BlockEnding
     | Finalizing

@@ -19,7 +19,7 @@ from atomic_gang_provisioner.api import conditions as c
 from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.pool.model import Knobs, devices_note, has_resources, update
 from atomic_gang_provisioner.pool.outcomes import AttemptFailed
-from atomic_gang_provisioner.pool.rules import block
+from atomic_gang_provisioner.pool.rules import block, health
 
 MAX_MESSAGE = 32768  # metav1.Condition's limit; the check message is cut at 32000
 
@@ -85,7 +85,31 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
         return f"Reusing the warm set of group {s.activeGroup}"
     if s.phase == "Satisfied":
         return f"{s.readyCount}/{n} nodes of group {s.activeGroup} are Ready{block.where(s, knobs)}"
+    if s.phase == "Repairing" and s.repair is not None:
+        return _repairing(s, n, knobs)
     return f"Pool phase {s.phase}"
+
+
+def _repairing(s: GangNodePoolStatus, n: int, knobs: Knobs) -> str:
+    """``Repairing 1 of 64 nodes: i-… AcceleratedHardwareReady=False (NvidiaXID79Error)
+    since …; 63 kept; …``: the claimant's check shows it while its pods wait."""
+    repair = s.repair
+    assert repair is not None
+    k = len(repair.broken)
+    broken = "; ".join(health.describe(b) for b in repair.broken)
+    deadline = (repair.startedAt + knobs.repair_deadline).strftime("%H:%M:%SZ")
+    if repair.replacements:
+        where = (
+            f"replacements {' '.join(repair.replacements)} joining, {s.readyCount}/{n} nodes Ready"
+        )
+    elif repair.attempts:
+        where = f"{repair.attempts} launch(es) of {k} fell short (last: {s.lastError})"
+    else:
+        where = f"launching {k} replacement(s)"
+    return (
+        f"Repairing {k} of {n} nodes of group {s.activeGroup}: {broken}; {n - k} kept; "
+        f"{where}; repair deadline {deadline}"
+    )
 
 
 def _failure(pool: GangNodePool, s: GangNodePoolStatus) -> str:
@@ -120,13 +144,15 @@ class _Fact(NamedTuple):
 
 def _facts(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> tuple[_Fact, ...]:
     reason = s.lastErrorReason
-    satisfied = s.phase == "Satisfied"
+    # A repair keeps the claimant admitted: its check stays Ready, the message says why
+    # some of its pods wait.
+    satisfied = s.phase in ("Satisfied", "Repairing")
     failed = _acquiring(s) and gave_up(s, knobs)
     short = _acquiring(s) and s.consecutiveShortfalls > 0 and reason.shortfall
     degraded = bool(s.degradedClaimKey)
     released = s.phase == "Idle" and not has_resources(s)
     verdict: Literal["Retry", "Rejected"] = "Rejected" if reason.rejects else "Retry"
-    ready_reason = "Satisfied" if satisfied else s.lastErrorReason or s.phase
+    ready_reason = s.phase if satisfied else s.lastErrorReason or s.phase
     return (
         _Fact(c.READY, satisfied, ready_reason, progress(pool, s, knobs)),
         _Fact(c.CAPACITY_SHORTFALL, short, "NoShortfall")

@@ -116,7 +116,15 @@ class LabelNodes:
     nodes: tuple[NodeLabels, ...]
 
 
-Effect = TagInstances | LabelNodes
+@dataclass(frozen=True, slots=True)
+class TaintNodes:
+    """Nodes found broken: tainted ``keys.BROKEN_TAINT:NoExecute`` (their pods leave at
+    once, none lands there again) before the status that replaces them is written."""
+
+    nodes: tuple[str, ...]
+
+
+Effect = TagInstances | LabelNodes | TaintNodes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

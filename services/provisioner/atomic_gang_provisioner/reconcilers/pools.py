@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from atomic_gang import keys
 from atomic_gang.resources import KUEUE_API, NODES, POOLS
 from atomic_gang_provisioner.api import FINALIZER, GangNodePool
 from atomic_gang_provisioner.cloud.values import (
@@ -39,7 +40,10 @@ from atomic_gang_provisioner.pool.outcomes import (
     InstancesReleased,
     JoinDuration,
     KeepWarmReuse,
+    KeptInstanceSeconds,
     Metric,
+    RepairCounted,
+    RepairDuration,
     ShortfallCounted,
     Spread,
     TimeToSatisfied,
@@ -55,6 +59,7 @@ from atomic_gang_provisioner.pool.story import (
     ReadTopology,
     ReadTopologyAhead,
     TagInstances,
+    TaintNodes,
     Terminate,
 )
 from atomic_gang_provisioner.reconcilers.context import Context
@@ -191,6 +196,10 @@ class PoolReconciler:
                     self.ctx.launcher.tag(ids, dict(tags))
                 case LabelNodes(nodes=nodes):
                     self._label(pool, nodes)
+                case TaintNodes(nodes=names):
+                    self.ctx.must_lead()
+                    for name in names:
+                        self._taint_broken(pool, name)
 
     def _label(self, pool: GangNodePool, nodes: tuple[NodeLabels, ...]) -> None:
         """The network-node-layer labels a Node lacks, patched side by side: the gang's
@@ -199,6 +208,34 @@ class PoolReconciler:
         if nodes:
             self.ctx.must_lead()
             list(self._labelers.map(lambda node: self._label_one(pool, node), nodes))
+
+    def _taint_broken(self, pool: GangNodePool, name: str) -> None:
+        """``keys.BROKEN_TAINT:NoExecute`` on a broken Node: its pods leave at once and
+        none lands there again. Taints are an atomic list: the Node is read and written
+        back whole, guarded by its resourceVersion (a conflict reads it again). A Node
+        that is gone needs none; one that refuses it is logged (the repair goes on)."""
+        for _ in range(3):
+            try:
+                node = self.ctx.client.get(NODES, name)
+                taints = list((node.get("spec") or {}).get("taints") or [])
+                if any(t.get("key") == keys.BROKEN_TAINT for t in taints):
+                    return
+                taints.append({"key": keys.BROKEN_TAINT, "value": pool.name, "effect": "NoExecute"})
+                rv = str(node.get("metadata", {}).get("resourceVersion", ""))
+                self.ctx.client.patch(
+                    NODES, name, {"spec": {"taints": taints}}, resource_version=rv
+                )
+                return
+            except NotFoundError:
+                return
+            except ConflictError:
+                continue
+            except KubeError as err:
+                log.warning(
+                    "broken node taint failed",
+                    extra={"pool": pool.name, "node": name, "error": str(err)},
+                )
+                return
 
     def _label_one(self, pool: GangNodePool, node: NodeLabels) -> None:
         patch = {"metadata": {"labels": dict(node.labels)}}
@@ -322,3 +359,9 @@ class PoolReconciler:
                 m.block_wait.observe(seconds)
             case Spread(pool=name, nodes=nodes):
                 m.spread.labels(name).set(nodes)
+            case RepairCounted(reason=reason, result=result):
+                m.repairs.labels(reason, result).inc()
+            case RepairDuration(seconds=seconds):
+                m.repair_duration.observe(seconds)
+            case KeptInstanceSeconds(seconds=seconds):
+                m.repair_kept_instance_seconds.inc(seconds)

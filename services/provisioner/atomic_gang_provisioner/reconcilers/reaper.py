@@ -36,6 +36,8 @@ from atomic_gang_provisioner.views.pool_object import PoolObject
 
 log = logging.getLogger("atomic_gang_provisioner.reaper")
 KEEP_WARM_GRACE = timedelta(seconds=30)
+# Phases whose acquireGeneration may have a launched set status does not record yet.
+ADOPTING = ("Acquiring", "Repairing")
 EXPECTED = (CloudError, NotLeaderError, ValidationError)
 
 
@@ -158,7 +160,7 @@ class Reaper:
             status = pool.status
             pools[pool.name] = PoolView(
                 instance_ids=frozenset(status.instanceIds),
-                adopting=status.acquireGeneration if status.phase == "Acquiring" else None,
+                adopting=status.acquireGeneration if status.phase in ADOPTING else None,
             )
         return pools
 

@@ -237,6 +237,7 @@ class WorkloadReconciler:
         if change.keep_warm_ttl is not None:
             spec["keepWarmTTL"] = change.keep_warm_ttl
             spec["minRuntime"] = change.min_runtime  # None clears the previous claimant's
+            spec["repair"] = change.repair
         if change.shape is not None:
             spec["shape"] = change.shape.model_dump(mode="json")
         if change.owner_namespace is not None:

@@ -14,7 +14,7 @@ Event on a transition.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from atomic_gang import GangSpec, keys
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
@@ -174,6 +174,7 @@ def _create(inp: Inputs, current: CheckState, gang: owners.Served) -> WorkloadPl
             ownerNamespace=inp.wl.namespace,
             keepWarmTTL=str(spec.keep_warm_ttl),
             minRuntime=_min_runtime(spec),
+            repair=_repair(spec),
             claim=_claim(inp, gang),
         ),
     )
@@ -220,6 +221,11 @@ def _min_runtime(spec: GangSpec) -> str | None:
     return str(spec.min_runtime) if spec.min_runtime is not None else None
 
 
+def _repair(spec: GangSpec) -> Literal["never"] | None:
+    """The claimant's opt-out of repair; None (auto) leaves the pool's spec without it."""
+    return "never" if spec.repair == "never" else None
+
+
 def _take(
     inp: Inputs,
     current: CheckState,
@@ -239,6 +245,7 @@ def _take(
         claim=_claim(inp, gang),
         keep_warm_ttl=str(spec.keep_warm_ttl),
         min_runtime=_min_runtime(spec),
+        repair=_repair(spec),
         shape=shape,
         owner_namespace=owner,
     )

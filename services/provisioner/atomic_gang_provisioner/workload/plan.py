@@ -38,7 +38,8 @@ class SpecChange:
     resource_version: str
     claim: Claim | None
     keep_warm_ttl: str | None = None
-    min_runtime: str | None = None  # written with keep_warm_ttl: both are the claimant's
+    min_runtime: str | None = None  # written with keep_warm_ttl: all three are the claimant's
+    repair: str | None = None  # "never", or None for auto (clears the previous claimant's)
     shape: PoolShape | None = None
     owner_namespace: str | None = None  # the namespace to record as the pool's owner
 

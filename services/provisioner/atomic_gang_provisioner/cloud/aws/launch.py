@@ -50,6 +50,7 @@ class LaunchPlan:
     reservation: Reservation | None = None
     network: LaunchNetwork = LaunchNetwork()
     replay: UnknownLaunch | None = None  # sent first: see AcquireRequest.replay
+    group: str | None = None  # a repair's: the gang's group label (RepairLaunch.group)
 
 
 def base_template_data(

@@ -59,11 +59,27 @@ def _tags(request: AcquireRequest, cluster: str, res: Reservation | None) -> dic
     """The group's tags; a block's instances also carry when they must be gone (the
     reaper's cap, so it holds after a restart)."""
     spec = request.spec
-    tags = naming.group_tags(cluster=cluster, spec=spec, generation=request.generation)
+    tags = naming.group_tags(
+        cluster=cluster, spec=spec, generation=request.generation, group=_group(request)
+    )
     if res is not None and res.capacity_block and res.end is not None:
         cap = release_by(res.end, request.block_policy.drain_lead)
         tags[keys.RELEASE_BY_TAG] = rfc3339(cap)
     return tags
+
+
+def _group(request: AcquireRequest) -> str | None:
+    """The group label a repair's replacements keep; None: the generation's own."""
+    return request.repair.group if request.repair is not None else None
+
+
+def _where(request: AcquireRequest, placements: tuple[Placement, ...]) -> tuple[Placement, ...]:
+    """A repair's placements: those in the gang's zones (a placement group, EFA and the
+    gang's collectives need its replacements beside the nodes it kept)."""
+    repair = request.repair
+    if repair is None or not repair.zones:
+        return placements
+    return tuple(p for p in placements if p.zone in repair.zones)
 
 
 class Planner:
@@ -150,7 +166,7 @@ class Planner:
     def _prepare(self, request: AcquireRequest) -> Prepared:
         spec = request.spec
         info = self._resolver.cluster()
-        placements = self._resolver.placements(spec)
+        placements = _where(request, self._resolver.placements(spec))
         efa_interfaces = self._efa(spec, info.security_group_id)
         data = base_template_data(
             spec=spec,
@@ -184,7 +200,7 @@ class Planner:
         # Last of the checks before a launch: it may create the pool's own group.
         group = self._groups.for_launch(spec, reservation)
         template = self._template(spec, prepared.data)
-        labels = naming.node_labels(spec=spec, generation=request.generation)
+        labels = naming.node_labels(spec=spec, generation=request.generation, group=_group(request))
         return LaunchPlan(
             spec=spec,
             generation=request.generation,
@@ -196,6 +212,7 @@ class Planner:
             reservation=reservation,
             network=LaunchNetwork(group, prepared.efa_interfaces, prepared.info.security_group_id),
             replay=request.replay,
+            group=_group(request),
         )
 
     def _template(self, spec: GangSpec, data: dict[str, Any]) -> TemplateRef:
@@ -216,7 +233,7 @@ class Planner:
 
     def _user_data_b64(self, plan: LaunchPlan) -> str:
         info = self._resolver.cluster()
-        labels = naming.node_labels(spec=plan.spec, generation=plan.generation)
+        labels = naming.node_labels(spec=plan.spec, generation=plan.generation, group=plan.group)
         return user_data_b64(join=info.join, labels=labels, pool=plan.spec.pool)
 
 

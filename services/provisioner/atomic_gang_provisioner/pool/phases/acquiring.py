@@ -220,6 +220,8 @@ def _launched(
         activeGroup=naming.group_id(pool=pool.name, generation=generation),
         acquireGeneration=generation + 1,
         instanceIds=ids,
+        zones=zones,
+        repairs=0,
         fleetIds=[result.fleet_id] if result.fleet_id else [],
         launchedAt=now,
         joinDeadline=now + knobs.join_deadline,

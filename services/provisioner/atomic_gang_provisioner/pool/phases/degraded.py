@@ -37,6 +37,7 @@ def _marked(
         lastErrorReason=reason,
         lastError=message,
         unhealthySince=None,
+        repair=None,
     )
 
 

@@ -19,12 +19,12 @@ from atomic_gang_provisioner.pool.story import End, Next, Story, TagInstances
 def story(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
     verdict = yield from health.check(pool, observed, now)
     status = verdict.status
-    if verdict.lost is not None:
+    if verdict.broken:  # no claim to keep it for: the warm set goes whole
         return (
             yield from releasing.begin(
                 pool,
                 status,
-                reason=verdict.lost,
+                reason=verdict.reason,
                 message=verdict.message,
                 observed=observed,
                 now=now,
@@ -66,5 +66,12 @@ def _reuse(pool: GangNodePool, status: GangNodePoolStatus, now: datetime) -> Sto
     yield TagInstances(instance_ids=ids, tags=((keys.KEEP_WARM_UNTIL, ""),))
     yield outcomes.KeepWarmReused(nodes=len(ids), claimant=who)
     return Next(
-        update(status, phase="Satisfied", claimKey=key, keepWarmUntil=None, satisfiedAt=now)
+        update(
+            status,
+            phase="Satisfied",
+            claimKey=key,
+            keepWarmUntil=None,
+            satisfiedAt=now,
+            repairs=0,  # repairs are counted per claim
+        )
     )

@@ -103,6 +103,9 @@ def _cleared(status: GangNodePoolStatus) -> GangNodePoolStatus:
             unhealthySince=None,
             networkNodes=None,
             spread=0,
+            zones=[],
+            repair=None,
+            repairs=0,
         )
     )
 

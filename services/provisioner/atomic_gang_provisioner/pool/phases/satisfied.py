@@ -1,6 +1,7 @@
 """Satisfied: the gang exists. Watch its health and its Capacity Block's end; hand it
-to keep-warm when the claim drops; degrade it (claimant gets Retry, set released) when
-it breaks, and drain it (claimant gets Retry) at its block's drain point."""
+to keep-warm when the claim drops; repair it in place when nodes break (or, past the
+repair limits, degrade it: claimant gets Retry, set released), and drain it (claimant
+gets Retry) at its block's drain point."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from atomic_gang import GoDuration, keys
 from atomic_gang_provisioner.api import GangNodePool, GangNodePoolStatus
 from atomic_gang_provisioner.pool import outcomes
 from atomic_gang_provisioner.pool.model import Observed, claim_key, update
-from atomic_gang_provisioner.pool.phases import degraded, releasing
+from atomic_gang_provisioner.pool.phases import degraded, releasing, repairing
 from atomic_gang_provisioner.pool.rules import block, health
 from atomic_gang_provisioner.pool.story import Next, Story, TagInstances
 from atomic_gang_provisioner.timestamps import rfc3339
@@ -19,17 +20,8 @@ from atomic_gang_provisioner.timestamps import rfc3339
 def story(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
     verdict = yield from health.check(pool, observed, now)
     status, uid = verdict.status, claim_key(pool)
-    if verdict.lost is not None:
-        return (
-            yield from degraded.enter(
-                pool,
-                status,
-                reason=verdict.lost,
-                message=verdict.message,
-                observed=observed,
-                now=now,
-            )
-        )
+    if verdict.broken:  # replaced in place, or the whole set goes (repairing.begin)
+        return (yield from repairing.begin(pool, verdict, observed=observed, now=now))
     if not uid:
         return (yield from _keep_warm(pool, status, observed, now))
     if uid != status.claimKey:
