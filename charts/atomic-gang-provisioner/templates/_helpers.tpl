@@ -128,6 +128,8 @@ app.kubernetes.io/component: {{ .component }}
   "leaderElection" $le
   "iam" $v.iam
   "capacityBlock" $v.capacityBlock
+  "nodeHealth" $v.nodeHealth
+  "repair" $v.repair
 -}}
 {{- toYaml $s -}}
 {{- end -}}

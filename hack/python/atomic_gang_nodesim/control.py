@@ -10,6 +10,8 @@
   ``DELETE /drops`` forgets every rule.
 - ``POST /not-ready`` / ``POST /ready`` ``{"instanceId"}``: hold its Node NotReady / release it.
 - ``POST /terminate`` ``{"instanceId"}``: TerminateInstances behind the provisioner's back.
+- ``POST /condition`` ``{"instanceId", "type", "status", "reason", "message"}``: hold this
+  Node condition as the EKS node monitoring agent reports it (a failed GPU).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ import httpx
 from pydantic import ValidationError
 
 from atomic_gang_nodesim.health import release_not_ready
-from atomic_gang_nodesim.knobs import BootDelay, DevicePlugins, DropRule
-from atomic_gang_nodesim.sim import Simulator, log
+from atomic_gang_nodesim.knobs import AgentCondition, BootDelay, DevicePlugins, DropRule
+from atomic_gang_nodesim.sim import Simulator, log, rfc3339_now
 
 
 class Controls:
@@ -76,6 +78,19 @@ class Controls:
         log.info("terminated %s behind the provisioner's back", instance_id)
         self._changed()
 
+    def condition(self, cond: AgentCondition) -> None:
+        """Hold ``cond`` on the instance's Node from now on (one per type and instance)."""
+        if not cond.since:
+            cond = cond.model_copy(update={"since": rfc3339_now()})
+        with self.sim.lock:
+            kept = [
+                c
+                for c in self.sim.knobs.conditions
+                if (c.instanceId, c.type) != (cond.instanceId, cond.type)
+            ]
+            self.sim.knobs.conditions = [*kept, cond]
+        self._changed()
+
     def health(self) -> dict[str, Any]:
         with self.sim.lock:
             phases = collections.Counter(t.phase for t in self.sim.tracked.values())
@@ -104,6 +119,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("POST", "/not-ready"): lambda c, b: c.not_ready(str(b["instanceId"])),
     ("POST", "/ready"): lambda c, b: c.ready(str(b["instanceId"])),
     ("POST", "/terminate"): lambda c, b: c.terminate(str(b["instanceId"])),
+    ("POST", "/condition"): lambda c, b: c.condition(AgentCondition.model_validate(b)),
 }
 
 
@@ -195,6 +211,30 @@ class NodeSimClient:
 
     def terminate(self, instance_id: str) -> None:
         self._send("POST", "/terminate", {"instanceId": instance_id})
+
+    def set_condition(
+        self,
+        instance_id: str,
+        type_: str,
+        status: str,
+        *,
+        reason: str = "",
+        message: str = "",
+        since: str = "",
+    ) -> None:
+        """Hold a Node condition on the instance's Node as the node monitoring agent
+        would: ``set_condition(iid, "AcceleratedHardwareReady", "False",
+        reason="NvidiaXID79Error")``; ``since``: its lastTransitionTime (RFC 3339; now
+        by default)."""
+        body = {
+            "instanceId": instance_id,
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "since": since,
+        }
+        self._send("POST", "/condition", body)
 
     def close(self) -> None:
         self._http.close()

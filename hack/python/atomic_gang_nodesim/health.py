@@ -1,4 +1,5 @@
-"""Holding a simulated Node NotReady, and letting it recover.
+"""Holding a simulated Node NotReady, and letting it recover; holding a condition of the
+EKS node monitoring agent's (a failed GPU) on it.
 
 kwok re-initialises any Node it manages whose Ready condition is not True, so
 the Node is first taken away from kwok (its ``kwok.x-k8s.io/node`` annotation
@@ -9,6 +10,7 @@ heartbeat it started before, so the simulator re-asserts this every tick.
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from atomic_gang.resources import NODES
 from atomic_gang_kubelite import ConflictError, NotFoundError
@@ -34,6 +36,22 @@ def hold_not_ready(kube: NodeApi, name: str, *, now: str) -> None:
             return
         others = [c for c in conditions if c.get("type") != "Ready"]
         node.setdefault("status", {})["conditions"] = [*others, not_ready_condition(now)]
+        kube.replace_status(NODES, node)  # carries resourceVersion: a kwok write in between wins
+
+
+def hold_condition(kube: NodeApi, name: str, cond: dict[str, Any]) -> None:
+    """``cond`` (a Node condition of the node monitoring agent's) on the Node, as the
+    agent writes it: beside the kubelet's, one per type. Re-asserted every tick, with the
+    same lastTransitionTime, in case a heartbeat wrote the conditions back without it."""
+    with contextlib.suppress(NotFoundError, ConflictError):
+        node = kube.get(NODES, name)
+        conditions = (node.get("status") or {}).get("conditions") or []
+        same = next((c for c in conditions if c.get("type") == cond["type"]), None)
+        keys = ("status", "reason", "lastTransitionTime")
+        if same is not None and all(same.get(k) == cond.get(k) for k in keys):
+            return
+        others = [c for c in conditions if c.get("type") != cond["type"]]
+        node.setdefault("status", {})["conditions"] = [*others, cond]
         kube.replace_status(NODES, node)  # carries resourceVersion: a kwok write in between wins
 
 

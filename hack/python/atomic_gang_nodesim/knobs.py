@@ -1,4 +1,5 @@
-"""The simulator's knobs: boot delay, device plugin delay, dropped joins, NotReady nodes.
+"""The simulator's knobs: boot delay, device plugin delay, dropped joins, NotReady nodes,
+and the node monitoring agent's conditions.
 
 Pure and serialisable (the control API takes and shows these models). A drop
 rule matches an instance by id, by pool, or as the n-th managed instance the
@@ -64,11 +65,27 @@ class DropRule(_Model):
         return self.nth == ordinal
 
 
+class AgentCondition(_Model):
+    """A Node condition as the EKS node monitoring agent reports it (a failed GPU:
+    ``AcceleratedHardwareReady=False`` with reason ``NvidiaXID79Error``), held on an
+    instance's Node from ``since`` (RFC 3339) on."""
+
+    instanceId: str
+    type: str = Field(min_length=1)
+    status: str = "False"
+    reason: str = ""
+    message: str = ""
+    since: str = ""
+
+
 class Knobs(_Model):
     boot: BootDelay = Field(default_factory=BootDelay)
     devices: DevicePlugins = Field(default_factory=DevicePlugins)
     drops: list[DropRule] = Field(default_factory=list)
     notReady: list[str] = Field(default_factory=list, description="Instance ids held NotReady.")
+    conditions: list[AgentCondition] = Field(
+        default_factory=list, description="Node conditions held as the node monitoring agent's."
+    )
 
     def take_drop(self, *, instance_id: str, pool: str, ordinal: int) -> DropRule | None:
         """The first live rule for this instance, counted as fired."""

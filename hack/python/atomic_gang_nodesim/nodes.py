@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from atomic_gang_nodesim.knobs import AgentCondition
 from atomic_gang_nodesim.nodeconfig import JoinSpec
 
 KWOK_ANNOTATION: Final = "kwok.x-k8s.io/node"
@@ -119,6 +120,18 @@ def build_node(
             "addresses": addresses,
             "nodeInfo": {"architecture": arch, "operatingSystem": "linux"},
         },
+    }
+
+
+def agent_condition(cond: AgentCondition) -> dict[str, Any]:
+    """The Node condition a node monitoring agent writes for ``cond``."""
+    return {
+        "type": cond.type,
+        "status": cond.status,
+        "reason": cond.reason,
+        "message": cond.message,
+        "lastHeartbeatTime": cond.since,
+        "lastTransitionTime": cond.since,
     }
 
 

@@ -29,11 +29,11 @@ from atomic_gang_kubelite import AlreadyExistsError, NotFoundError
 from atomic_gang_nodesim import capacity
 from atomic_gang_nodesim.access import JoinAuthority
 from atomic_gang_nodesim.ec2 import Ec2View
-from atomic_gang_nodesim.health import hold_not_ready
+from atomic_gang_nodesim.health import hold_condition, hold_not_ready
 from atomic_gang_nodesim.knobs import Knobs
 from atomic_gang_nodesim.kubeapi import NodeApi
 from atomic_gang_nodesim.nodeconfig import JoinSpec, NodeConfigError, parse_user_data
-from atomic_gang_nodesim.nodes import SIM_ANNOTATION, Instance, build_node
+from atomic_gang_nodesim.nodes import SIM_ANNOTATION, Instance, agent_condition, build_node
 
 log = logging.getLogger("atomic_gang_nodesim")
 Phase = Literal["booting", "joined", "dropped", "failed"]
@@ -129,6 +129,7 @@ class Simulator:
         plugged = [t for t in list(self.tracked.values()) if t.devices and t.devices_at <= now]
         self._each(self._advertise, plugged)
         self._hold_not_ready()
+        self._hold_conditions()
         self.ticks += 1
         return self._next_wait()
 
@@ -253,6 +254,9 @@ class Simulator:
                 self.gone.popitem(last=False)
             if instance_id in self.knobs.notReady:
                 self.knobs.notReady.remove(instance_id)
+            self.knobs.conditions = [
+                c for c in self.knobs.conditions if c.instanceId != instance_id
+            ]
         return t
 
     def _gone(self, t: Tracked) -> None:
@@ -269,7 +273,15 @@ class Simulator:
         for iid in held:
             t = self.tracked.get(iid)
             if t is not None and t.phase == "joined":
-                hold_not_ready(self.kube, t.node, now=_rfc3339())
+                hold_not_ready(self.kube, t.node, now=rfc3339_now())
+
+    def _hold_conditions(self) -> None:
+        with self.lock:
+            held = list(self.knobs.conditions)
+        for cond in held:
+            t = self.tracked.get(cond.instanceId)
+            if t is not None and t.phase == "joined":
+                hold_condition(self.kube, t.node, agent_condition(cond))
 
 
 def _guard(fn: Callable[[Tracked], None]) -> Callable[[Tracked], Exception | None]:
@@ -283,5 +295,5 @@ def _guard(fn: Callable[[Tracked], None]) -> Callable[[Tracked], Exception | Non
     return run
 
 
-def _rfc3339() -> str:
+def rfc3339_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

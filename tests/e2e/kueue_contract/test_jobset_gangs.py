@@ -3,8 +3,9 @@ the gang roles get their N nodes in one launch and the Workload is admitted only
 the driver stays off the gang; without gang-roles every pod is the gang; a count that
 differs from the gang's pods is denied by the webhook and, with the webhook off, our
 check rejects it with nothing launched; a shortfall holds nothing, turns into Retry
-and is admitted once capacity returns; a lost node of a running JobSet brings a fresh
-gang and the JobSet still completes."""
+and is admitted once capacity returns; a lost node of a running JobSet is replaced in
+place (one launch of 1, the rest kept) and the JobSet, restarted by its failurePolicy,
+completes without a new admission."""
 
 from __future__ import annotations
 
@@ -268,12 +269,14 @@ def test_a_shortfall_holds_nothing_turns_into_retry_and_is_admitted_when_capacit
     assert_pool_released(kueue, pool)
 
 
-def test_a_lost_gang_node_brings_a_fresh_gang_and_the_jobset_completes(
+def test_a_lost_gang_node_is_replaced_in_place_and_the_restarted_jobset_completes(
     kueue: System, namespace: str
 ) -> None:
     pool = unique("kc-js-lost")
-    js = submit(kueue, gang_jobset("lost", namespace, pool=pool, runs_for="25s"))
-    admitted_workload(kueue, js)
+    spec = gang_jobset("lost", namespace, pool=pool, runs_for="25s")
+    spec["spec"]["failurePolicy"] = {"maxRestarts": 2}  # the JobSet restarts its own pods
+    js = submit(kueue, spec)
+    wl = admitted_workload(kueue, js)
 
     def workers_running() -> bool:
         m = js["metadata"]
@@ -288,18 +291,22 @@ def test_a_lost_gang_node_brings_a_fresh_gang_and_the_jobset_completes(
     wait_for(workers_running, timeout=90, what="4 worker pods running")
     first = kueue.world.pool(pool)
     assert first is not None
-    kueue.sim.terminate(first.status.instanceIds[0])  # behind the provisioner's back
-    fresh = kueue.world.wait_pool(
+    victim, *kept = first.status.instanceIds
+    kueue.sim.terminate(victim)  # behind the provisioner's back
+    whole = kueue.world.wait_pool(
         pool,
-        lambda p: (
-            p.status.phase == "Satisfied"
-            and p.status.activeGeneration != first.status.activeGeneration
-        ),
+        lambda p: p.status.phase == "Satisfied" and p.status.repairs == 1,
         timeout=120,
-        what="a fresh gang",
+        what="the gang repaired",
     )
     wait_completed(kueue, js, timeout=150)
-    assert fresh.status.activeGroup != first.status.activeGroup
-    assert not set(first.status.instanceIds) & set(kueue.world.live(pool))
-    assert launches(kueue, pool) == [("4", "4"), ("4", "4")]  # two whole gangs, no top-up
+    assert whole.status.activeGroup == first.status.activeGroup  # the JobSet's pin holds
+    assert set(kept) <= set(whole.status.instanceIds)  # the healthy three untouched
+    assert victim not in kueue.world.live(pool)
+    assert launches(kueue, pool) == [("4", "4"), ("1", "1")]  # one launch of 1, no new gang
+    again = workload_of(kueue, namespace, js["metadata"]["uid"])
+    assert again is not None
+    assert again["metadata"]["uid"] == wl["metadata"]["uid"]
+    stats = (again.get("status") or {}).get("schedulingStats") or {}
+    assert not stats.get("evictions")  # admitted once, never evicted
     assert_pool_released(kueue, pool)

@@ -24,6 +24,12 @@ SETTINGS = {
     "healthGraceSeconds": HEALTH_GRACE_SECONDS,
     "acquireAttemptsBeforeRetry": 1000,
     "acquireRetry": {"backoffBaseSeconds": 0.5, "backoffMaxSeconds": 2.0},
+    # A failed GPU breaks its node after 1 s; more than one broken node at once is past
+    # what a repair takes here (test_repair.py).
+    "nodeHealth": {
+        "conditions": [{"type": "AcceleratedHardwareReady", "status": "False", "graceSeconds": 1}]
+    },
+    "repair": {"maxNodes": 1, "deadlineSeconds": 60},
 }
 
 

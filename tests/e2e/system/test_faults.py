@@ -1,6 +1,7 @@
-"""A dropped join (the watchdog), and a node of a running
-gang lost (health): both end in a fresh full gang. No pod starts on a partial gang, and
-the pods left on a broken gang stop within the health grace plus a bounded margin.
+"""A dropped join (the watchdog), and a node of a running gang lost (health) by a
+Job that opted out of repair (``repair: never``): both end in a fresh full gang. No pod
+starts on a partial gang, and the pods left on a broken gang stop within the health
+grace plus a bounded margin.
 """
 
 from __future__ import annotations
@@ -106,12 +107,14 @@ def test_a_dropped_join_releases_the_set_and_the_job_still_completes(
     assert_no_managed_instances_left(system)
 
 
-def test_a_lost_node_requeues_the_workload_onto_a_fresh_gang(
+def test_a_lost_node_of_a_job_without_repair_requeues_the_workload_onto_a_fresh_gang(
     system: System, namespace: str, record_property: Any
 ) -> None:
     pool = unique("health")
     with sampling(lambda: _picture(system, namespace, pool)) as samples:
-        spec = sample_job("health", namespace, pool=pool, runs_for="25s", keep_warm_ttl="2s")
+        spec = sample_job(
+            "health", namespace, pool=pool, runs_for="25s", keep_warm_ttl="2s", repair="never"
+        )
         job = system.world.submit(spec)
         wait_for(
             lambda: sum(ph == "Running" for _, ph in system_pods(system, namespace)) == 4,

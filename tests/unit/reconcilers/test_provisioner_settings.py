@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from atomic_gang.settings import SettingsError
+from atomic_gang.settings import GangSettings, SettingsError
 from atomic_gang_provisioner.cloud.turns.budget import BucketSpec
+from atomic_gang_provisioner.pool.model import ConditionRule
 from atomic_gang_provisioner.settings import ProvisionerSettings, load, resolve
 from tests.support.jobs import ROLE
 
@@ -24,6 +25,8 @@ acquireRetry: {{backoffBaseSeconds: 2, backoffMaxSeconds: 30}}
 ec2Api: {{runInstancesBurst: 9, batchIdleSeconds: 0.02, describeReuseSeconds: 3}}
 capacityBlock: {{drainLeadSeconds: 2000}}
 iam: {{selfManageInstanceProfile: true}}
+nodeHealth: {{conditions: [{{type: example.com/GpuHealthy, status: "False", graceSeconds: 5}}]}}
+repair: {{deadlineSeconds: 300, maxNodes: 2, maxRepairs: 1}}
 """
 
 
@@ -58,6 +61,12 @@ def test_the_tree_holds_the_file_and_the_views_made_from_it(
     assert s.engine.batch.idle_seconds == 0.02
     assert s.engine.describe_reuse_seconds == 3
     assert s.engine.self_manage_instance_profile is True
+    assert s.knobs.health_conditions == (
+        ConditionRule("example.com/GpuHealthy", "False", timedelta(seconds=5)),
+    )
+    assert s.knobs.repair_enabled is True
+    assert s.knobs.repair_deadline == timedelta(seconds=300)
+    assert (s.knobs.repair_max_nodes, s.knobs.max_repairs) == (2, 1)
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.pool_workers = 1  # type: ignore[misc]
 
@@ -105,3 +114,33 @@ def test_resolve_is_what_load_builds(env: pytest.MonkeyPatch, config: str) -> No
     s = load(config)
     assert isinstance(s, ProvisionerSettings)
     assert resolve(s.gang, s.server) == s
+
+
+def test_the_default_node_health_is_the_monitoring_agents_conditions() -> None:
+    rules = {(c.type, c.status): c.grace_seconds for c in GangSettings().node_health.conditions}
+    assert rules == {
+        ("AcceleratedHardwareReady", "False"): 60,
+        ("NetworkingReady", "False"): 60,
+        ("KernelReady", "False"): 300,
+        ("StorageReady", "False"): 300,
+        ("ContainerRuntimeReady", "False"): 300,
+    }
+
+
+@pytest.mark.parametrize(
+    ("conditions", "says"),
+    [
+        ("[{type: Ready}]", "Ready is judged by healthGraceSeconds"),
+        ("[{type: A}, {type: A}]", "A=False is listed twice"),
+        ('[{type: "not a type!"}]', "type"),
+        ("[{type: A, graceSeconds: -1}]", "graceSeconds"),
+    ],
+)
+def test_a_bad_node_health_condition_is_refused_naming_it(
+    env: pytest.MonkeyPatch, tmp_path: Path, conditions: str, says: str
+) -> None:
+    path = tmp_path / "settings.yaml"
+    kept = [line for line in FILE.splitlines() if not line.startswith("nodeHealth")]
+    path.write_text("\n".join([*kept, f"nodeHealth: {{conditions: {conditions}}}", ""]))
+    with pytest.raises(SettingsError, match=says):
+        load(str(path))

@@ -1,0 +1,129 @@
+"""A gang survives a bad node: a GPU the kubelet does not see fail (the node monitoring
+agent's ``AcceleratedHardwareReady=False``) or an instance lost behind the provisioner's
+back is replaced by one launch of 1, the other 3 instances kept, the Workload admitted
+throughout, and the Job (whose ``backoffLimit`` restarts its evicted pod) completes on
+the repaired gang. Two nodes broken at once is past ``repair.maxNodes`` here: the whole
+set goes and the Workload is requeued onto a fresh gang."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from tests.e2e.system.conftest import unique
+from tests.e2e.system.harness import System, assert_no_managed_instances_left, sample_job
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.e2e
+GPU = "AcceleratedHardwareReady"
+
+
+def _job(name: str, namespace: str, pool: str) -> dict[str, Any]:
+    """The sample Job, each pod 20 s long, allowed to restart an evicted pod."""
+    spec = sample_job(name, namespace, pool=pool, runs_for="20s", keep_warm_ttl="2s")
+    spec["spec"]["backoffLimit"] = 2
+    return spec
+
+
+def _running(system: System, namespace: str) -> int:
+    return sum(p["status"].get("phase") == "Running" for p in system.pods(namespace))
+
+
+def _launches(system: System, pool: str) -> list[tuple[str, str]]:
+    calls = system.controller_calls("RunInstances", pool)
+    ok = [c for c in calls if c["outcome"] == "ok"]
+    return [(c["params"]["MinCount"], c["params"]["MaxCount"]) for c in ok]
+
+
+def _workload_name(system: System, job: dict[str, Any]) -> str:
+    wl = system.world.workload(job)
+    assert wl is not None
+    return str(wl["metadata"]["name"])
+
+
+def _repaired(system: System, namespace: str, pool: str, breaks: Any) -> None:
+    job = system.world.submit(_job(pool, namespace, pool))
+    wait_for(lambda: _running(system, namespace) == 4, timeout=90, what="4 pods running")
+    first = system.world.pool(pool)
+    assert first is not None
+    victim, *kept = first.status.instanceIds
+    breaks(victim)
+    whole = system.world.wait_pool(
+        pool,
+        lambda p: p.status.phase == "Satisfied" and p.status.repairs == 1,
+        timeout=90,
+        what="the gang repaired",
+    )
+    wait_for(lambda: system.complete(job), timeout=120, what="the Job complete")
+
+    assert _launches(system, pool) == [("4", "4"), ("1", "1")]  # one launch of 1, no more
+    assert set(kept) <= set(whole.status.instanceIds)  # the healthy three untouched
+    assert victim not in whole.status.instanceIds
+    assert victim not in system.world.live(pool)
+    assert whole.status.activeGroup == first.status.activeGroup  # the pods' pin holds
+    wl = _workload_name(system, job)
+    reasons = [r for r, _ in system.events(namespace, wl)]
+    assert "NodeBroken" in reasons
+    assert "NodeReplaced" in reasons
+    assert system.event_count(namespace, wl, "Admitted") == 1  # never evicted
+    assert (system.job(job)["status"].get("failed") or 0) >= 1  # its pod was restarted
+    system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
+    assert system.world.live(pool) == []
+
+
+def test_a_failed_gpu_is_replaced_in_place_and_the_job_completes(
+    system: System, namespace: str
+) -> None:
+    pool = unique("repair-gpu")
+    _repaired(
+        system,
+        namespace,
+        pool,
+        lambda iid: system.sim.set_condition(iid, GPU, "False", reason="NvidiaXID79Error"),
+    )
+    text = " ".join(m for r, m in system.events("default", pool) if r == "NodeBroken")
+    assert f"{GPU}=False (NvidiaXID79Error)" in text
+
+
+def test_a_terminated_instance_is_replaced_in_place_and_the_job_completes(
+    system: System, namespace: str
+) -> None:
+    pool = unique("repair-lost")
+    _repaired(system, namespace, pool, system.sim.terminate)
+    text = " ".join(m for r, m in system.events("default", pool) if r == "NodeBroken")
+    assert "gone, terminated or stopped" in text
+
+
+def test_two_broken_at_once_is_past_repair_max_nodes_and_requeues_onto_a_fresh_gang(
+    system: System, namespace: str
+) -> None:
+    pool = unique("repair-max")
+    job = system.world.submit(_job(pool, namespace, pool))
+    wait_for(lambda: _running(system, namespace) == 4, timeout=90, what="4 pods running")
+    first = system.world.pool(pool)
+    assert first is not None
+    since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # the same for both
+    for iid in first.status.instanceIds[:2]:
+        system.sim.set_condition(iid, GPU, "False", reason="NvidiaXID48Error", since=since)
+    fresh = system.world.wait_pool(
+        pool,
+        lambda p: (
+            p.status.phase == "Satisfied"
+            and p.status.activeGeneration != first.status.activeGeneration
+        ),
+        timeout=90,
+        what="a fresh gang",
+    )
+    wait_for(lambda: system.complete(job), timeout=120, what="the Job complete")
+    assert _launches(system, pool) == [("4", "4"), ("4", "4")]  # released whole, no repair
+    assert not set(first.status.instanceIds) & set(system.world.live(pool))
+    assert fresh.status.activeGroup != first.status.activeGroup
+    said = [m for r, m in system.events("default", pool) if r == "RepairTooManyNodes"]
+    assert said
+    assert "more than repair.maxNodes (1)" in said[0]
+    wl = _workload_name(system, job)
+    assert system.event_count(namespace, wl, "Admitted") >= 2  # requeued, admitted again
+    system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
+    assert_no_managed_instances_left(system)
