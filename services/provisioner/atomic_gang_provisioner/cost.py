@@ -22,14 +22,16 @@ from prometheus_client.registry import Collector
 
 from atomic_gang_provisioner.views.pool_object import PoolObject
 
-CostState = Literal["stranded", "launching", "running", "keep-warm", "releasing"]
+CostState = Literal["stranded", "launching", "running", "repairing", "keep-warm", "releasing"]
 COST_STATES: Final[tuple[CostState, ...]] = get_args(CostState)
 INSTANCE_SECONDS: Final = "atomic_gang_instance_seconds"
 _BY_PHASE: Final[dict[str, CostState]] = {
     "Acquiring": "launching",
     "Joining": "launching",
     "Satisfied": "running",
-    "Repairing": "running",  # the kept nodes hold the running pods; replacements join
+    # The kept nodes hold the running pods while the replacements come: fewer than N
+    # held, by plan, not stranded.
+    "Repairing": "repairing",
     "KeepWarm": "keep-warm",
     "Releasing": "releasing",
     "Degraded": "releasing",  # a formed gang lost a member: the rest is being released
@@ -39,13 +41,13 @@ _BY_PHASE: Final[dict[str, CostState]] = {
 def state_of(*, phase: str, held: int, count: int) -> CostState | None:
     """What ``held`` instances of a pool in ``phase`` (gang size ``count``) bill as.
 
-    Fewer than N held outside a release is a stranded partial set (an N-or-0
+    Fewer than N held outside a release or a repair is a stranded partial set (an N-or-0
     provisioner must never have one); so is a full set in a phase that uses none.
     """
     if held == 0:
         return None
     state = _BY_PHASE.get(phase)
-    if state == "releasing":
+    if state in ("releasing", "repairing"):
         return state
     return "stranded" if state is None or held < count else state
 

@@ -150,8 +150,9 @@ class ProvisionerMetrics:
             spread=_gauge(r, "pool_spread", "Network nodes (bottom layer) a gang spans.", "pool"),
             repairs=counter(
                 "repairs",
-                "Repairs of broken gangs by what broke the first node (InstanceLost, "
+                "Repairs of broken gangs by pool, what broke the first node (InstanceLost, "
                 "NodeNotReady, NodeUnhealthy) and result (replaced; released: a limit was hit).",
+                "pool",
                 "reason",
                 "result",
             ),

@@ -43,6 +43,7 @@ EXAMPLES: tuple[o.Outcome, ...] = (
     o.NodesBroken(nodes=1, of=4, detail="i-1: AcceleratedHardwareReady=False", repairing=True),
     o.RepairLaunched(instance_ids=("i-9",), zones=("us-east-1a",)),
     o.NodesReplaced(
+        pool="p",
         replaced=("i-1",),
         by=("i-9",),
         reason="NodeUnhealthy",
@@ -50,7 +51,9 @@ EXAMPLES: tuple[o.Outcome, ...] = (
         kept_instance_seconds=10800.0,
         repairs=1,
     ),
-    o.RepairGivenUp(reason="NodeUnhealthy", limit="RepairDeadline", message="not Ready in time"),
+    o.RepairGivenUp(
+        pool="p", reason="NodeUnhealthy", limit="RepairDeadline", message="not Ready in time"
+    ),
     o.BlockDrain(message="drain point reached"),
     o.BlockEnding(message="checkpoint now"),
     o.Finalizing(instances=2),
@@ -114,10 +117,10 @@ def test_a_turn_reads_its_events_and_metrics_from_its_outcomes_in_order() -> Non
 def test_a_repair_is_counted_by_what_broke_and_how_it_ended() -> None:
     replaced = next(x for x in EXAMPLES if isinstance(x, o.NodesReplaced)).announce()
     given_up = next(x for x in EXAMPLES if isinstance(x, o.RepairGivenUp)).announce()
-    assert o.RepairCounted("NodeUnhealthy", "replaced") in replaced.metrics
+    assert o.RepairCounted("p", "NodeUnhealthy", "replaced") in replaced.metrics
     assert o.RepairDuration(95.0) in replaced.metrics
     assert o.KeptInstanceSeconds(10800.0) in replaced.metrics
-    assert given_up.metrics == (o.RepairCounted("NodeUnhealthy", "released"),)
+    assert given_up.metrics == (o.RepairCounted("p", "NodeUnhealthy", "released"),)
     assert replaced.event is not None
     assert replaced.event.reason == "NodeReplaced"
     assert given_up.event is not None

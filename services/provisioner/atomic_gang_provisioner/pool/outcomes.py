@@ -78,6 +78,7 @@ class RepairCounted:
     """A repair's end: ``result`` replaced (the gang is whole again) or released (a limit
     was hit and the whole set goes); ``reason`` what broke the first node."""
 
+    pool: str
     reason: str
     result: str
 
@@ -381,6 +382,7 @@ class RepairLaunched:
 class NodesReplaced:
     """A repair finished: all N Nodes Ready again, the healthy ones never touched."""
 
+    pool: str
     replaced: tuple[str, ...]  # the broken instance ids
     by: tuple[str, ...]  # their replacements
     reason: str
@@ -396,7 +398,7 @@ class NodesReplaced:
         return Announcement(
             event("NodeReplaced", text),
             (
-                RepairCounted(self.reason, "replaced"),
+                RepairCounted(self.pool, self.reason, "replaced"),
                 RepairDuration(self.seconds),
                 KeptInstanceSeconds(self.kept_instance_seconds),
             ),
@@ -407,6 +409,7 @@ class NodesReplaced:
 class RepairGivenUp:
     """A repair hit a limit (``reason``): the whole set goes, the claimant gets Retry."""
 
+    pool: str
     reason: str  # what broke the first node
     limit: str  # the FailureReason of the limit: RepairDeadline, RepairTooManyNodes, ...
     message: str
@@ -414,7 +417,7 @@ class RepairGivenUp:
     def announce(self) -> Announcement:
         return Announcement(
             event(self.limit, self.message, warning=True),
-            (RepairCounted(self.reason, "released"),),
+            (RepairCounted(self.pool, self.reason, "released"),),
         )
 
 

@@ -359,8 +359,8 @@ class PoolReconciler:
                 m.block_wait.observe(seconds)
             case Spread(pool=name, nodes=nodes):
                 m.spread.labels(name).set(nodes)
-            case RepairCounted(reason=reason, result=result):
-                m.repairs.labels(reason, result).inc()
+            case RepairCounted(pool=name, reason=reason, result=result):
+                m.repairs.labels(name, reason, result).inc()
             case RepairDuration(seconds=seconds):
                 m.repair_duration.observe(seconds)
             case KeptInstanceSeconds(seconds=seconds):

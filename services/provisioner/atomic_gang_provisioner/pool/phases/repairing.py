@@ -322,6 +322,7 @@ def _rejoin(
     kept = [i for i in status.instanceIds if i not in repair.replacements]
     launched = status.launchedAt or started
     yield outcomes.NodesReplaced(
+        pool=pool.name,
         replaced=tuple(b.instanceId for b in repair.broken),
         by=tuple(repair.replacements),
         reason=repair.broken[0].reason,
@@ -359,7 +360,7 @@ def _give_up(
     detail = "; ".join(describe(b) for b in broken)
     message = f"Cannot repair the gang ({detail}): {said}; releasing the whole set"
     first = broken[0].reason if broken else ""
-    yield outcomes.RepairGivenUp(reason=first, limit=reason, message=message)
+    yield outcomes.RepairGivenUp(pool=pool.name, reason=first, limit=reason, message=message)
     return (
         yield from degraded.enter(
             pool,
