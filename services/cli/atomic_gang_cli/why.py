@@ -102,6 +102,8 @@ def _workload(seen: Seen) -> Verdict:
     if (done := _true(wl, "Finished")) is not None:
         return Verdict(False, "the Workload is Finished", str(done.get("message", "")))
     if (admitted := _true(wl, "Admitted")) is not None:
+        if (repair := _repairing(seen)) is not None:
+            return repair
         return Verdict(False, "admitted", str(admitted.get("message", "")))
     if _true(wl, "QuotaReserved") is None:
         why = conditions(wl).get("QuotaReserved") or conditions(wl).get("Requeued") or {}
@@ -128,6 +130,22 @@ def _check(seen: Seen) -> Verdict:
 
 
 _COUNT = re.compile(r"(\d+)/(\d+)")
+_REPAIRING = re.compile(r"Repairing (\d+) of (\d+) nodes")
+
+
+def _repairing(seen: Seen) -> Verdict | None:
+    """An admitted gang whose pool repairs broken nodes for this claim: some of its pods
+    wait for the replacements (Ready's message names the nodes, what broke them and the
+    deadline)."""
+    pool, uid = seen.pool, str(((seen.workload or {}).get("metadata") or {}).get("uid", ""))
+    claim = str(((pool or {}).get("status") or {}).get("claimKey", ""))
+    ready = conditions(pool).get("Ready") or {}
+    if not claim.startswith(f"{uid}@") or ready.get("reason") != "Repairing":
+        return None
+    text = str(ready.get("message", ""))
+    found = _REPAIRING.search(text)
+    what = f" {found.group(1)} of {found.group(2)} nodes" if found else ""
+    return Verdict(True, f"repairing{what}", f"{text}; the pods of the broken nodes wait for them")
 
 
 def _fraction(text: str) -> str:

@@ -230,6 +230,35 @@ def seen(wl: dict[str, Any] | None = None, p: dict[str, Any] | None = None, **kw
             id="admitted",
         ),
         pytest.param(
+            seen(
+                workload(RESERVED, cond("Admitted", "True", "Admitted", "admitted by cq")),
+                pool(
+                    cond(
+                        "Ready",
+                        "True",
+                        "Repairing",
+                        "Repairing 1 of 4 nodes of group train-4-g1: i-1 (n1): "
+                        "AcceleratedHardwareReady=False (NvidiaXID79Error) since 12:03:04Z; "
+                        "3 kept; launching 1 replacement(s); repair deadline 12:18:04Z",
+                    )
+                ),
+            ),
+            True,
+            "repairing 1 of 4 nodes",
+            "AcceleratedHardwareReady=False (NvidiaXID79Error)",
+            id="repairing",
+        ),
+        pytest.param(
+            seen(
+                workload(RESERVED, cond("Admitted", "True", "Admitted", "admitted by cq")),
+                pool(cond("Ready", "True", "Repairing", "Repairing 1 of 4 nodes"), claim="x@t"),
+            ),
+            False,
+            "admitted",
+            "admitted by cq",
+            id="another-claims-repair",
+        ),
+        pytest.param(
             seen(denied=("workloads in team-a (403 Forbidden)",)),
             True,
             "unknown",

@@ -29,8 +29,10 @@ RELEASED: Final = "Released"
 MEANING: Final[dict[ConditionType, str]] = {
     READY: (
         "the claim's gang is formed: N Ready nodes of activeGroup (Kueue's ProvisioningRequest "
-        "calls it Provisioned). While False, reason and message say where the gang stands, "
-        "in the words the claimant's AdmissionCheck shows"
+        "calls it Provisioned). It stays True through a repair (reason Repairing: broken "
+        "nodes are being replaced in place, the message names them). While False, reason "
+        "and message say where the gang stands, in the words the claimant's AdmissionCheck "
+        "shows"
     ),
     CAPACITY_SHORTFALL: (
         "the claim's last attempt fell short (InsufficientCapacity, QuotaExceeded, "
@@ -43,7 +45,8 @@ MEANING: Final[dict[ConditionType, str]] = {
         "checkState says what the claimant's AdmissionCheck becomes (Retry or Rejected)"
     ),
     DEGRADED: (
-        "the claim's formed gang lost a member, or its Capacity Block reached its drain point "
+        "the claim's formed gang broke and cannot be repaired in place (a repair limit, the "
+        "claim opted out with repair: never), or its Capacity Block reached its drain point "
         "(reason CapacityBlockEnding); the whole set is released and the claimant gets Retry, "
         "so Kueue requeues it for a fresh gang"
     ),
