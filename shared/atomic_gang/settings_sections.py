@@ -159,7 +159,7 @@ class BadCondition(_Section):
 
 
 def _agent_conditions() -> tuple[BadCondition, ...]:
-    """The EKS node monitoring agent's conditions (docs/operations.md, "Node health"):
+    """The EKS node monitoring agent's conditions (docs/operations.md, "Node health and repair"):
     the two that stop a gang's collectives at once after a minute, the rest after five."""
     quick = ("AcceleratedHardwareReady", "NetworkingReady")
     slow = ("KernelReady", "StorageReady", "ContainerRuntimeReady")
