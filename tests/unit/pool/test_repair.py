@@ -10,6 +10,7 @@ from typing import Any
 
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.api import conditions as c
+from atomic_gang_provisioner.api.reasons import FailureReason
 from atomic_gang_provisioner.cloud.values import (
     AcquireResult,
     Instance,
@@ -238,3 +239,33 @@ def test_a_claim_dropped_mid_repair_releases_everything_a_lost_launch_included()
     assert out.status.phase == "Releasing"
     assert isinstance(out.waiting_on, Terminate)  # stored first, then terminated
     assert set(out.waiting_on.request.instance_ids) == {*IDS, NEW}
+
+
+def test_a_failed_termination_keeps_the_broken_instance_recorded_and_launches_nothing() -> None:
+    decision, p = broken_gang()
+    p = stored(p, decision)
+    views = gpu_failed(nodes(4), 0)
+    throttled = ReleaseResult(reason=FailureReason.THROTTLED, message="RequestLimitExceeded")
+    out = decide(p, world(views, release=throttled), T0 + timedelta(seconds=62))
+    assert out.status.instanceIds == IDS  # not known terminated: still recorded
+    assert out.status.phase == "Repairing"
+    assert launch_asked(out) is None
+    assert out.requeue_after == HEALTH.release_poll
+
+
+def test_a_capacity_block_that_drains_mid_repair_drains_the_gang() -> None:
+    decision, p = broken_gang()
+    end = T0 + timedelta(minutes=45)  # drain point (40 min lead) 5 minutes after T0
+    p = stored(p, decision)
+    p = p.model_copy(
+        update={
+            "status": p.status.model_copy(
+                update={"capacityBlock": True, "reservationId": "cr-1", "reservationEnd": end}
+            )
+        }
+    )
+    out = decide(p, world(gpu_failed(nodes(4), 0), found=()), T0 + timedelta(minutes=6))
+    assert out.status.phase == "Degraded"
+    assert out.status.lastErrorReason == "CapacityBlockEnding"
+    assert out.status.repair is None
+    assert launch_asked(out) is None

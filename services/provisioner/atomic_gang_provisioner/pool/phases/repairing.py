@@ -132,10 +132,15 @@ def story(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
         return Next(update(status, phase="Satisfied"))
     if not claim_key(pool) or claim_key(pool) != status.claimKey:
         return (yield from _claim_gone(pool, status, observed, now))
+    if block.draining(status, now, observed.knobs):  # the block ends: no repair outlives it
+        found = yield from _unrecorded(status)
+        ids = [*status.instanceIds, *found]
+        drained = update(status, instanceIds=ids, repair=None)
+        return (yield from degraded.drain(pool, drained, knobs=observed.knobs))
     doomed = tuple(b.instanceId for b in repair.broken if b.instanceId in status.instanceIds)
-    if doomed:
-        status = yield from _terminate(status, doomed)
-        if status.pendingEnis:
+    if doomed or status.pendingEnis:
+        status, done = yield from _terminate(status, doomed)
+        if not done:  # a call failed, or ENIs still detach: terminate (again) first
             return End(status=status, requeue_after=observed.knobs.release_poll)
     deadline = repair.startedAt + observed.knobs.repair_deadline
     if now >= deadline:
@@ -156,13 +161,19 @@ def story(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
     return (yield from _rejoin(pool, status, repair, observed=observed, now=now, deadline=deadline))
 
 
-def _terminate(status: GangNodePoolStatus, doomed: tuple[str, ...]) -> Part[GangNodePoolStatus]:
-    """The broken instances terminated (idempotent: a crash terminates them again); the
-    rest of the set untouched."""
+def _terminate(
+    status: GangNodePoolStatus, doomed: tuple[str, ...]
+) -> Part[tuple[GangNodePoolStatus, bool]]:
+    """The broken instances terminated (idempotent: a crash terminates them again), the
+    rest of the set untouched; and whether that is done (no call failed, no ENI left)."""
     request = ReleaseRequest(instance_ids=doomed, enis=tuple(status.pendingEnis))
     result = yield from ask(Terminate(request, status))
+    if result.reason is not None:  # nothing is known terminated: the ids stay recorded
+        failed = update(status, lastError=result.message, pendingEnis=list(result.pending_enis))
+        return failed, False
     kept = [i for i in status.instanceIds if i not in doomed]
-    return update(status, instanceIds=kept, pendingEnis=list(result.pending_enis))
+    done = update(status, instanceIds=kept, pendingEnis=list(result.pending_enis))
+    return done, result.done
 
 
 def _launch(
@@ -225,9 +236,11 @@ def _launched_or_not(
         ids = list(result.instance_ids)
         zones = tuple(sorted({i.availability_zone for i in result.instances}))
         yield outcomes.RepairLaunched(instance_ids=tuple(ids), zones=zones, adopted=result.adopted)
+        fleets = [*status.fleetIds, *([result.fleet_id] if result.fleet_id else [])]
         launched = update(
             status,
             instanceIds=[*status.instanceIds, *ids],
+            fleetIds=fleets,
             acquireGeneration=request.generation + 1,
             pendingLaunch=None,
             nextAttemptAt=None,
@@ -358,7 +371,7 @@ def _give_up(
     if found:
         status = update(status, instanceIds=[*status.instanceIds, *found])
     detail = "; ".join(describe(b) for b in broken)
-    message = f"Cannot repair the gang ({detail}): {said}; releasing the whole set"
+    message = f"Cannot repair the gang ({detail}): {said}"
     first = broken[0].reason if broken else ""
     yield outcomes.RepairGivenUp(pool=pool.name, reason=first, limit=reason, message=message)
     return (
