@@ -38,6 +38,13 @@ RUNS: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "## footprint",
     ),
+    "repair": (
+        (
+            *("--gangs", "2", "--regimes", "held", "--boot", "1", "--jitter", "0"),
+            *("--settle", "1", "--recover-timeout", "120"),
+        ),
+        "| phase | regime | N |",
+    ),
     "idle_cost": (
         ("--baseline-only", "--jobs", "1", "--window", "5", "--max-seconds", "120"),
         "RunInstances calls",

@@ -281,3 +281,46 @@ def test_6_fleet_mode_launches_into_a_block_with_one_create_fleet(
     FIGURES["kubectl get gnp -o wide"] = "\n" + wide
     completes(world, submitted, namespace)
     assert events_on(world, submitted, "Launched", "Job")
+
+
+def test_7_a_gang_in_a_block_is_repaired_inside_it(
+    world: World, replica: Replicas, namespace: str
+) -> None:
+    """An instance of a block gang lost: the replacement goes into the same block (the
+    room its termination freed), one RunInstances of 1; the check stays Ready."""
+    pool = unique("cb-repair")
+    cr = block_ending_in(world, 600)  # room for 2
+    submitted = world.submit(
+        job("cb-repair", namespace, pool=pool, count=2, runs_for="120s", capacity_reservation_id=cr)
+    )
+    p = joined(world, pool, "launched into the block")
+    assert p.status.reservationId == cr
+    world.wait_check(submitted, "Ready", timeout=60)
+    victim, kept = p.status.instanceIds
+    world.ec2.terminate_instances(InstanceIds=[victim])
+    world.delete_nodes([f"node-{victim}"])
+
+    def launched(q: GangNodePool) -> bool:
+        return q.status.repair is not None and bool(q.status.repair.replacements)
+
+    repairing = world.wait_pool(pool, launched, timeout=60, what="the replacement launched")
+    assert repairing.status.repair is not None
+    (new,) = repairing.status.repair.replacements
+    only_new = repairing.status.model_copy(update={"instanceIds": [new]})
+    world.register_nodes(repairing.model_copy(update={"status": only_new}))
+    whole = world.wait_pool(
+        pool,
+        lambda q: q.status.phase == "Satisfied" and q.status.repairs == 1,
+        timeout=60,
+        what="the gang repaired",
+    )
+    assert whole.status.reservationId == cr
+    assert set(whole.status.instanceIds) == {kept, new}
+    ones = [
+        c
+        for c in world.launches(pool)
+        if c["outcome"] == "ok" and c["params"].get("MinCount") == "1"
+    ]
+    assert len(ones) == 1
+    assert targets(ones[0]) == cr  # inside the block, not on-demand
+    assert world.check(submitted)["state"] == "Ready"  # admitted throughout

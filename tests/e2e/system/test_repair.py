@@ -7,13 +7,23 @@ set goes and the Workload is requeued onto a fresh gang."""
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from atomic_gang_devstack import procs
+from atomic_gang_devstack.components.cloud import provisioner_env
+from tests.e2e.provisioner.harness import LEASES
 from tests.e2e.system.conftest import unique
-from tests.e2e.system.harness import System, assert_no_managed_instances_left, sample_job
+from tests.e2e.system.harness import (
+    LEASE,
+    REPLICAS,
+    System,
+    assert_no_managed_instances_left,
+    sample_job,
+)
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -127,3 +137,109 @@ def test_two_broken_at_once_is_past_repair_max_nodes_and_requeues_onto_a_fresh_g
     assert system.event_count(namespace, wl, "Admitted") >= 2  # requeued, admitted again
     system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
     assert_no_managed_instances_left(system)
+
+
+def test_a_replacement_ec2_cannot_give_falls_back_after_the_deadline_leaking_nothing(
+    system: System, namespace: str
+) -> None:
+    """No room for the one replacement: the repair retries until repair.deadlineSeconds
+    (60 s here), then the whole set goes and the Workload is requeued; nothing leaks."""
+    pool = unique("repair-short")
+    zone, itype = "us-east-1a", "p4d.24xlarge"
+    job = system.world.submit(_job(pool, namespace, pool))
+    wait_for(lambda: _running(system, namespace) == 4, timeout=90, what="4 pods running")
+    first = system.world.pool(pool)
+    assert first is not None
+    # Only this gang holds instances (earlier tests' warm sets are gone), so the capacity
+    # set below leaves no room that a release elsewhere could open.
+    wait_for(lambda: set(system.managed_live().values()) == {pool}, timeout=60, what="alone")
+    system.fake.set_capacity(zone, itype, 3)  # the broken one's slot is taken at once
+    try:
+        system.sim.set_condition(
+            first.status.instanceIds[0], GPU, "False", reason="NvidiaXID79Error"
+        )
+        system.world.wait_pool(
+            pool, lambda p: p.status.phase == "Repairing", timeout=30, what="repairing"
+        )
+        degraded = system.world.wait_pool(
+            pool,
+            lambda p: p.status.lastErrorReason == "RepairDeadline",
+            timeout=120,
+            what="the repair given up at its deadline",
+        )
+        assert "repair.deadlineSeconds (60s)" in degraded.status.lastError
+        system.world.wait_pool(
+            pool, lambda p: not p.status.instanceIds, timeout=60, what="the set released"
+        )
+        assert system.world.live(pool) == []  # the kept three released too, nothing leaked
+        assert [c for c in _launches(system, pool) if c != ("4", "4")] == []  # no replacement
+    finally:
+        system.fake.set_capacity(zone, itype, None)
+    wait_for(lambda: system.complete(job), timeout=150, what="the Job complete on a fresh gang")
+    system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
+    assert_no_managed_instances_left(system)
+
+
+def test_the_controller_killed_after_the_replacement_launch_adopts_it_never_a_second(
+    replicas_back: System, namespace: str
+) -> None:
+    """The leader dies between EC2's answer to the repair's launch and its status write:
+    the next leader's launch carries the same generation (tag and ClientToken) and adopts
+    the replacement: one replacement, not two."""
+    system = replicas_back
+    pool = unique("repair-crash")
+    job = system.world.submit(_job(pool, namespace, pool))
+    wait_for(lambda: _running(system, namespace) == 4, timeout=90, what="4 pods running")
+    first = system.world.pool(pool)
+    assert first is not None
+    crashy = _crashy_leader(system)
+    victim = first.status.instanceIds[0]
+    system.sim.set_condition(victim, GPU, "False", reason="NvidiaXID79Error")
+    wait_for(lambda: procs.exit_code(crashy) is not None, timeout=60, what="the crash")
+    stuck = system.world.pool(pool)
+    assert stuck is not None
+    assert stuck.status.phase == "Repairing"
+    assert stuck.status.repair is not None
+    assert stuck.status.repair.replacements == []  # launched at EC2, never recorded
+    system.revive()
+    whole = system.world.wait_pool(
+        pool,
+        lambda p: p.status.phase == "Satisfied" and p.status.repairs == 1,
+        timeout=90,
+        what="the replacement adopted",
+    )
+    ever = system.ever_launched(pool)
+    assert len(ever) == 5  # the gang's 4 and one replacement: never a second
+    assert set(whole.status.instanceIds) == set(ever) - {victim}
+    repairs = [c for c in system.controller_calls("RunInstances", pool) if c["outcome"] == "ok"]
+    tokens = {c["params"]["ClientToken"] for c in repairs if c["params"]["MinCount"] == "1"}
+    assert len(tokens) == 1
+    wait_for(lambda: system.complete(job), timeout=120, what="the Job complete")
+    system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
+    assert_no_managed_instances_left(system)
+
+
+def _crashy_leader(system: System) -> Any:
+    """Both replicas killed; one that dies right after its next launch leads instead."""
+    for replica in REPLICAS:
+        system.kill(replica)
+    port = system.ctx.picker.pick()
+    settings = system.ctx.dir / "provisioner" / "settings.yaml"
+    env = {
+        **provisioner_env(system.ctx, identity="crashy", port=port, settings=settings),
+        "ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH": "1",
+    }
+    crashy = procs.spawn(
+        "crashy-repair",
+        [sys.executable, "-m", "atomic_gang_provisioner"],
+        log=system.ctx.log_path("crashy-repair"),
+        env=env,
+        die_with_parent=True,
+    )
+
+    def leading() -> bool:
+        lease = system.kube.get(LEASES, LEASE, namespace=system.ctx.options.namespace)
+        return str((lease.get("spec") or {}).get("holderIdentity") or "").startswith("crashy")
+
+    wait_for(leading, timeout=30, what="crashy leading")
+    return crashy
