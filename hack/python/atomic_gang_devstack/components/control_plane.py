@@ -37,6 +37,11 @@ KCM_CONTROLLERS = (
     # holding only `edit` in their namespace).
     "daemonset-controller",
     "clusterrole-aggregation-controller",
+    # A NoExecute taint evicts the pods that do not tolerate it (a broken gang node's
+    # pods leave at once), and pods bound to a Node that is gone are deleted: what a real
+    # cluster does, and what a gang repair relies on for its Job to restart them.
+    "taint-eviction-controller",
+    "pod-garbage-collector-controller",
 )
 
 
