@@ -17,7 +17,7 @@ failure is seen at once), in two capacity regimes:
 Per failure it prints the healthy instance-seconds thrown away (the running time of the
 healthy instances terminated), the time from the failure to all N pods Running again, the
 join time of the nodes launched for it (their launch to the last one Ready), our EC2
-calls naming the pool in between, and whether the gang came back within
+calls naming the pool or its instances in between, and whether the gang came back within
 ``--recover-timeout``. Targets (issue 52): 0 thrown away by a repair; time back ≤ 1.2 ×
 (join time of k nodes) + 10 s; every failure recovered when there is room for k.
 
