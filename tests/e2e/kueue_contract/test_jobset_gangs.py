@@ -310,3 +310,61 @@ def test_a_lost_gang_node_is_replaced_in_place_and_the_restarted_jobset_complete
     stats = (again.get("status") or {}).get("schedulingStats") or {}
     assert not stats.get("evictions")  # admitted once, never evicted
     assert_pool_released(kueue, pool)
+
+
+def test_a_worker_that_fails_once_restarts_on_the_same_nodes_with_no_ec2_call(
+    kueue: System, namespace: str
+) -> None:
+    """A pod failure is not a node failure: a worker exits 1 on a healthy node, the
+    JobSet's failurePolicy restarts it, and its new pods land on the same gang nodes;
+    no launch, no termination, no repair."""
+    pool = unique("kc-js-podfail")
+    spec = gang_jobset("podfail", namespace, pool=pool, runs_for="15s")
+    spec["spec"]["failurePolicy"] = {"maxRestarts": 2}
+    js = submit(kueue, spec)
+    admitted_workload(kueue, js)
+    m = js["metadata"]
+    selector = f"{JOBSET_NAME}={m['name']},{ROLE}=workers"
+
+    def running_workers() -> list[dict[str, Any]] | None:
+        pods = kueue.kube.list(PODS, namespace=namespace, label_selector=selector).items
+        running = [p for p in pods if p["status"].get("phase") == "Running"]
+        return running if len(running) == 4 else None
+
+    (victim, *_) = wait_for(running_workers, timeout=90, what="4 worker pods running")
+    before = kueue.world.pool(pool)
+    assert before is not None
+    status = dict(victim["status"])
+    status["phase"] = "Failed"  # as the kubelet reports a container that exited 1
+    status["containerStatuses"] = [
+        {
+            "name": c["name"],
+            "image": c["image"],
+            "imageID": "",
+            "ready": False,
+            "restartCount": 0,
+            "state": {"terminated": {"exitCode": 1, "reason": "Error"}},
+        }
+        for c in victim["spec"]["containers"]
+    ]
+    kueue.kube.replace_status(PODS, {**victim, "status": status})
+    wait_for(
+        lambda: (get(kueue, js).get("status") or {}).get("restarts", 0) >= 1,
+        timeout=60,
+        what="the JobSet restarted by its failurePolicy",
+    )
+    wait_completed(kueue, js, timeout=150)
+    # Read at once: the set is released only after the 3 s keep-warm that follows.
+    terminated = [
+        c
+        for c in kueue.controller_calls("TerminateInstances")
+        if set(before.status.instanceIds) & set(map(str, c["params"].values()))
+    ]
+    after = kueue.world.pool(pool)
+    assert after is not None
+    assert terminated == []  # no node of the gang was touched
+    assert after.status.instanceIds == before.status.instanceIds  # the same four nodes
+    assert after.status.activeGroup == before.status.activeGroup
+    assert after.status.repairs == 0
+    assert launches(kueue, pool) == [("4", "4")]  # no launch for a pod's failure
+    assert_pool_released(kueue, pool)

@@ -3,7 +3,8 @@ JobSet controllers: a TrainJob on the torch runtime with numNodes 4 gets its 4 t
 nodes in one launch, is admitted only at 4/4, runs one trainer pod per gang node,
 completes and is released; a count that differs from numNodes is denied by the webhook
 and, with the webhook off, our check rejects it with nothing launched; a runtime's
-initializer stays off the gang nodes."""
+initializer stays off the gang nodes; a TrainJob on a runtime whose JobSet restarts
+loses a node, which is replaced in place, and completes without a new admission."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from atomic_gang import keys
+from atomic_gang.resources import Resource
 from atomic_gang_devstack import trainer_manifests as tm
 from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_provisioner.kube import NotFoundError
@@ -229,3 +231,66 @@ def test_an_initializer_stays_off_the_gang_nodes(kueue: System, namespace: str) 
     assert initializer_node not in nodes  # an ordinary node
     assert launches(kueue, pool) == [("4", "4")]
     assert_pool_released(kueue, pool)
+
+
+CLUSTER_RUNTIMES = Resource(
+    TRAINJOBS.group,
+    TRAINJOBS.version,
+    "clustertrainingruntimes",
+    namespaced=False,
+    kind="ClusterTrainingRuntime",
+)
+
+
+def restarting_runtime(system: System) -> str:
+    """The torch runtime as shipped, plus a JobSet failurePolicy that restarts it: how a
+    platform team lets its TrainJobs survive a lost node (the shipped one fails them)."""
+    name = f"torch-restarting-{unique('rt')}"
+    shipped = system.kube.get(CLUSTER_RUNTIMES, tm.TORCH_RUNTIME)
+    spec = dict(shipped["spec"])
+    template = dict(spec["template"])
+    template["spec"] = {**template["spec"], "failurePolicy": {"maxRestarts": 2}}
+    spec["template"] = template
+    system.kube.create(
+        CLUSTER_RUNTIMES,
+        {
+            "apiVersion": shipped["apiVersion"],
+            "kind": "ClusterTrainingRuntime",
+            "metadata": {"name": name, "labels": shipped["metadata"].get("labels") or {}},
+            "spec": spec,
+        },
+    )
+    return name
+
+
+def test_a_trainjob_that_loses_a_node_is_repaired_in_place_and_completes(
+    kueue: System, namespace: str
+) -> None:
+    pool = unique("kc-tj-lost")
+    runtime = restarting_runtime(kueue)
+    try:
+        tj = submit(
+            kueue, gang_trainjob("lost", namespace, pool=pool, runtime=runtime, runs_for="25s")
+        )
+        wl = admitted(kueue, tj)
+        first = kueue.world.pool(pool)
+        assert first is not None
+        victim, *kept = first.status.instanceIds
+        kueue.sim.terminate(victim)  # behind the provisioner's back
+        whole = kueue.world.wait_pool(
+            pool,
+            lambda p: p.status.phase == "Satisfied" and p.status.repairs == 1,
+            timeout=120,
+            what="the gang repaired",
+        )
+        wait_complete(kueue, tj, timeout=180)
+        assert whole.status.activeGroup == first.status.activeGroup
+        assert set(kept) <= set(whole.status.instanceIds)
+        assert launches(kueue, pool) == [("4", "4"), ("1", "1")]
+        again = workload_of(kueue, namespace, tj["metadata"]["uid"])
+        assert again is not None
+        assert again["metadata"]["uid"] == wl["metadata"]["uid"]
+        assert not ((again.get("status") or {}).get("schedulingStats") or {}).get("evictions")
+        assert_pool_released(kueue, pool)
+    finally:
+        kueue.kube.delete(CLUSTER_RUNTIMES, runtime)
