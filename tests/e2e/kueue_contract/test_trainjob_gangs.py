@@ -269,9 +269,11 @@ def test_a_trainjob_that_loses_a_node_is_repaired_in_place_and_completes(
     pool = unique("kc-tj-lost")
     runtime = restarting_runtime(kueue)
     try:
-        tj = submit(
-            kueue, gang_trainjob("lost", namespace, pool=pool, runtime=runtime, runs_for="25s")
-        )
+        spec = gang_trainjob("lost", namespace, pool=pool, runtime=runtime, runs_for="25s")
+        (patch,) = spec["spec"]["runtimePatches"]
+        jobs = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+        jobs[:] = [j for j in jobs if j["name"] == tm.TRAINER_ROLE]  # torch's roles only
+        tj = submit(kueue, spec)
         wl = admitted(kueue, tj)
         first = kueue.world.pool(pool)
         assert first is not None
