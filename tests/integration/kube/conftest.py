@@ -107,12 +107,17 @@ def namespace(client: KubeClient) -> str:
 
 
 def install_crd(client: KubeClient, crd: dict[str, Any]) -> None:
-    """Create a CRD (if absent) and wait until it is Established and served."""
+    """Create a CRD, or make the one there this one (another module of the same worker may
+    have installed another version of it), and wait until it is Established and served."""
     name = str(crd["metadata"]["name"])
     try:
-        client.get(r.CRDS, name)
+        current = client.get(r.CRDS, name)
     except NotFoundError:
         client.create(r.CRDS, crd)
+    else:
+        if current.get("spec") != crd["spec"]:
+            rv = current["metadata"]["resourceVersion"]
+            client.replace(r.CRDS, {**crd, "metadata": {**crd["metadata"], "resourceVersion": rv}})
 
     def established() -> bool:
         conds = client.get(r.CRDS, name).get("status", {}).get("conditions") or []

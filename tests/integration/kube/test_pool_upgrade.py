@@ -58,10 +58,17 @@ def stored_by_a_newer_replica(client: KubeClient, pools_crd: None) -> str:
     name = f"upgrade-{uuid.uuid4().hex[:8]}"
     obj = launched().to_dict()
     obj["metadata"] = {"name": name}
-    created = client.create(POOLS, obj)
+    client.create(POOLS, obj)
     status = {**obj["status"], **copy.deepcopy(NEWER_STATUS)}
-    written = client.replace_status(POOLS, {**created, "status": status})
-    assert written["status"]["warmPoolTier"] == "gold", "the apiserver pruned the field"
+
+    def kept() -> bool:
+        """Written with the newer fields, kept: the apiserver prunes by the schema it
+        serves, which follows a CRD update a moment later."""
+        current = client.get(POOLS, name)
+        written = client.replace_status(POOLS, {**current, "status": status})
+        return bool(written["status"].get("warmPoolTier") == "gold")
+
+    wait_for(kept, timeout=30, interval=0.1, what="the newer status kept, not pruned")
     return name
 
 
