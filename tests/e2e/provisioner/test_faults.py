@@ -144,11 +144,11 @@ def test_join_watchdog_releases_and_reacquires(
     world.wait_check(submitted, "Ready")
 
 
-def test_lost_instance_degrades_and_requeues_with_a_fresh_gang(
+def test_lost_instance_of_a_job_without_repair_degrades_and_requeues_with_a_fresh_gang(
     world: World, replica: Replicas, namespace: str
 ) -> None:
     pool = unique("health")
-    submitted = world.submit(job("health", namespace, pool=pool, runs_for="1h"))
+    submitted = world.submit(job("health", namespace, pool=pool, runs_for="1h", repair="never"))
     p = world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
     nodes = world.register_nodes(p)
     world.wait_check(submitted, "Ready")

@@ -11,6 +11,7 @@ from atomic_gang_devstack import kueue_manifests as km
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components.control_plane import (
     KCM_CONTROLLERS,
+    SIM_KCM_CONTROLLERS,
     ControllerManager,
     Scheduler,
 )
@@ -37,7 +38,7 @@ def test_kcm_runs_the_controllers_the_stack_relies_on(ctx: Context) -> None:
 
     controllers = _flag(argv, "controllers").split(",")
 
-    assert controllers == list(KCM_CONTROLLERS)
+    assert controllers == [*KCM_CONTROLLERS, *SIM_KCM_CONTROLLERS]  # simulated nodes
     for needed in (
         "job-controller",
         "garbage-collector-controller",
@@ -45,6 +46,8 @@ def test_kcm_runs_the_controllers_the_stack_relies_on(ctx: Context) -> None:
         "serviceaccount-controller",
         "ttl-after-finished-controller",
         "node-lifecycle-controller",  # lifts the not-ready taint once kwok reports Ready
+        "taint-eviction-controller",  # a broken gang node's pods leave at once
+        "pod-garbage-collector-controller",  # pods of a deleted Node are deleted
     ):
         assert needed in controllers
     assert argv[0] == str(ctx.bins.path("kube-controller-manager"))

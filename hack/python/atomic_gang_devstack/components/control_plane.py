@@ -37,12 +37,13 @@ KCM_CONTROLLERS = (
     # holding only `edit` in their namespace).
     "daemonset-controller",
     "clusterrole-aggregation-controller",
-    # A NoExecute taint evicts the pods that do not tolerate it (a broken gang node's
-    # pods leave at once), and pods bound to a Node that is gone are deleted: what a real
-    # cluster does, and what a gang repair relies on for its Job to restart them.
-    "taint-eviction-controller",
-    "pod-garbage-collector-controller",
 )
+# With simulated nodes: a NoExecute taint evicts the pods that do not tolerate it (a
+# broken gang node's pods leave at once), and pods bound to a Node that is gone are
+# deleted, as on a real cluster; a gang repair relies on both for its Job to restart
+# them. Not with the real node: its tier taints that one node NoExecute on purpose, to
+# see the kubelet refuse pods, and our own chart's pods run there.
+SIM_KCM_CONTROLLERS = ("taint-eviction-controller", "pod-garbage-collector-controller")
 
 
 class Etcd(ProcessComponent):
@@ -211,7 +212,8 @@ class ControllerManager(_KubeController):
 
     @staticmethod
     def controllers(ctx: Context) -> tuple[str, ...]:
-        return KCM_CONTROLLERS + (NODE_KCM_CONTROLLERS if ctx.options.real_node else ())
+        extra = NODE_KCM_CONTROLLERS if ctx.options.real_node else SIM_KCM_CONTROLLERS
+        return KCM_CONTROLLERS + extra
 
     def argv(self, ctx: Context) -> list[str]:
         return [
