@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,10 +23,11 @@ import yaml
 
 from atomic_gang import keys
 from atomic_gang.resources import EVENTS, JOBS, NODES, WORKLOADS
-from atomic_gang_devstack import dev_objects
+from atomic_gang_devstack import dev_objects, procs
 from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components import default_components
+from atomic_gang_devstack.components.cloud import provisioner_env
 from atomic_gang_devstack.components.simulated import nodesim_url
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
@@ -174,6 +176,14 @@ class System:
         holder = str((lease.get("spec") or {}).get("holderIdentity") or "")
         return next((r for r in REPLICAS if holder.startswith(r)), "")
 
+    def leader_identity(self) -> str:
+        """The Lease's holderIdentity as written ("" while nobody holds it)."""
+        try:
+            lease = self.kube.get(LEASES, LEASE, namespace=self.ctx.options.namespace)
+        except NotFoundError:
+            return ""
+        return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
     def kill(self, replica: str) -> None:
         """SIGKILL, as the kubelet's OOM killer or a node loss would."""
         os.killpg(self.ctx.state.procs[replica].pid, signal.SIGKILL)
@@ -183,6 +193,28 @@ class System:
         """Start every killed replica again (same ports and settings)."""
         while self.killed:
             self.stack.start_component(self.killed.pop())
+
+
+def crashing_leader(system: System, name: str) -> Any:
+    """Both replicas killed; one that dies right after its next launch (between EC2's
+    answer and its status write) leads instead. Its process, for ``procs.exit_code``."""
+    for replica in REPLICAS:
+        system.kill(replica)
+    port = system.ctx.picker.pick()
+    settings = system.ctx.dir / "provisioner" / "settings.yaml"
+    env = {
+        **provisioner_env(system.ctx, identity="crashy", port=port, settings=settings),
+        "ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH": "1",
+    }
+    crashy = procs.spawn(
+        name,
+        [sys.executable, "-m", "atomic_gang_provisioner"],
+        log=system.ctx.log_path(name),
+        env=env,
+        die_with_parent=True,
+    )
+    wait_for(lambda: system.leader_identity().startswith("crashy"), timeout=30, what="crashy")
+    return crashy
 
 
 @contextmanager

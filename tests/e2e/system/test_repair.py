@@ -7,7 +7,6 @@ set goes and the Workload is requeued onto a fresh gang."""
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,14 +14,11 @@ import pytest
 
 from atomic_gang.resources import JOBS
 from atomic_gang_devstack import procs
-from atomic_gang_devstack.components.cloud import provisioner_env
-from tests.e2e.provisioner.harness import LEASES
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import (
-    LEASE,
-    REPLICAS,
     System,
     assert_no_managed_instances_left,
+    crashing_leader,
     sample_job,
 )
 from tests.support.wait import wait_for
@@ -209,7 +205,7 @@ def test_the_controller_killed_after_the_replacement_launch_adopts_it_never_a_se
     wait_for(lambda: _running(system, namespace) == 4, timeout=90, what="4 pods running")
     first = system.world.pool(pool)
     assert first is not None
-    crashy = _crashy_leader(system)
+    crashy = crashing_leader(system, "crashy-repair")
     victim = first.status.instanceIds[0]
     system.sim.set_condition(victim, GPU, "False", reason="NvidiaXID79Error")
     wait_for(lambda: procs.exit_code(crashy) is not None, timeout=60, what="the crash")
@@ -234,29 +230,3 @@ def test_the_controller_killed_after_the_replacement_launch_adopts_it_never_a_se
     wait_for(lambda: system.complete(job), timeout=180, what="the Job complete")
     system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
     assert_no_managed_instances_left(system)
-
-
-def _crashy_leader(system: System) -> Any:
-    """Both replicas killed; one that dies right after its next launch leads instead."""
-    for replica in REPLICAS:
-        system.kill(replica)
-    port = system.ctx.picker.pick()
-    settings = system.ctx.dir / "provisioner" / "settings.yaml"
-    env = {
-        **provisioner_env(system.ctx, identity="crashy", port=port, settings=settings),
-        "ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH": "1",
-    }
-    crashy = procs.spawn(
-        "crashy-repair",
-        [sys.executable, "-m", "atomic_gang_provisioner"],
-        log=system.ctx.log_path("crashy-repair"),
-        env=env,
-        die_with_parent=True,
-    )
-
-    def leading() -> bool:
-        lease = system.kube.get(LEASES, LEASE, namespace=system.ctx.options.namespace)
-        return str((lease.get("spec") or {}).get("holderIdentity") or "").startswith("crashy")
-
-    wait_for(leading, timeout=30, what="crashy leading")
-    return crashy

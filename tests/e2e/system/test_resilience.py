@@ -3,19 +3,15 @@ hands the set back, never a second one), and the leader killed (the standby fini
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from atomic_gang_devstack import procs
-from atomic_gang_devstack.components.cloud import provisioner_env
-from tests.e2e.provisioner.harness import LEASES
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import (
-    LEASE,
     REPLICAS,
     System,
     assert_no_managed_instances_left,
+    crashing_leader,
     sample_job,
 )
 from tests.support.wait import wait_for
@@ -24,28 +20,11 @@ pytestmark = pytest.mark.e2e
 CRASH = {"ATOMIC_GANG_FAULT_CRASH_AFTER_LAUNCH": "1"}
 
 
-def _holder(system: System) -> str:
-    lease = system.kube.get(LEASES, LEASE, namespace=system.ctx.options.namespace)
-    return str((lease.get("spec") or {}).get("holderIdentity") or "")
-
-
 def test_controller_killed_during_acquisition_adopts_the_launched_set(
     replicas_back: System, namespace: str
 ) -> None:
     system = replicas_back
-    for replica in REPLICAS:
-        system.kill(replica)
-    port = system.ctx.picker.pick()
-    settings = system.ctx.dir / "provisioner" / "settings.yaml"
-    env = {**provisioner_env(system.ctx, identity="crashy", port=port, settings=settings), **CRASH}
-    crashy = procs.spawn(
-        "crashy",
-        [sys.executable, "-m", "atomic_gang_provisioner"],
-        log=system.ctx.log_path("crashy"),
-        env=env,
-        die_with_parent=True,
-    )
-    wait_for(lambda: _holder(system).startswith("crashy"), timeout=30, what="crashy leading")
+    crashy = crashing_leader(system, "crashy")
     pool = unique("crash")
     job = system.world.submit(sample_job("crash", namespace, pool=pool, keep_warm_ttl="2s"))
     wait_for(lambda: procs.exit_code(crashy) is not None, timeout=60, what="the crash")
