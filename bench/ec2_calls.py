@@ -208,7 +208,11 @@ def releases(b: Bench) -> dict[str, Any]:
         ec2 = ec2_backends["123456789012"][REGION]
         for iid in result.instance_ids[:enis]:
             subnet = ec2.get_subnet(b.world.subnets["us-east-1a"])
-            eni = ec2.create_network_interface(subnet, [], description=f"aws-K8S-{iid}")
+            cni = {
+                "cluster.k8s.amazonaws.com/name": CLUSTER,
+                "node.k8s.amazonaws.com/instance_id": iid,
+            }
+            eni = ec2.create_network_interface(subnet, [], description=f"aws-K8S-{iid}", tags=cni)
             ec2.attach_network_interface(eni.id, iid, 1)
         done, counts = b.measure(engine.release, ReleaseRequest(instance_ids=result.instance_ids))
         assert done.done, done

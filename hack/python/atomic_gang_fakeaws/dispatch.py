@@ -9,6 +9,7 @@ fixes to the per-action patches in ``ec2_launch`` and ``ec2_fidelity``.
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import re
 import threading
@@ -97,10 +98,25 @@ def _before(state: FakeState, resp: Any, call: Call) -> Rule | None:
     return rule
 
 
+def _text(body: Any) -> str:
+    return body.decode(errors="replace") if isinstance(body, bytes) else str(body)
+
+
 def _error_code(body: Any) -> str:
-    text = body.decode(errors="replace") if isinstance(body, bytes) else str(body)
+    text = _text(body)
     found = re.search(r"<Code>([^<]+)</Code>", text) or re.search(r'"__type":\s*"([^"]+)"', text)
     return found.group(1).split("#")[-1] if found else "?"
+
+
+def _error_message(body: Any) -> str:
+    text = _text(body)
+    found = re.search(r"<Message>([^<]*)</Message>", text)
+    if found:
+        return html.unescape(found.group(1))
+    with contextlib.suppress(ValueError, AttributeError):
+        doc = json.loads(text)
+        return str(doc.get("message") or doc.get("Message") or "")
+    return ""
 
 
 def _lose(state: FakeState, action: str, result: Any) -> Any:
@@ -144,12 +160,14 @@ def call_action(self: Any) -> Any:
         status, headers, body = _original(self, state)
     except AwsError as err:
         call.outcome, call.status = f"error:{err.error_code}", err.code
+        call.message = _error_message(err.description)
         raise
     finally:
         _tls.rule = None
         call.seconds = time.perf_counter() - started
     call.status = int(status)
     call.outcome = "ok" if call.status < 400 else f"error:{_error_code(body)}"
+    call.message = "" if call.status < 400 else _error_message(body)
     if rule is not None and rule.effect == "lost_response" and call.status < 400:
         call.outcome = "lost"
         return _lose(state, call.action, (status, headers, body))

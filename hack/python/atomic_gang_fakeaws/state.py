@@ -40,6 +40,7 @@ class Call:
     at: float = field(default_factory=time.time)  # wall clock, for latency benchmarks
     caller: str = ""  # the access key id: tells the controller's calls from a simulator's
     seconds: float = 0.0  # time moto (and the layer) spent on the call, serialisation included
+    message: str = ""  # an error's message, as the client reads it
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +54,7 @@ class Call:
             "status": self.status,
             "caller": self.caller,
             "seconds": round(self.seconds, 6),
+            "message": self.message,
         }
 
 

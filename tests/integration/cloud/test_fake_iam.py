@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from atomic_gang_fakeaws.iam_eval import Context, Decision, UnknownOperatorError, evaluate
+from atomic_gang_fakeaws.iam_launch import created_tags
 
 
 def having(key: str, values: list[str] | None) -> Context:
@@ -118,3 +119,25 @@ def test_null_checks_presence() -> None:
 def test_an_operator_it_does_not_simulate_is_an_error_not_a_pass() -> None:
     with pytest.raises(UnknownOperatorError, match="NumericLessThan"):
         decide(allow({"NumericLessThan": {"aws:MultiFactorAuthAge": "3600"}}))
+
+
+def test_a_launch_creates_with_its_templates_tags_under_the_requests() -> None:
+    """What ``aws:RequestTag`` holds for each resource a launch creates: a fleet's volumes
+    and ENIs are tagged by its launch template, and the request's tags win per key."""
+    template = {
+        "TagSpecifications": [
+            {"ResourceType": "volume", "Tags": [{"Key": "a", "Value": "lt"}, {"Key": "b"}]}
+        ]
+    }
+    params = {
+        "TagSpecification.1.ResourceType": "volume",
+        "TagSpecification.1.Tag.1.Key": "a",
+        "TagSpecification.1.Tag.1.Value": "request",
+        "TagSpecification.2.ResourceType": "instance",
+        "TagSpecification.2.Tag.1.Key": "c",
+        "TagSpecification.2.Tag.1.Value": "x",
+    }
+    assert created_tags([template], params) == {
+        "volume": {"a": "request", "b": ""},
+        "instance": {"c": "x"},
+    }

@@ -94,11 +94,21 @@ def denied_calls(fake: FakeAws) -> list[dict[str, Any]]:
     return [c for c in fake.calls() if any(d in c["outcome"] for d in DENIED)]
 
 
+def cni_tags(instance_id: str, cluster: str = CLUSTER) -> dict[str, str]:
+    """The tags EKS's VPC CNI puts on each ENI it creates for a node."""
+    return {
+        "cluster.k8s.amazonaws.com/name": cluster,
+        "node.k8s.amazonaws.com/instance_id": instance_id,
+    }
+
+
 def attach_cni_eni(world: World, instance_id: str) -> str:
     """What the VPC CNI does on the node (straight into moto: no API call, no auth)."""
     ec2 = backend()
     subnet = ec2.get_subnet(world.subnets["us-east-1a"])
-    eni = ec2.create_network_interface(subnet, None, description=f"aws-K8S-{instance_id}")
+    eni = ec2.create_network_interface(
+        subnet, None, description=f"aws-K8S-{instance_id}", tags=cni_tags(instance_id)
+    )
     ec2.attach_network_interface(eni.id, instance_id, 1)
     return str(eni.id)
 
@@ -462,18 +472,25 @@ def test_launch_templates_change_only_when_our_cluster_owns_them(
 
 
 def test_what_moto_itself_enforces() -> None:
-    """Without the layer, moto's evaluator allows what the policy means to refuse: it skips
-    conditions it has no context for, ignores NotResource and authorises every EC2 call
-    against ``*``. The layer evaluates with iam_eval instead (test_fake_iam.py)."""
+    """Without the layer, moto's evaluator gets the policy wrong both ways: it authorises
+    every EC2 call against ``*`` only, so no ARN-scoped statement ever matches (every
+    launch and terminate would be denied), and it skips conditions it has no context for,
+    so a placement group or an ENI of another cluster passes. The layer evaluates with
+    iam_eval, resource by resource, instead (test_fake_iam.py, test_iam_statements.py)."""
     policy = IAMPolicy(POLICY.read_text())
-    theirs = "arn:aws:ec2:us-east-1:123456789012:placement-group/someone-elses"
+    assert policy.is_action_permitted("ec2:RunInstances", "*") == PermissionResult.NEUTRAL
+    assert policy.is_action_permitted("ec2:TerminateInstances", "*") == PermissionResult.NEUTRAL
+    theirs = "arn:aws:ec2:us-east-1:123456789012:placement-group/atomic-gang-other-cluster"
     assert policy.is_action_permitted("ec2:RunInstances", theirs) == PermissionResult.PERMITTED
+    stranger = "arn:aws:ec2:us-east-1:123456789012:network-interface/eni-0123456789abcdef0"
+    allowed = policy.is_action_permitted("ec2:DeleteNetworkInterface", stranger)
+    assert allowed == PermissionResult.PERMITTED
     assert policy.is_action_permitted("ec2:CreateTags", "*") == PermissionResult.PERMITTED
-    assert policy.is_action_permitted("ec2:TerminateInstances") == PermissionResult.PERMITTED
-    assert policy.is_action_permitted("ec2:DeleteNetworkInterface", "*") == PermissionResult.NEUTRAL
     assert policy.is_action_permitted("ec2:CreateVpc", "*") == PermissionResult.NEUTRAL
     (launch,) = [
-        st for st in json.loads(POLICY.read_text())["Statement"] if st["Sid"] == "LaunchGang"
+        st
+        for st in json.loads(POLICY.read_text())["Statement"]
+        if st["Sid"] == "LaunchTaggedInstances"
     ]
     assert launch["Condition"]["StringEquals"] == {
         "aws:RequestTag/atomic-gang.k8s.aws/managed": "true",

@@ -25,6 +25,14 @@ def gang(provider: Ec2Provider, make_spec: Spec) -> Launched:
     return result
 
 
+def cni_tags(instance_id: str, cluster: str = CLUSTER) -> dict[str, str]:
+    """The tags EKS's VPC CNI puts on each ENI it creates for a node."""
+    return {
+        "cluster.k8s.amazonaws.com/name": cluster,
+        "node.k8s.amazonaws.com/instance_id": instance_id,
+    }
+
+
 def attach(
     admin: dict[str, Any],
     world: World,
@@ -33,11 +41,23 @@ def attach(
     cni: bool,
     delete_on_termination: bool,
     device: int = 1,
+    tags: dict[str, str] | None = None,
 ) -> str:
+    """An ENI attached to the instance: the VPC CNI's (its description and tags), or
+    someone else's (untagged unless ``tags``)."""
     ec2 = admin["ec2"]
     description = f"aws-K8S-{instance_id}" if cni else "someone else's"
+    tags = cni_tags(instance_id) if cni and tags is None else tags or {}
+    specs = [
+        {
+            "ResourceType": "network-interface",
+            "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
+        }
+    ]
     eni = ec2.create_network_interface(
-        SubnetId=world.subnets["us-east-1a"], Description=description
+        SubnetId=world.subnets["us-east-1a"],
+        Description=description,
+        **({"TagSpecifications": specs} if tags else {}),
     )
     eni_id: str = eni["NetworkInterface"]["NetworkInterfaceId"]
     attachment = ec2.attach_network_interface(
@@ -58,19 +78,32 @@ def eni_state(admin: dict[str, Any], eni_id: str) -> str | None:
     return str(found[0]["Status"]) if found else None
 
 
-def test_release_deletes_detached_cni_enis_and_leaves_eni_with_dot_to_ec2(
+def test_release_deletes_only_the_enis_the_policy_lets_it_and_leaves_dot_to_ec2(
     provider: Ec2Provider, gang: Launched, admin: dict[str, Any], world: World
 ) -> None:
+    """The VPC CNI's ENIs for this cluster and ENIs carrying our tags are deleted once
+    detached; a stranger's (untagged, or the CNI's of another cluster) stays, as the
+    controller policy could not delete it anyway; one with DeleteOnTermination is EC2's."""
     first, second = gang.instance_ids
+    ours = {keys.MANAGED: "true", keys.CLUSTER: CLUSTER}
     cni = attach(admin, world, first, cni=True, delete_on_termination=False)
+    tagged = attach(
+        admin, world, first, cni=False, delete_on_termination=False, device=2, tags=ours
+    )
     plain = attach(admin, world, second, cni=False, delete_on_termination=False)
+    other = cni_tags(second, cluster="other-cluster")
+    theirs = attach(
+        admin, world, second, cni=True, delete_on_termination=False, device=3, tags=other
+    )
     dot = attach(admin, world, second, cni=False, delete_on_termination=True, device=2)
     result = provider.release(ReleaseRequest(instance_ids=gang.instance_ids))
     assert result.done
     assert sorted(result.terminated) == sorted(gang.instance_ids)
-    assert sorted(result.deleted_enis) == sorted([cni, plain])
+    assert sorted(result.deleted_enis) == sorted([cni, tagged])
     assert eni_state(admin, cni) is None
-    assert eni_state(admin, plain) is None
+    assert eni_state(admin, tagged) is None
+    assert eni_state(admin, plain) == "available"
+    assert eni_state(admin, theirs) == "available"
     assert eni_state(admin, dot) is None  # EC2 deleted it with the instance
     assert pool_instances("train") == []
 

@@ -117,6 +117,7 @@ class Ec2Provider:
         self._releaser = Releaser(
             clients=clients,
             caller=self._caller,
+            cluster=config.cluster,
             inventory=self._inv,
             sleeper=sleeper,
             monotonic=monotonic,
@@ -234,7 +235,7 @@ class Ec2Provider:
 
     def recover_enis(self) -> tuple[str, ...]:
         ended = [i.instance_id for i in self._inv.list_ended()]
-        return tuple(sorted(self._releaser.recover(ended, self.config.cluster)))
+        return tuple(sorted(self._releaser.recover(ended)))
 
     def forget_pool(self, pool: str) -> None:
         self._templates.delete_for_pool(cluster=self.config.cluster, pool=pool)

@@ -2,7 +2,10 @@
 
 1. Record secondary ENIs attached to the instances with DeleteOnTermination
    false, and VPC CNI ENIs found by their exact ``aws-K8S-<instance-id>``
-   description (this is how a retry recovers ENIs that already detached).
+   description (this is how a retry recovers ENIs that already detached); of
+   those, only the ones the controller policy lets us delete: tagged by our
+   launches (managed and this cluster) or by the VPC CNI for this cluster
+   (``cluster.k8s.amazonaws.com/name``). Anyone else's ENI is left alone.
 2. Delete any fleet (with its instances, even ones a malformed answer hid),
    then terminate the instances.
 3. Wait (injected sleeper) for the recorded ENIs to detach, then delete them.
@@ -16,6 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from atomic_gang import keys
+from atomic_gang_provisioner.cloud import naming
+from atomic_gang_provisioner.cloud.aws import parse
 from atomic_gang_provisioner.cloud.aws.batch import chunks
 from atomic_gang_provisioner.cloud.aws.calls import Caller
 from atomic_gang_provisioner.cloud.aws.inventory import FILTER_VALUES, Inventory
@@ -25,6 +30,14 @@ from atomic_gang_provisioner.cloud.retry import Sleeper
 from atomic_gang_provisioner.cloud.values import ReleaseRequest, ReleaseResult
 
 CNI_PREFIX = "aws-K8S-"
+CNI_CLUSTER_TAG = "cluster.k8s.amazonaws.com/name"  # the VPC CNI's tag on the ENIs it creates
+
+
+def deletable(eni: dict[str, Any], cluster: str) -> bool:
+    """An ENI the controller policy lets us delete (DeleteOurInterfaces, DeleteVpcCniInterfaces)."""
+    tags = parse.tags_of(eni.get("TagSet"))
+    ours = naming.cluster_tags(cluster=cluster)
+    return tags.get(CNI_CLUSTER_TAG) == cluster or all(tags.get(k) == v for k, v in ours.items())
 
 
 class Releaser:
@@ -33,6 +46,7 @@ class Releaser:
         *,
         clients: AwsClients,
         caller: Caller,
+        cluster: str,
         inventory: Inventory,
         sleeper: Sleeper,
         monotonic: Callable[[], float],
@@ -41,6 +55,7 @@ class Releaser:
     ) -> None:
         self._ec2 = clients.ec2
         self._caller = caller
+        self._cluster = cluster
         self._inv = inventory
         self._sleep = sleeper
         self._now = monotonic
@@ -56,28 +71,27 @@ class Releaser:
 
     def record(self, instance_ids: Sequence[str]) -> set[str]:
         """ENIs we must delete ourselves after termination."""
-        found: set[str] = set()
+        found: list[dict[str, Any]] = []
         for ids in chunks(sorted(set(instance_ids)), FILTER_VALUES):  # filter-value limit
             attached = self._enis([{"Name": "attachment.instance-id", "Values": ids}])
-            found |= {
-                e["NetworkInterfaceId"]
+            found += [
+                e
                 for e in attached
                 if e.get("Attachment", {}).get("DeviceIndex", 0) != 0
                 and not e.get("Attachment", {}).get("DeleteOnTermination", False)
-            }
+            ]
             described = [CNI_PREFIX + i for i in ids]
-            cni = self._enis([{"Name": "description", "Values": described}])
-            found |= {e["NetworkInterfaceId"] for e in cni}
-        return found
+            found += self._enis([{"Name": "description", "Values": described}])
+        return {e["NetworkInterfaceId"] for e in found if deletable(e, self._cluster)}
 
-    def recover(self, ended_ids: Sequence[str], cluster: str) -> set[str]:
+    def recover(self, ended_ids: Sequence[str]) -> set[str]:
         """What ``record`` finds for instances already ended, plus detached ENIs that
         carry our tags: only our launches tag ENIs, and they never detach one from a
         live instance, so such an ENI is a leftover."""
         tagged = self._enis(
             [
                 {"Name": f"tag:{keys.MANAGED}", "Values": ["true"]},
-                {"Name": f"tag:{keys.CLUSTER}", "Values": [cluster]},
+                {"Name": f"tag:{keys.CLUSTER}", "Values": [self._cluster]},
                 {"Name": "status", "Values": ["available"]},
             ]
         )
