@@ -43,6 +43,7 @@ import boto3
 from botocore.config import Config
 
 from atomic_gang import keys
+from atomic_gang.pool_access import namespaced_name
 from atomic_gang.resources import JOBS, PODS
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components.cloud import FakeAws, fakeaws_endpoint
@@ -86,12 +87,19 @@ class PhaseResult:
 
 
 class Phase:
-    """Replays ``trace`` in real time; ``submit`` creates one job's Kubernetes Job."""
+    """Replays ``trace`` in real time; ``submit`` creates one job's Kubernetes Job;
+    ``pool_of`` names the pool tag its instances carry (the job's name by default)."""
 
     def __init__(
-        self, ctx: Context, trace: Trace, namespace: str, submit: Callable[[TraceJob], Any]
+        self,
+        ctx: Context,
+        trace: Trace,
+        namespace: str,
+        submit: Callable[[TraceJob], Any],
+        pool_of: Callable[[str], str] = str,
     ):
         self.ctx, self.trace, self.ns, self.submit = ctx, trace, namespace, submit
+        self.job_of = {pool_of(j.name): j.name for j in trace.jobs}  # pool tag -> job
         self.kube = KubeClient.from_kubeconfig(ctx.admin_kubeconfig())
         self.fake = ControlClient(fakeaws_endpoint(ctx))
         self.ec2 = sys_stack.ec2(ctx)
@@ -127,9 +135,9 @@ class Phase:
             and not p["metadata"].get("deletionTimestamp")
         )
         uses = [
-            (self._use(run, n, running[pool]), n)
-            for pool, n in live.items()
-            if (run := self.runs.get(pool)) is not None
+            (self._use(run, n, running[name]), n)
+            for name, n in live.items()
+            if (run := self.runs.get(name)) is not None
         ]
         self.ledger.add(dt, uses)
         missing = [
@@ -157,6 +165,7 @@ class Phase:
             run.done = t
 
     def _live(self) -> dict[str, int]:
+        """Live instances by job (by pool tag where no job of the trace has it)."""
         out: Counter[str] = Counter()
         page = self.ec2.describe_instances(
             Filters=[
@@ -168,7 +177,8 @@ class Phase:
         for res in page["Reservations"]:
             for inst in res["Instances"]:
                 tags = {x["Key"]: x["Value"] for x in inst.get("Tags", [])}
-                out[tags.get(keys.POOL, "")] += 1
+                pool = tags.get(keys.POOL, "")
+                out[self.job_of.get(pool, pool)] += 1
         return dict(out)
 
 
@@ -188,14 +198,17 @@ def run_ours(
         spec["metadata"]["annotations"][keys.KEEP_WARM_TTL] = "0s"
         kube.create(JOBS, spec)
 
-    phase = Phase(ctx, trace, ns, submit)
+    def pool_of(name: str) -> str:
+        return namespaced_name(name, ns)  # the pool the job's label names
+
+    phase = Phase(ctx, trace, ns, submit, pool_of)
     before = len(phase.fake.calls("RunInstances"))
     span = phase.run(max_seconds)
     ours = [c for c in phase.fake.calls("RunInstances")[before:] if c["caller"] == "testing"]
     launches = Counter(
         "ok" if c["outcome"] == "ok" else c["outcome"].removeprefix("error:") for c in ours
     )
-    metric = billed_by_state(ctx, {j.name for j in trace.jobs})
+    metric = billed_by_state(ctx, {pool_of(j.name) for j in trace.jobs})
     if calls_out is not None:
         write_timeline(calls_out, phase, before)
     return PhaseResult(name, list(phase.runs.values()), phase.ledger, launches, span, metric)

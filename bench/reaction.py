@@ -27,6 +27,7 @@ from atomic_gang_devstack.components import default_components
 from atomic_gang_devstack.stack import Stack
 from atomic_gang_devstack.state import StackOptions
 from atomic_gang_provisioner.kube import Handlers, Informer
+from tests.e2e.names import gnp
 from tests.e2e.provisioner.conftest import job
 from tests.e2e.provisioner.harness import World
 from tests.support.resources import LOCAL_QUEUES, NAMESPACES, NODES, WORKLOADS
@@ -71,8 +72,9 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def run_gang(world: World, stamps: Stamps, namespace: str, count: int) -> tuple[float, float]:
-    pool = f"rx-{uuid.uuid4().hex[:6]}"
-    submitted = world.submit(job(pool, namespace, pool=pool, count=count, keep_warm_ttl="0s"))
+    label = f"rx-{uuid.uuid4().hex[:6]}"
+    pool = gnp(namespace, label)
+    submitted = world.submit(job(label, namespace, pool=label, count=count, keep_warm_ttl="0s"))
     p = world.wait_pool(pool, lambda q: q.status.phase == "Joining", what="Joining")
     wl = world.workload(submitted)
     assert wl is not None

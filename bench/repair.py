@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from atomic_gang import keys
+from atomic_gang.pool_access import namespaced_name
 from atomic_gang.resources import JOBS, NODES, PODS, POOLS
 from atomic_gang_devstack.component import Context
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint
@@ -95,19 +96,20 @@ class Bench:
     def run(self, phase: str, repair: str, regime: str, count: int) -> Failure:
         self.seq += 1
         ns = f"repair-{self.seq}"
-        pool = f"{phase}-{regime}-{count}"
+        label = f"{phase}-{regime}-{count}"  # the Job's name and pool label
         sys_stack.namespace(self.kube, ns)
         self.fake.set_capacity(ZONE, TYPE, count)
-        job = sample_job(pool, ns, pool=pool, count=count, runs_for="1h", keep_warm_ttl="0s")
+        job = sample_job(label, ns, pool=label, count=count, runs_for="1h", keep_warm_ttl="0s")
         job["metadata"]["annotations"][keys.REPAIR] = repair
         job["spec"]["backoffLimit"] = 100
         self.kube.create(JOBS, job)
-        self._until(lambda: self._running(ns) == count, 300, f"{pool}: {count} pods Running")
+        self._until(lambda: self._running(ns) == count, 300, f"{label}: {count} pods Running")
         time.sleep(self.args.settle)  # the gang trains a while before a node breaks
-        return self._break(ns, pool, count, phase, regime)
+        return self._break(ns, label, count, phase, regime)
 
-    def _break(self, ns: str, pool: str, count: int, phase: str, regime: str) -> Failure:
+    def _break(self, ns: str, label: str, count: int, phase: str, regime: str) -> Failure:
         out = Failure(phase=phase, regime=regime, count=count)
+        pool = namespaced_name(label, ns)
         launched_at = self._launch_times(pool)
         victim = sorted(launched_at)[0]
         before_calls = len(self.fake.calls())
@@ -137,7 +139,7 @@ class Bench:
         ready = self._ready_times(pool, fresh)
         if fresh and len(ready) == len(fresh):
             out.join = max(ready.values()) - min(fresh.values())
-        self._clean(ns, pool)
+        self._clean(ns, label, pool)
         return out
 
     @contextmanager
@@ -200,9 +202,9 @@ class Bench:
                 out[iid] = at.timestamp()
         return out
 
-    def _clean(self, ns: str, pool: str) -> None:
+    def _clean(self, ns: str, job: str, pool: str) -> None:
         with contextlib.suppress(NotFoundError):
-            self.kube.delete(JOBS, pool, namespace=ns, propagation="Background")
+            self.kube.delete(JOBS, job, namespace=ns, propagation="Background")
 
         def released() -> bool:
             try:

@@ -162,7 +162,8 @@ def kube(local_stack: LocalStack) -> Kube:
 
 
 def _namespace_name(test_name: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")[:40].rstrip("-")
+    # Short enough that a pool's name, ``<namespace>.<label>``, stays within 63 characters.
+    slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")[:24].rstrip("-")
     return f"e2e-{slug}-{uuid.uuid4().hex[:6]}"
 
 

@@ -67,6 +67,7 @@ def pool(
     deleting: bool = False,
     generation: int = 1,
     repair: Literal["auto", "never"] | None = None,
+    owner: str | None = "default",
     **status: Any,
 ) -> GangNodePool:
     meta: dict[str, Any] = {
@@ -79,7 +80,9 @@ def pool(
         meta["deletionTimestamp"] = "2026-11-29T12:00:00Z"
     return GangNodePool(
         metadata=meta,
-        spec=GangNodePoolSpec(shape=SHAPE, keepWarmTTL=keep_warm, claim=claim, repair=repair),
+        spec=GangNodePoolSpec(
+            shape=SHAPE, ownerNamespace=owner, keepWarmTTL=keep_warm, claim=claim, repair=repair
+        ),
         status=GangNodePoolStatus.model_validate(status),
     )
 

@@ -2,8 +2,8 @@
 the one reason a gang Job, JobSet or TrainJob waits.
 
 ``gather`` reads the object, its Workload (by owner), our AdmissionCheck (the
-one of the Workload's checks whose controllerName is ours), its pool (the pool label)
-and the Events of all three; ``timeline`` and ``render`` are pure. Exit 0 once
+one of the Workload's checks whose controllerName is ours), its pool (``_pool``) and
+the Events of the object and its Workload; ``timeline`` and ``render`` are pure. Exit 0 once
 explained (waiting or not), 1 for no such object, 2 for an unreadable cluster.
 """
 
@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from atomic_gang import keys
-from atomic_gang_cli.kube import CLUSTER_EVENTS_NAMESPACE, Reader
+from atomic_gang.pool_access import namespaced_name
+from atomic_gang_cli.kube import Reader
 from atomic_gang_cli.why import Obj, Seen, check_state, conditions, kind_of, verdict
 
 # Conditions worth a line: when they turned True (or, for QuotaReserved, False too).
@@ -50,12 +51,12 @@ def gather(
         None,
     )
     check_name, check = _our_check(reader, workload, controller_name)
-    pool_name = ((job.get("metadata") or {}).get("labels") or {}).get(keys.POOL)
-    pool = reader.pool(pool_name) if pool_name else None
+    label = ((job.get("metadata") or {}).get("labels") or {}).get(keys.POOL)
+    pool = _pool(reader, str(label), namespace) if label else None
+    # The pool's Events reach the claimant's own objects (its Workload and Job); the
+    # pool's own copies are in the controller's namespace, for its operators.
     names = {name, *([_name(workload)] if workload else [])}
     events = reader.events(namespace, names=names)
-    if pool_name:
-        events += reader.events(CLUSTER_EVENTS_NAMESPACE, names={pool_name})
     return Seen(
         owner=job,
         workload=workload,
@@ -65,6 +66,21 @@ def gather(
         events=tuple(events),
         denied=tuple(reader.denied),
     )
+
+
+def _pool(reader: Reader, label: str, namespace: str) -> Obj | None:
+    """The pool the label names in ``namespace``: its own ``<namespace>.<label>``, else
+    the bare-named pool (a name the admin lists, or one from an older release) when it
+    is this namespace's or holds its claim; never another namespace's."""
+    own = reader.pool(namespaced_name(label, namespace))
+    if own is not None:
+        return own
+    bare = reader.pool(label)
+    spec = (bare or {}).get("spec") or {}
+    ours = spec.get("ownerNamespace") == namespace or (
+        (spec.get("claim") or {}).get("namespace") == namespace
+    )
+    return bare if ours else None
 
 
 def _name(obj: Obj | None) -> str:

@@ -20,8 +20,6 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 # The gang objects read as custom objects, by kind.
 CUSTOM = {res.kind: res for res in CUSTOM_OWNERS}
-# Where the provisioner records Events of a cluster-scoped GangNodePool.
-CLUSTER_EVENTS_NAMESPACE = "default"
 
 
 def _coordinates(res: Resource) -> tuple[str, str, str]:

@@ -15,6 +15,7 @@ import pytest
 from atomic_gang_devstack.components.simulated import nodesim_url
 from atomic_gang_nodesim.control import NodeSimClient
 from tests.e2e.cluster.conftest import CONTROLLER_SELECTOR, NAMESPACE, Cluster
+from tests.e2e.names import gnp
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import CONTROLLER_KEY, sample_job
 from tests.support.wait import wait_for
@@ -50,8 +51,9 @@ def _live(cluster: Cluster, pool: str) -> list[str]:
 def test_sample_job_runs_end_to_end_with_the_in_cluster_controller(
     cluster: Cluster, namespace: str
 ) -> None:
-    pool = unique("incluster")
-    spec = sample_job("allreduce-pretrain", namespace, pool=pool, keep_warm_ttl="3s")
+    label = unique("incluster")
+    pool = gnp(namespace, label)
+    spec = sample_job("allreduce-pretrain", namespace, pool=label, keep_warm_ttl="3s")
     job = cluster.world.submit(spec)
 
     def admitted() -> dict[str, Any] | None:
@@ -84,8 +86,9 @@ def test_leader_pod_deleted_mid_acquisition_standby_finishes(
     sim = NodeSimClient(nodesim_url(cluster.ctx))
     sim.set_boot_delay(8.0)  # the deletion lands while the set is joining
     try:
-        pool = unique("failover")
-        cluster.world.submit(sample_job("failover", namespace, pool=pool, keep_warm_ttl="2s"))
+        label = unique("failover")
+        pool = gnp(namespace, label)
+        cluster.world.submit(sample_job("failover", namespace, pool=label, keep_warm_ttl="2s"))
         cluster.world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
         cluster.kube.run("delete", "pod", leader, "-n", NAMESPACE, "--wait=false")
         standby = wait_for(

@@ -14,6 +14,7 @@ import pytest
 
 from atomic_gang_devstack.demo import __main__ as demo
 from atomic_gang_devstack.demo.samples import JOB, JOBSET, TRAINJOB, Sample
+from tests.e2e.names import gnp
 
 pytestmark = pytest.mark.e2e
 
@@ -62,8 +63,9 @@ def test_the_jobset_story_runs_the_workers_on_the_gang_and_the_driver_off_it(
     (driver,) = [s for s in said if re.fullmatch(r"pod allreduce-jobset-driver-.* → .*", s)]
     assert driver.endswith("→ kwok-node-0 (driver, an ordinary node)"), driver
     assert "JobSet completed" in said
-    assert any(s.startswith("pool jobset-p4d: Satisfied → KeepWarm until ") for s in said)
-    assert "pool jobset-p4d: Released: Terminated 4 instance(s); nothing left billing" in said
+    pool = gnp(JOBSET.namespace, "jobset-p4d")
+    assert any(s.startswith(f"pool {pool}: Satisfied → KeepWarm until ") for s in said)
+    assert f"pool {pool}: Released: Terminated 4 instance(s); nothing left billing" in said
     calls = _calls(lines, "JobSet")
     assert "RunInstances 1," in calls
     assert "TerminateInstances 1" in calls
@@ -103,8 +105,9 @@ def test_the_trainjob_story_runs_the_trainers_on_the_gang_and_the_initializer_of
     first_trainer = min(_stamp(lines, s) for s in trainers)
     assert _stamp(lines, f"pod {init_pod} Succeeded") <= first_trainer
     assert "TrainJob complete" in said
-    assert any(s.startswith("pool trainjob-p4d: Satisfied → KeepWarm until ") for s in said)
-    assert "pool trainjob-p4d: Released: Terminated 4 instance(s); nothing left billing" in said
+    pool = gnp(TRAINJOB.namespace, "trainjob-p4d")
+    assert any(s.startswith(f"pool {pool}: Satisfied → KeepWarm until ") for s in said)
+    assert f"pool {pool}: Released: Terminated 4 instance(s); nothing left billing" in said
     calls = _calls(lines, "TrainJob")
     assert "RunInstances 1," in calls
     assert "TerminateInstances 1" in calls

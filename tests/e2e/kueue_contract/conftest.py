@@ -62,7 +62,8 @@ def kueue(
 @pytest.fixture
 def namespace(kueue: System, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace with the LocalQueue ``atomic-gang-queue``."""
-    slug = re.sub(r"[^a-z0-9]+", "-", request.node.originalname.lower()).strip("-")[:36]
+    # Short enough that a pool's name, ``<namespace>.<label>``, stays within 63 characters.
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.originalname.lower()).strip("-")[:24]
     name = f"kc-{slug.rstrip('-')}-{uuid.uuid4().hex[:6]}"
     queued_namespace(kueue.kubectl, name)
     yield name

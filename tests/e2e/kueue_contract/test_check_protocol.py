@@ -21,6 +21,7 @@ from tests.e2e.kueue_contract.harness import (
     check_writes,
     workload_of,
 )
+from tests.e2e.names import gnp
 from tests.e2e.system.harness import System, condition, sample_job
 from tests.e2e.system.test_operator_view import explain
 from tests.support.wait import wait_for
@@ -69,8 +70,9 @@ def test_our_admission_check_is_active_and_so_is_the_cluster_queue(kueue: System
 def test_pending_then_ready_with_pod_set_updates_that_pin_the_pods(
     kueue: System, namespace: str, log: WorkloadLog
 ) -> None:
-    pool = unique("kc-ready")
-    job = kueue.world.submit(sample_job("gang", namespace, pool=pool, count=2, runs_for="2s"))
+    label = unique("kc-ready")
+    pool = gnp(namespace, label)
+    job = kueue.world.submit(sample_job("gang", namespace, pool=label, count=2, runs_for="2s"))
     ready = kueue.world.wait_check(job, "Ready", timeout=90)
 
     (update,) = ready["podSetUpdates"]
@@ -95,12 +97,12 @@ def test_pending_then_ready_with_pod_set_updates_that_pin_the_pods(
 def test_a_shortfall_turns_into_retry_kueue_requeues_and_our_check_is_pending_again(
     kueue: System, namespace: str, log: WorkloadLog
 ) -> None:
-    pool = unique("kc-retry")
+    label = unique("kc-retry")
     zone = "us-east-1c"
     kueue.fake.set_capacity(zone, "p4d.24xlarge", 0)
     writes_before = check_writes(kueue)
     job = kueue.world.submit(
-        sample_job("retry", namespace, pool=pool, count=2, availability_zones=zone)
+        sample_job("retry", namespace, pool=label, count=2, availability_zones=zone)
     )
     name = _workload_name(kueue, job)
 
@@ -152,8 +154,9 @@ def test_a_shortfall_turns_into_retry_kueue_requeues_and_our_check_is_pending_ag
 def test_kueue_evicts_a_gang_whose_pods_never_become_ready_and_the_claim_is_released(
     kueue: System, namespace: str, log: WorkloadLog
 ) -> None:
-    pool = unique("kc-podsready")
-    body = sample_job("stuck", namespace, pool=pool, count=2, runs_for="60s")
+    label = unique("kc-podsready")
+    pool = gnp(namespace, label)
+    body = sample_job("stuck", namespace, pool=label, count=2, runs_for="60s")
     # No node carries this label: once admitted, the pods stay Pending (unschedulable).
     body["spec"]["template"]["spec"]["nodeSelector"] = {"e2e.atomic-gang/never": "true"}
     job = kueue.world.submit(body)
@@ -182,9 +185,10 @@ def test_kueue_evicts_a_gang_whose_pods_never_become_ready_and_the_claim_is_rele
 
 
 def test_a_second_job_reuses_the_warm_set_without_a_launch(kueue: System, namespace: str) -> None:
-    pool = unique("kc-warm")
+    label = unique("kc-warm")
+    pool = gnp(namespace, label)
     first = kueue.world.submit(
-        sample_job("first", namespace, pool=pool, count=2, runs_for="1s", keep_warm_ttl="2m")
+        sample_job("first", namespace, pool=label, count=2, runs_for="1s", keep_warm_ttl="2m")
     )
     wait_for(lambda: kueue.complete(first), timeout=90, what="the first Job complete")
     kueue.world.wait_pool(pool, lambda p: p.status.phase == "KeepWarm", what="KeepWarm")
@@ -192,7 +196,7 @@ def test_a_second_job_reuses_the_warm_set_without_a_launch(kueue: System, namesp
     assert launches == 1
 
     second = kueue.world.submit(
-        sample_job("second", namespace, pool=pool, count=2, runs_for="1s", keep_warm_ttl="2m")
+        sample_job("second", namespace, pool=label, count=2, runs_for="1s", keep_warm_ttl="2m")
     )
     ready = kueue.world.wait_check(second, "Ready", timeout=60)
     assert "pods are pinned" in ready["message"]

@@ -20,6 +20,7 @@ from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_provisioner.kube import NotFoundError
 from tests.e2e.kueue_contract.conftest import unique
 from tests.e2e.kueue_contract.harness import WorkloadLog, webhook_off, workload_of
+from tests.e2e.names import gnp
 from tests.e2e.system.harness import (
     System,
     assert_pool_released,
@@ -47,8 +48,9 @@ def gang_jobset(
     **ann: str,
 ) -> dict[str, Any]:
     """The sample JobSet (``hack/demo``): a ``driver`` of one CPU pod and ``workers`` of
-    2 × 2 GPU pods, renamed, with annotations overridden and pods that run ``runs_for``
-    on kwok. ``spread_all``: one pod per node over every role, not only the workers."""
+    2 × 2 GPU pods, renamed, with pool label ``pool``, annotations overridden and pods that
+    run ``runs_for`` on kwok. ``spread_all``: one pod per node over every role, not only
+    the workers."""
     js: dict[str, Any] = yaml.safe_load(SAMPLE_JOBSET.read_text())
     meta = js["metadata"]
     meta.update(name=name, namespace=namespace)
@@ -167,8 +169,9 @@ def launches(system: System, pool: str) -> list[tuple[str, str]]:
 def test_the_workers_get_their_nodes_atomically_and_the_driver_stays_off_them(
     kueue: System, namespace: str
 ) -> None:
-    pool = unique("kc-js")
-    js = submit(kueue, gang_jobset("allreduce", namespace, pool=pool))
+    label = unique("kc-js")
+    pool = gnp(namespace, label)
+    js = submit(kueue, gang_jobset("allreduce", namespace, pool=label))
     wl = admitted_workload(kueue, js)
     nodes = kueue.gang_nodes(pool)
     ready = [_at(condition(n, "Ready")) for n in nodes.values() if condition(n, "Ready")]
@@ -194,10 +197,11 @@ def test_the_workers_get_their_nodes_atomically_and_the_driver_stays_off_them(
 
 
 def test_without_gang_roles_every_pod_gets_a_gang_node(kueue: System, namespace: str) -> None:
-    pool = unique("kc-js-all")
+    label = unique("kc-js-all")
+    pool = gnp(namespace, label)
     js = submit(
         kueue,
-        gang_jobset("all-roles", namespace, pool=pool, count=5, gang_roles=None, spread_all=True),
+        gang_jobset("all-roles", namespace, pool=label, count=5, gang_roles=None, spread_all=True),
     )
     admitted_workload(kueue, js)
     check = kueue.world.check(js)
@@ -214,8 +218,9 @@ def test_without_gang_roles_every_pod_gets_a_gang_node(kueue: System, namespace:
 def test_a_count_that_differs_from_the_gang_is_denied_and_without_the_webhook_rejected(
     kueue: System, namespace: str, log: WorkloadLog
 ) -> None:
-    pool = unique("kc-js-count")
-    bad = gang_jobset("miscounted", namespace, pool=pool, count=3)
+    label = unique("kc-js-count")
+    pool = gnp(namespace, label)
+    bad = gang_jobset("miscounted", namespace, pool=label, count=3)
     done = kueue.kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(bad), check=False)
     assert done.returncode != 0
     assert "CountMismatch" in done.stderr
@@ -243,11 +248,12 @@ def test_a_count_that_differs_from_the_gang_is_denied_and_without_the_webhook_re
 def test_a_shortfall_holds_nothing_turns_into_retry_and_is_admitted_when_capacity_returns(
     kueue: System, namespace: str, log: WorkloadLog
 ) -> None:
-    pool = unique("kc-js-short")
+    label = unique("kc-js-short")
+    pool = gnp(namespace, label)
     zone = "us-east-1c"
     kueue.fake.set_capacity(zone, "p4d.24xlarge", 3)  # a 4-gang does not fit
     try:
-        js = submit(kueue, gang_jobset("short", namespace, pool=pool, availability_zones=zone))
+        js = submit(kueue, gang_jobset("short", namespace, pool=label, availability_zones=zone))
         uid = js["metadata"]["uid"]
         wl = wait_for(lambda: workload_of(kueue, namespace, uid), timeout=30, what="Workload")
         name = wl["metadata"]["name"]
@@ -272,8 +278,9 @@ def test_a_shortfall_holds_nothing_turns_into_retry_and_is_admitted_when_capacit
 def test_a_lost_gang_node_is_replaced_in_place_and_the_restarted_jobset_completes(
     kueue: System, namespace: str
 ) -> None:
-    pool = unique("kc-js-lost")
-    spec = gang_jobset("lost", namespace, pool=pool, runs_for="25s")
+    label = unique("kc-js-lost")
+    pool = gnp(namespace, label)
+    spec = gang_jobset("lost", namespace, pool=label, runs_for="25s")
     spec["spec"]["failurePolicy"] = {"maxRestarts": 2}  # the JobSet restarts its own pods
     js = submit(kueue, spec)
     wl = admitted_workload(kueue, js)
@@ -318,8 +325,9 @@ def test_a_worker_that_fails_once_restarts_on_the_same_nodes_with_no_ec2_call(
     """A pod failure is not a node failure: a worker exits 1 on a healthy node, the
     JobSet's failurePolicy restarts it, and its new pods land on the same gang nodes;
     no launch, no termination, no repair."""
-    pool = unique("kc-js-podfail")
-    spec = gang_jobset("podfail", namespace, pool=pool, runs_for="15s")
+    label = unique("kc-js-podfail")
+    pool = gnp(namespace, label)
+    spec = gang_jobset("podfail", namespace, pool=label, runs_for="15s")
     spec["spec"]["failurePolicy"] = {"maxRestarts": 2}
     js = submit(kueue, spec)
     admitted_workload(kueue, js)

@@ -21,6 +21,7 @@ from atomic_gang_devstack.bins import REPO_ROOT
 from atomic_gang_provisioner.kube import NotFoundError
 from tests.e2e.kueue_contract.conftest import unique
 from tests.e2e.kueue_contract.harness import WorkloadLog, webhook_off, workload_of
+from tests.e2e.names import gnp
 from tests.e2e.system.harness import System, assert_pool_released, condition
 from tests.support.resources import EVENTS, JOBSETS, PODS, TRAINJOBS
 from tests.support.wait import wait_for
@@ -43,8 +44,8 @@ def gang_trainjob(
     count: int = 4,
     runs_for: str = "3s",
 ) -> dict[str, Any]:
-    """A TrainJob on ``runtime`` with the sample Job's gang keys (renamed pool, count,
-    a 3 s keep-warm), trainer nodes asking for 8 GPUs each, and a runtime patch of the
+    """A TrainJob on ``runtime`` with the sample Job's gang keys (pool label ``pool``,
+    count, a 3 s keep-warm), trainer nodes asking for 8 GPUs each, and a runtime patch of the
     test's own that makes kwok complete every pod ``runs_for`` after it runs."""
     sample = yaml.safe_load(SAMPLE_JOB.read_text())["metadata"]
     annotations = {**sample["annotations"], keys.COUNT: str(count), keys.KEEP_WARM_TTL: "3s"}
@@ -163,8 +164,9 @@ def admitted(system: System, tj: dict[str, Any]) -> dict[str, Any]:
 def test_a_trainjob_gets_its_trainer_nodes_atomically_and_one_pod_on_each(
     kueue: System, namespace: str
 ) -> None:
-    pool = unique("kc-tj")
-    tj = submit(kueue, gang_trainjob("llama", namespace, pool=pool))
+    label = unique("kc-tj")
+    pool = gnp(namespace, label)
+    tj = submit(kueue, gang_trainjob("llama", namespace, pool=label))
     wl = admitted(kueue, tj)
     assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("node", 4)]
     nodes = kueue.gang_nodes(pool)
@@ -188,8 +190,9 @@ def test_a_trainjob_gets_its_trainer_nodes_atomically_and_one_pod_on_each(
 def test_a_count_that_differs_from_num_nodes_is_denied_and_without_the_webhook_rejected(
     kueue: System, namespace: str, log: WorkloadLog
 ) -> None:
-    pool = unique("kc-tj-count")
-    bad = gang_trainjob("miscounted", namespace, pool=pool, count=3)
+    label = unique("kc-tj-count")
+    pool = gnp(namespace, label)
+    bad = gang_trainjob("miscounted", namespace, pool=label, count=3)
     done = kueue.kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump(bad), check=False)
     assert done.returncode != 0
     assert "CountMismatch" in done.stderr
@@ -214,10 +217,13 @@ def test_a_count_that_differs_from_num_nodes_is_denied_and_without_the_webhook_r
 
 
 def test_an_initializer_stays_off_the_gang_nodes(kueue: System, namespace: str) -> None:
-    pool = unique("kc-tj-init")
+    label = unique("kc-tj-init")
+    pool = gnp(namespace, label)
     tj = submit(
         kueue,
-        gang_trainjob("with-init", namespace, pool=pool, runtime=tm.TORCH_WITH_INITIALIZER_RUNTIME),
+        gang_trainjob(
+            "with-init", namespace, pool=label, runtime=tm.TORCH_WITH_INITIALIZER_RUNTIME
+        ),
     )
     wl = admitted(kueue, tj)
     counts = {p["name"]: p["count"] for p in wl["spec"]["podSets"]}
@@ -266,10 +272,11 @@ def restarting_runtime(system: System) -> str:
 def test_a_trainjob_that_loses_a_node_is_repaired_in_place_and_completes(
     kueue: System, namespace: str
 ) -> None:
-    pool = unique("kc-tj-lost")
+    label = unique("kc-tj-lost")
+    pool = gnp(namespace, label)
     runtime = restarting_runtime(kueue)
     try:
-        spec = gang_trainjob("lost", namespace, pool=pool, runtime=runtime, runs_for="25s")
+        spec = gang_trainjob("lost", namespace, pool=label, runtime=runtime, runs_for="25s")
         (patch,) = spec["spec"]["runtimePatches"]
         jobs = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
         jobs[:] = [j for j in jobs if j["name"] == tm.TRAINER_ROLE]  # torch's roles only

@@ -18,6 +18,7 @@ from atomic_gang_devstack.bins import Bins
 from atomic_gang_provisioner.kube import Resource
 from tests.e2e.kueue_contract.conftest import unique
 from tests.e2e.kueue_contract.harness import Seen, WorkloadLog, webhook_off, workload_of
+from tests.e2e.names import gnp
 from tests.e2e.system.harness import System, sample_job
 from tests.support.wait import wait_for
 
@@ -175,7 +176,8 @@ def test_an_elastic_gang_job_is_denied_by_the_webhook(kueue: System, namespace: 
 def test_with_the_webhook_off_the_provisioner_rejects_an_elastic_gang(
     kueue: System, namespace: str, log: WorkloadLog
 ) -> None:
-    job = sample_job("elastic", namespace, pool=unique("kc-elastic"), count=2)
+    label = unique("kc-elastic")
+    job = sample_job("elastic", namespace, pool=label, count=2)
     job["metadata"]["annotations"][keys.ELASTIC_JOB] = "true"
     with webhook_off(kueue):
         submitted = kueue.world.submit(job)
@@ -184,5 +186,5 @@ def test_with_the_webhook_off_the_provisioner_rejects_an_elastic_gang(
     versions = rejected_then_deactivated(log, wl["metadata"]["name"])
     message = assert_rejected_in_one_reconcile(versions, "elastic")
     assert "[ElasticGang]" in message or "cannot follow a Job that grows" in message
-    assert kueue.world.pool(job["metadata"]["labels"][keys.POOL]) is None  # nothing launched
+    assert kueue.world.pool(gnp(namespace, label)) is None  # nothing launched
     assert_quota_freed(kueue, namespace, log)

@@ -154,6 +154,12 @@ class World:
         path.write_text(yaml.safe_dump(data))
         return Replicas(self.ctx, path, lease, tmp)
 
+    @property
+    def pool_events_namespace(self) -> str:
+        """Where the replicas write Events about pools (cluster-scoped): their own
+        namespace, which ``provisioner_env`` sets to the stack's."""
+        return self.ctx.options.namespace
+
     # -- kube ------------------------------------------------------------------
     def submit(self, job: dict[str, Any]) -> dict[str, Any]:
         created: dict[str, Any] = self.kube.create(JOBS, job)

@@ -16,6 +16,7 @@ import pytest
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.timestamps import rfc3339
 from tests.e2e.kube import Kube
+from tests.e2e.names import gnp
 from tests.e2e.provisioner.conftest import FIGURES, job, unique
 from tests.e2e.provisioner.harness import Replicas, World, iter_pods
 from tests.e2e.provisioner.test_lifecycle import events_on, wait_event
@@ -113,10 +114,11 @@ def completes(world: World, submitted: dict[str, Any], namespace: str) -> None:
 def test_1_a_gang_waits_for_its_block_and_launches_the_second_it_starts(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool, start = unique("cb-start"), now() + timedelta(seconds=60)
+    label, start = unique("cb-start"), now() + timedelta(seconds=60)
+    pool = gnp(namespace, label)
     cr = reserve(world, kind="capacity-block", start_date=start, end_date=start + EC2_LEAD * 2)
     submitted = world.submit(
-        job("cb-start", namespace, pool=pool, count=2, capacity_reservation_id=cr)
+        job("cb-start", namespace, pool=label, count=2, capacity_reservation_id=cr)
     )
     check = message_has(world, submitted, f"Capacity Block {cr} starts at {rfc3339(start)} (in ")
     assert check["state"] == "Pending"
@@ -141,10 +143,11 @@ def test_1_a_gang_waits_for_its_block_and_launches_the_second_it_starts(
 def test_4_a_reservation_of_another_type_is_rejected_without_a_launch(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("cb-mismatch")
+    label = unique("cb-mismatch")
+    pool = gnp(namespace, label)
     cr = reserve(world, instance_type="p5.48xlarge")
     submitted = world.submit(
-        job("cb-mismatch", namespace, pool=pool, count=2, capacity_reservation_id=cr)
+        job("cb-mismatch", namespace, pool=label, count=2, capacity_reservation_id=cr)
     )
     rejected = world.wait_check(submitted, "Rejected", timeout=60)
     assert f"{cr} reserves instance type p5.48xlarge; the gang uses {TYPE}" in rejected["message"]
@@ -154,7 +157,8 @@ def test_4_a_reservation_of_another_type_is_rejected_without_a_launch(
 def test_3_an_odcr_with_3_of_4_available_waits_for_the_fourth(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool, cr = unique("cb-odcr"), rid()
+    label, cr = unique("cb-odcr"), rid()
+    pool = gnp(namespace, label)
     world.fake.add_reservation(cr, zone=ZONE, instance_type=TYPE, count=4)
     subnet = world.ec2.describe_subnets(Filters=[{"Name": "availability-zone", "Values": [ZONE]}])
     taken = world.ec2.run_instances(
@@ -169,7 +173,7 @@ def test_3_an_odcr_with_3_of_4_available_waits_for_the_fourth(
         },
     )["Instances"][0]["InstanceId"]
     submitted = world.submit(
-        job("cb-odcr", namespace, pool=pool, count=4, capacity_reservation_id=cr)
+        job("cb-odcr", namespace, pool=label, count=4, capacity_reservation_id=cr)
     )
     check = message_has(world, submitted, f"{cr}: 3/4 available")
     assert check["state"] == "Pending"
@@ -185,7 +189,8 @@ def test_3_an_odcr_with_3_of_4_available_waits_for_the_fourth(
 def test_2_a_block_ending_drains_the_job_which_finishes_in_the_next_block(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("cb-drain")
+    label = unique("cb-drain")
+    pool = gnp(namespace, label)
     first = block_ending_in(world, 30)
     second = block_ending_in(world, 600)
     listed = f"{first},{second}"
@@ -193,7 +198,7 @@ def test_2_a_block_ending_drains_the_job_which_finishes_in_the_next_block(
         job(
             "cb-drain",
             namespace,
-            pool=pool,
+            pool=label,
             count=2,
             runs_for="40s",
             capacity_reservation_id=listed,
@@ -237,13 +242,14 @@ def test_2_a_block_ending_drains_the_job_which_finishes_in_the_next_block(
 def test_5_min_runtime_longer_than_the_block_starts_in_the_next_one(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("cb-minrt")
+    label = unique("cb-minrt")
+    pool = gnp(namespace, label)
     short, longer = block_ending_in(world, 60), block_ending_in(world, 900)
     submitted = world.submit(
         job(
             "cb-minrt",
             namespace,
-            pool=pool,
+            pool=label,
             count=2,
             capacity_reservation_id=f"{short},{longer}",
             min_runtime="5m",
@@ -258,9 +264,10 @@ def test_5_min_runtime_longer_than_the_block_starts_in_the_next_one(
 def test_6_fleet_mode_launches_into_a_block_with_one_create_fleet(
     world: World, replica: Replicas, namespace: str, kube: Kube
 ) -> None:
-    pool, cr = unique("cb-fleet"), block_ending_in(world, 900)
+    label, cr = unique("cb-fleet"), block_ending_in(world, 900)
+    pool = gnp(namespace, label)
     submitted = world.submit(
-        job("cb-fleet", namespace, pool=pool, count=2, mode="fleet", capacity_reservation_id=cr)
+        job("cb-fleet", namespace, pool=label, count=2, mode="fleet", capacity_reservation_id=cr)
     )
     p = joined(world, pool, "fleet launched into the block")
     fleets = [c for c in world.fake.calls("CreateFleet") if pool in str(c)]
@@ -288,10 +295,13 @@ def test_7_a_gang_in_a_block_is_repaired_inside_it(
 ) -> None:
     """An instance of a block gang lost: the replacement goes into the same block (the
     room its termination freed), one RunInstances of 1; the check stays Ready."""
-    pool = unique("cb-repair")
+    label = unique("cb-repair")
+    pool = gnp(namespace, label)
     cr = block_ending_in(world, 600)  # room for 2
     submitted = world.submit(
-        job("cb-repair", namespace, pool=pool, count=2, runs_for="120s", capacity_reservation_id=cr)
+        job(
+            "cb-repair", namespace, pool=label, count=2, runs_for="120s", capacity_reservation_id=cr
+        )
     )
     p = joined(world, pool, "launched into the block")
     assert p.status.reservationId == cr

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from tests.e2e.names import gnp
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import World
 from tests.support.wait import wait_for
@@ -26,8 +27,9 @@ def test_crash_after_launch_adopts_instead_of_launching_again(
             timeout=30,
             what="crashy leading",
         )
-        pool = unique("crash")
-        world.submit(job("crash", namespace, pool=pool))
+        label = unique("crash")
+        pool = gnp(namespace, label)
+        world.submit(job("crash", namespace, pool=label))
         wait_for(lambda: reps.exited("crashy") is not None, timeout=60, what="the crash")
         assert reps.exited("crashy") == 137
         launched = world.live(pool)
@@ -62,8 +64,9 @@ def test_leader_failover_mid_acquisition_launches_once(
         )
         reps.start("standby")
         wait_for(lambda: reps.ready("standby"), timeout=30, what="the standby campaigning")
-        pool = unique("failover")
-        submitted = world.submit(job("failover", namespace, pool=pool))
+        label = unique("failover")
+        pool = gnp(namespace, label)
+        submitted = world.submit(job("failover", namespace, pool=label))
         wait_for(lambda: reps.exited("leader") is not None, timeout=60, what="the leader dying")
         died = time.monotonic()
         reps.forget("leader")
@@ -112,8 +115,9 @@ def test_killed_leader_is_replaced_within_the_lease(
             what="two taking over",
         )
         assert time.monotonic() - killed <= 3 + 1.5
-        pool = unique("after")
-        submitted = world.submit(job("after", namespace, pool=pool))
+        label = unique("after")
+        pool = gnp(namespace, label)
+        submitted = world.submit(job("after", namespace, pool=label))
         p = world.wait_pool(pool, lambda q: q.status.phase == "Joining", what="Joining")
         world.register_nodes(p)
         world.wait_check(submitted, "Ready")

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from atomic_gang.resources import EVENTS
+from tests.e2e.names import gnp
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import Replicas, World, iter_pods
 from tests.support.wait import wait_for
@@ -63,13 +64,14 @@ def _wait_event(
 def test_shortfall_holds_at_zero_cost_until_capacity(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("short")
+    label = unique("short")
+    pool = gnp(namespace, label)
     world.fake.set_capacity("us-east-1b", "p5.48xlarge", 3)  # a 4-gang cannot fit
     submitted = world.submit(
         job(
             "short",
             namespace,
-            pool=pool,
+            pool=label,
             instance_type="p5.48xlarge",
             availability_zones="us-east-1b",
         )
@@ -95,13 +97,14 @@ def test_shortfall_holds_at_zero_cost_until_capacity(
 
 
 def test_k_shortfalls_turn_into_retry(world: World, replica: Replicas, namespace: str) -> None:
-    pool = unique("retry")
+    label = unique("retry")
+    pool = gnp(namespace, label)
     world.fake.set_capacity("us-east-1c", "g6.xlarge", 0)
     submitted = world.submit(
         job(
             "retry",
             namespace,
-            pool=pool,
+            pool=label,
             instance_type="g6.xlarge",
             availability_zones="us-east-1c",
         )
@@ -120,8 +123,9 @@ def test_k_shortfalls_turn_into_retry(world: World, replica: Replicas, namespace
 def test_join_watchdog_releases_and_reacquires(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("watchdog")
-    submitted = world.submit(job("watchdog", namespace, pool=pool))
+    label = unique("watchdog")
+    pool = gnp(namespace, label)
+    submitted = world.submit(job("watchdog", namespace, pool=label))
     first = world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
     nodes = world.register_nodes(first, count=3)  # the 4th never joins
     second = world.wait_pool(
@@ -135,9 +139,10 @@ def test_join_watchdog_releases_and_reacquires(
     )
     assert not set(first.status.instanceIds) & set(world.live(pool))
     assert world.check(submitted)["state"] == "Pending"
-    # Recorded on the (cluster-scoped) pool, whose Events live in "default", and on the
-    # claimant's Job in its own namespace.
-    for ns, kind, name in (("default", "GangNodePool", pool), (namespace, "Job", "watchdog")):
+    # Recorded on the (cluster-scoped) pool, whose Events live in the controller's own
+    # namespace, and on the claimant's Job in its own namespace.
+    on_pool = (world.pool_events_namespace, "GangNodePool", pool)
+    for ns, kind, name in (on_pool, (namespace, "Job", "watchdog")):
         _wait_event(world, ns, "JoinTimeout", kind=kind, name=name, text="Only 3/4 nodes")
     world.delete_nodes(nodes)
     world.register_nodes(second)
@@ -147,8 +152,9 @@ def test_join_watchdog_releases_and_reacquires(
 def test_lost_instance_of_a_job_without_repair_degrades_and_requeues_with_a_fresh_gang(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("health")
-    submitted = world.submit(job("health", namespace, pool=pool, runs_for="1h", repair="never"))
+    label = unique("health")
+    pool = gnp(namespace, label)
+    submitted = world.submit(job("health", namespace, pool=label, runs_for="1h", repair="never"))
     p = world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
     nodes = world.register_nodes(p)
     world.wait_check(submitted, "Ready")

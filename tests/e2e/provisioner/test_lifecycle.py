@@ -14,6 +14,7 @@ from atomic_gang.resources import EVENTS, JOBS, POOLS
 from atomic_gang_devstack import dev_objects
 from atomic_gang_provisioner.kube import NotFoundError
 from tests.e2e.jobs import plain_job
+from tests.e2e.names import gnp
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import Replicas, World, iter_pods
 from tests.support.wait import wait_for
@@ -62,8 +63,9 @@ def wait_event(world: World, obj: dict[str, Any], reason: str, kind: str) -> dic
 
 
 def test_happy_path_then_keep_warm(world: World, replica: Replicas, namespace: str) -> None:
-    pool = unique("happy")
-    submitted = world.submit(job("happy", namespace, pool=pool, keep_warm_ttl="1h"))
+    label = unique("happy")
+    pool = gnp(namespace, label)
+    submitted = world.submit(job("happy", namespace, pool=label, keep_warm_ttl="1h"))
     p = world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
     assert len(p.status.instanceIds) == 4
     assert world.live(pool) == sorted(p.status.instanceIds)
@@ -102,8 +104,9 @@ def test_happy_path_then_keep_warm(world: World, replica: Replicas, namespace: s
 
 
 def test_no_pod_before_exact_readiness(world: World, replica: Replicas, namespace: str) -> None:
-    pool = unique("partial")
-    submitted = world.submit(job("partial", namespace, pool=pool))
+    label = unique("partial")
+    pool = gnp(namespace, label)
+    submitted = world.submit(job("partial", namespace, pool=label))
     p = world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
     world.register_nodes(p, count=3)
     world.wait_pool(pool, lambda p: p.status.readyCount == 3, what="3 nodes Ready")
@@ -118,14 +121,15 @@ def test_no_pod_before_exact_readiness(world: World, replica: Replicas, namespac
 
 
 def test_keep_warm_reuse_then_expiry(world: World, replica: Replicas, namespace: str) -> None:
-    pool = unique("warm")
-    first = world.submit(job("first", namespace, pool=pool, keep_warm_ttl="20s"))
+    label = unique("warm")
+    pool = gnp(namespace, label)
+    first = world.submit(job("first", namespace, pool=label, keep_warm_ttl="20s"))
     p = world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
     nodes = world.register_nodes(p)
     world.wait_check(first, "Ready")
     world.wait_pool(pool, lambda p: p.status.phase == "KeepWarm", what="KeepWarm")
     ids = world.live(pool)
-    second = world.submit(job("second", namespace, pool=pool, keep_warm_ttl="3s"))
+    second = world.submit(job("second", namespace, pool=label, keep_warm_ttl="3s"))
     world.wait_check(second, "Ready", timeout=30)
     assert len(world.launches(pool)) == 1  # reuse: no new launch
     assert world.live(pool) == ids
@@ -138,11 +142,12 @@ def test_keep_warm_reuse_then_expiry(world: World, replica: Replicas, namespace:
 def test_second_claimant_retries_and_shape_conflict_is_rejected(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("claims")
-    owner = world.submit(job("owner", namespace, pool=pool))
+    label = unique("claims")
+    pool = gnp(namespace, label)
+    owner = world.submit(job("owner", namespace, pool=label))
     world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
     owner_wl = wait_for(lambda: world.workload(owner), timeout=30, what="the owner's Workload")
-    other = world.submit(job("other", namespace, pool=pool))
+    other = world.submit(job("other", namespace, pool=label))
     other_wl = wait_for(lambda: world.workload(other), timeout=30, what="the Workload")
     retry = wait_event(world, other_wl, "GangRetry", "Workload")
     assert retry["message"] == (
@@ -159,7 +164,7 @@ def test_second_claimant_retries_and_shape_conflict_is_rejected(
     assert claimed is not None
     assert claimed.spec.claim is not None
     assert claimed.spec.claim.uid == owner_wl["metadata"]["uid"]  # the claim never moved
-    bigger = world.submit(job("bigger", namespace, pool=pool, count=8))
+    bigger = world.submit(job("bigger", namespace, pool=label, count=8))
 
     def deactivated() -> dict[str, Any] | None:
         w = world.workload(bigger)
@@ -204,8 +209,9 @@ def test_a_job_without_gang_keys_queued_to_our_check_is_rejected(
 def test_finalizer_terminates_before_delete(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("final")
-    submitted = world.submit(job("final", namespace, pool=pool))
+    label = unique("final")
+    pool = gnp(namespace, label)
+    submitted = world.submit(job("final", namespace, pool=label))
     p = world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
     first = set(p.status.instanceIds)
     assert set(world.live(pool)) == first
@@ -230,8 +236,9 @@ def test_a_deleted_fleet_pool_takes_its_own_launch_template_with_it(
     """Fleet mode launches from a template of the pool's own (tagged with it); the
     shared templates of runinstances shapes are pruned when idle, a pool's own is not:
     it goes when the pool does, before the finalizer is removed."""
-    pool = unique("fleet-lt")
-    submitted = world.submit(job("fleet-lt", namespace, pool=pool, count=2, mode="fleet"))
+    label = unique("fleet-lt")
+    pool = gnp(namespace, label)
+    submitted = world.submit(job("fleet-lt", namespace, pool=label, count=2, mode="fleet"))
 
     def own_templates() -> list[str]:
         found = world.ec2.describe_launch_templates(

@@ -17,6 +17,7 @@ from atomic_gang_devstack.components.cloud import fakeaws_endpoint
 from atomic_gang_provisioner.api import GangNodePool
 from atomic_gang_provisioner.cloud import naming
 from tests.e2e.kube import Kube
+from tests.e2e.names import gnp
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import Replicas, World, iter_pods, reaper_sweeps
 from tests.support.wait import wait_for
@@ -38,7 +39,8 @@ def replica(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 def network_job(name: str, namespace: str, *, pool: str, **extra: str) -> dict[str, Any]:
-    """A gang of 4 p4d in the pool's own cluster placement group, EFA on every card."""
+    """A gang of 4 p4d in the pool's own cluster placement group, EFA on every card
+    (``pool``: the Job's pool label)."""
     annotations = {"placement": "cluster", "efa": "true", "instance_type": P4D, **extra}
     return job(name, namespace, pool=pool, **annotations)  # type: ignore[arg-type]
 
@@ -89,8 +91,9 @@ def test_security_group_without_self_rule_is_rejected_before_any_launch(
     sg = cluster_security_group(world)
     world.fake.set_self_rule(sg, allowed=False, region="us-east-1")
     try:
-        pool = unique("nosg")
-        submitted = world.submit(network_job("nosg", namespace, pool=pool))
+        label = unique("nosg")
+        pool = gnp(namespace, label)
+        submitted = world.submit(network_job("nosg", namespace, pool=label))
         check = world.wait_check(submitted, "Rejected")
     finally:
         world.fake.set_self_rule(sg, allowed=True, region="us-east-1")
@@ -106,9 +109,10 @@ def test_security_group_without_self_rule_is_rejected_before_any_launch(
 def test_efa_on_a_type_without_efa_is_rejected_naming_type_and_limit(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("noefa")
+    label = unique("noefa")
+    pool = gnp(namespace, label)
     submitted = world.submit(
-        job("noefa", namespace, pool=pool, efa="true", instance_type="m5.large")
+        job("noefa", namespace, pool=label, efa="true", instance_type="m5.large")
     )
     check = world.wait_check(submitted, "Rejected")
     assert "instance type m5.large does not support EFA" in check["message"]
@@ -119,8 +123,9 @@ def test_efa_on_a_type_without_efa_is_rejected_naming_type_and_limit(
 def test_gang_in_its_group_with_efa_labelled_spread_one(
     world: World, replica: Replicas, namespace: str, kube: Kube
 ) -> None:
-    pool = unique("pg")
-    submitted = world.submit(network_job("pg", namespace, pool=pool, keep_warm_ttl="0s"))
+    label = unique("pg")
+    pool = gnp(namespace, label)
+    submitted = world.submit(network_job("pg", namespace, pool=label, keep_warm_ttl="0s"))
     p = joining(world, pool)
     assert [c["outcome"] for c in world.launches(pool)] == ["ok"]  # one call for all four
     for inst in described(world, p.status.instanceIds):
@@ -164,10 +169,11 @@ def test_gang_in_its_group_with_efa_labelled_spread_one(
 def test_group_that_holds_three_of_four_waits_at_zero_then_admits(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("pg3")
+    label = unique("pg3")
+    pool = gnp(namespace, label)
     world.fake.set_placement_capacity(P4D, 3, group=group_of(pool))
     try:
-        submitted = world.submit(network_job("pg3", namespace, pool=pool))
+        submitted = world.submit(network_job("pg3", namespace, pool=label))
         world.wait_pool(pool, lambda p: p.status.consecutiveShortfalls >= 2, what="2 shortfalls")
         assert world.live(pool) == []
         check = world.check(submitted)
@@ -183,11 +189,12 @@ def test_group_that_holds_three_of_four_waits_at_zero_then_admits(
 def test_crash_between_group_and_launch_adopts_and_leaks_nothing(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool, gone = unique("crash"), unique("gone")
+    label, gone_label = unique("crash"), unique("gone")
+    pool, gone = gnp(namespace, label), gnp(namespace, gone_label)
     for name in (pool, gone):  # the group is made, the launch cannot fit: then the crash
         world.fake.set_placement_capacity(P4D, 0, group=group_of(name))
-    first = world.submit(network_job("crash", namespace, pool=pool))
-    second = world.submit(network_job("gone", namespace, pool=gone))
+    first = world.submit(network_job("crash", namespace, pool=label))
+    second = world.submit(network_job("gone", namespace, pool=gone_label))
     for name in (pool, gone):
         world.wait_pool(name, lambda p: p.status.consecutiveShortfalls >= 1)
         assert group_exists(world, group_of(name))
@@ -215,9 +222,10 @@ def test_crash_between_group_and_launch_adopts_and_leaks_nothing(
 def test_max_spread_releases_a_spread_gang_whole_until_it_fits(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("spread")
+    label = unique("spread")
+    pool = gnp(namespace, label)
     world.fake.set_topology_node_size(3, group=group_of(pool))  # the fourth spills
-    submitted = world.submit(network_job("spread", namespace, pool=pool, max_spread="1"))
+    submitted = world.submit(network_job("spread", namespace, pool=label, max_spread="1"))
     registered: list[str] = []
     current = joining(world, pool)
     for attempt in (1, 2):  # nodes are assigned at launch: the second set is spread too

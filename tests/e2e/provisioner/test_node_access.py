@@ -17,6 +17,7 @@ import pytest
 from atomic_gang.resources import EVENTS, JOBS
 from atomic_gang_devstack import dev_objects
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint
+from tests.e2e.names import gnp
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import Replicas, World
 from tests.support.wait import wait_for
@@ -67,8 +68,9 @@ def replica(
 def test_no_launch_until_the_node_role_may_join(
     world: World, replica: Replicas, eks: Any, namespace: str
 ) -> None:
-    pool = unique("access")
-    submitted = world.submit(job("access", namespace, pool=pool))
+    label = unique("access")
+    pool = gnp(namespace, label)
+    submitted = world.submit(job("access", namespace, pool=label))
     fix = f"aws eks create-access-entry --cluster-name {CLUSTER} --principal-arn {ROLE}"
 
     def named() -> str | None:

@@ -13,6 +13,7 @@ import pytest
 
 from atomic_gang.resources import JOBS, POOLS
 from atomic_gang_provisioner.kube import NotFoundError
+from tests.e2e.names import gnp
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import CHECK, Replicas, World
 from tests.support.scrape import Scrape
@@ -79,8 +80,9 @@ def managed_by_us(wl: dict[str, Any]) -> list[dict[str, Any]]:
 def test_happy_path_reuse_and_release_feed_the_metrics(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("ops")
-    first = world.submit(job("first", namespace, pool=pool, keep_warm_ttl="1h"))
+    label = unique("ops")
+    pool = gnp(namespace, label)
+    first = world.submit(job("first", namespace, pool=label, keep_warm_ttl="1h"))
     p = world.wait_pool(pool, lambda q: q.status.phase == "Joining", what="Joining")
     nodes = world.register_nodes(p)
     try:
@@ -102,7 +104,7 @@ def test_happy_path_reuse_and_release_feed_the_metrics(
         assert (s.value(P + "admission_check_transitions_total", state="Ready") or 0) >= 1
 
         world.wait_pool(pool, lambda q: q.status.phase == "KeepWarm", what="KeepWarm")
-        second = world.submit(job("second", namespace, pool=pool, runs_for="1h"))
+        second = world.submit(job("second", namespace, pool=label, runs_for="1h"))
         world.wait_check(second, "Ready", timeout=60)
         s = wait_for(
             lambda: scraped(replica, P + "keep_warm_reuses_total", 1),
@@ -125,13 +127,14 @@ def test_happy_path_reuse_and_release_feed_the_metrics(
 
 
 def test_a_shortfall_is_counted_by_reason(world: World, replica: Replicas, namespace: str) -> None:
-    pool = unique("ops-short")
+    label = unique("ops-short")
+    pool = gnp(namespace, label)
     world.fake.set_capacity("us-east-1c", "c5.large", 0)
     submitted = world.submit(
         job(
             "short",
             namespace,
-            pool=pool,
+            pool=label,
             instance_type="c5.large",
             availability_zones="us-east-1c",
         )

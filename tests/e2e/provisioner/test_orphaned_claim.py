@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from atomic_gang.resources import JOBS, POOLS
+from tests.e2e.names import gnp
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import World
 from tests.support.wait import wait_for
@@ -20,10 +21,11 @@ def test_a_workload_deleted_while_down_releases_its_claim(
     reps = world.replicas(
         tmp_path_factory.mktemp("prov-orphan"), unique("lease"), joinDeadlineSeconds=300
     )
-    pool = unique("orphan")
+    label = unique("orphan")
+    pool = gnp(namespace, label)
     try:
         reps.start("before")
-        submitted = world.submit(job("orphan", namespace, pool=pool))
+        submitted = world.submit(job("orphan", namespace, pool=label))
         p = world.wait_pool(pool, lambda q: q.status.phase == "Joining", timeout=90, what="Joining")
         assert p.spec.claim is not None
         reps.stop_all()

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from atomic_gang import keys
+from tests.e2e.names import gnp
 from tests.e2e.provisioner.conftest import job, unique
 from tests.e2e.provisioner.harness import Replicas, World
 from tests.support.wait import wait_for
@@ -83,8 +84,9 @@ def test_unmanaged_instances_are_left_alone(world: World, replica: Replicas) -> 
 
 
 def test_expired_keep_warm_tag_is_enforced(world: World, replica: Replicas, namespace: str) -> None:
-    pool = unique("kw")
-    submitted = world.submit(job("kw", namespace, pool=pool, keep_warm_ttl="1h"))
+    label = unique("kw")
+    pool = gnp(namespace, label)
+    submitted = world.submit(job("kw", namespace, pool=label, keep_warm_ttl="1h"))
     p = world.wait_pool(pool, lambda q: q.status.phase == "Joining", what="Joining")
     world.register_nodes(p)
     world.wait_check(submitted, "Ready")
@@ -100,8 +102,9 @@ def test_expired_keep_warm_tag_is_enforced(world: World, replica: Replicas, name
 
 
 def test_max_lifetime_is_enforced(world: World, replica: Replicas, namespace: str) -> None:
-    pool = unique("old")
-    submitted = world.submit(job("old", namespace, pool=pool, max_lifetime="10s", runs_for="1h"))
+    label = unique("old")
+    pool = gnp(namespace, label)
+    submitted = world.submit(job("old", namespace, pool=label, max_lifetime="10s", runs_for="1h"))
     p = world.wait_pool(pool, lambda q: q.status.phase == "Joining", what="Joining")
     world.register_nodes(p)
     world.wait_check(submitted, "Ready")

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from atomic_gang.resources import EVENTS
+from tests.e2e.names import gnp
 from tests.e2e.provisioner.conftest import unique
 from tests.e2e.provisioner.harness import Replicas, World, iter_pods
 from tests.e2e.provisioner.test_network import group_of, joining, network_job
@@ -32,9 +33,10 @@ def replica(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def test_a_gang_that_never_fits_max_spread_gives_up_with_retry(
     world: World, replica: Replicas, namespace: str
 ) -> None:
-    pool = unique("wide")
+    label = unique("wide")
+    pool = gnp(namespace, label)
     world.fake.set_topology_node_size(2, group=group_of(pool))  # every gang of 4 spans 2
-    submitted = world.submit(network_job("wide", namespace, pool=pool, max_spread="1"))
+    submitted = world.submit(network_job("wide", namespace, pool=label, max_spread="1"))
     registered: list[str] = []
     generation = 0
     for _ in range(2):

@@ -56,7 +56,8 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
 @pytest.fixture
 def namespace(system: System, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace with the LocalQueue ``atomic-gang-queue``."""
-    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].rstrip("-")
+    # Short enough that a pool's name, ``<namespace>.<label>``, stays within 63 characters.
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:24].rstrip("-")
     name = f"sys-{slug}-{uuid.uuid4().hex[:6]}"
     queued_namespace(system.kubectl, name)
     yield name

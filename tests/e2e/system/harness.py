@@ -50,8 +50,8 @@ BILLING_STATES = ("pending", "running", "stopping", "stopped")
 def sample_job(
     name: str, namespace: str, *, pool: str, count: int = 4, runs_for: str = "3s", **ann: str
 ) -> dict[str, Any]:
-    """The sample Job (``hack/demo``), renamed, with annotations overridden
-    (``keep_warm_ttl="5s"``) and pods that run ``runs_for`` on kwok."""
+    """The sample Job (``hack/demo``), renamed, with pool label ``pool``, annotations
+    overridden (``keep_warm_ttl="5s"``) and pods that run ``runs_for`` on kwok."""
     job: dict[str, Any] = yaml.safe_load(SAMPLE_JOB.read_text())
     meta = job["metadata"]
     meta.update(name=name, namespace=namespace)
@@ -127,6 +127,11 @@ class System:
     def events(self, namespace: str, name: str) -> list[tuple[str, str]]:
         items = self._events_of(namespace, name)
         return [(str(e["reason"]), str(e.get("message", ""))) for e in items]
+
+    def pool_events(self, pool: str) -> list[tuple[str, str]]:
+        """Events about GangNodePool ``pool``: a cluster-scoped object, whose Events the
+        provisioner writes to its own namespace."""
+        return self.events(self.world.pool_events_namespace, pool)
 
     def event_count(self, namespace: str, name: str, reason: str) -> int:
         """How many times ``reason`` was recorded: identical events are folded into one

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.e2e.names import gnp
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import System, assert_no_managed_instances_left, sample_job
 from tests.support.wait import wait_for
@@ -13,11 +14,12 @@ ZONE, TYPE = "us-east-1b", "p4d.24xlarge"
 
 
 def test_shortfall_launches_nothing_until_capacity_suffices(system: System, namespace: str) -> None:
-    pool = unique("short")
+    label = unique("short")
+    pool = gnp(namespace, label)
     system.fake.set_capacity(ZONE, TYPE, 3)  # a 4-gang does not fit
     try:
         job = system.world.submit(
-            sample_job("short", namespace, pool=pool, availability_zones=ZONE, keep_warm_ttl="2s")
+            sample_job("short", namespace, pool=label, availability_zones=ZONE, keep_warm_ttl="2s")
         )
         system.world.wait_pool(
             pool, lambda p: p.status.consecutiveShortfalls >= 3, what="repeated shortfalls"

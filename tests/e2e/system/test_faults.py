@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from atomic_gang import keys
+from tests.e2e.names import gnp
 from tests.e2e.system.conftest import HEALTH_GRACE_SECONDS, unique
 from tests.e2e.system.harness import (
     System,
@@ -80,10 +81,11 @@ def _running_of(samples: list[dict[str, Any]], group: str) -> list[tuple[float, 
 def test_a_dropped_join_releases_the_set_and_the_job_still_completes(
     system: System, namespace: str
 ) -> None:
-    pool = unique("watchdog")
+    label = unique("watchdog")
+    pool = gnp(namespace, label)
     system.sim.drop(pool=pool, count=1)  # nodeadm fails on one instance of the first set
     with sampling(lambda: _picture(system, namespace, pool)) as samples:
-        job = system.world.submit(sample_job("watchdog", namespace, pool=pool, keep_warm_ttl="2s"))
+        job = system.world.submit(sample_job("watchdog", namespace, pool=label, keep_warm_ttl="2s"))
         first = system.world.wait_pool(
             pool, lambda p: len(p.status.instanceIds) == 4, what="the first set launched"
         )
@@ -100,7 +102,7 @@ def test_a_dropped_join_releases_the_set_and_the_job_still_completes(
     assert len(dropped) == 1
     assert dropped[0] in first.status.instanceIds
     assert not set(first.status.instanceIds) & set(system.world.live(pool))
-    assert any(r == "JoinTimeout" for r, _ in system.events("default", pool))
+    assert any(r == "JoinTimeout" for r, _ in system.pool_events(pool))
     groups = {samples[-1]["nodes"].get(node, ("?",))[0] for node, _ in samples[-1]["pods"].values()}
     assert groups == {second.status.activeGroup}
     _no_pod_started_on_a_partial_gang(samples, 4)
@@ -110,10 +112,11 @@ def test_a_dropped_join_releases_the_set_and_the_job_still_completes(
 def test_a_lost_node_of_a_job_without_repair_requeues_the_workload_onto_a_fresh_gang(
     system: System, namespace: str, record_property: Any
 ) -> None:
-    pool = unique("health")
+    label = unique("health")
+    pool = gnp(namespace, label)
     with sampling(lambda: _picture(system, namespace, pool)) as samples:
         spec = sample_job(
-            "health", namespace, pool=pool, runs_for="25s", keep_warm_ttl="2s", repair="never"
+            "health", namespace, pool=label, runs_for="25s", keep_warm_ttl="2s", repair="never"
         )
         job = system.world.submit(spec)
         wait_for(

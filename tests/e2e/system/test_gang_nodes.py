@@ -16,6 +16,7 @@ import pytest
 
 from atomic_gang import keys
 from atomic_gang.resources import EVENTS
+from tests.e2e.names import gnp
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import System, sample_job
 from tests.support.wait import wait_for
@@ -52,8 +53,9 @@ def _squatter(namespace: str, pool: str) -> dict[str, Any]:
 
 
 def test_a_plain_pod_cannot_squat_on_a_live_gang(system: System, namespace: str) -> None:
-    pool = unique("owned")
-    spec = sample_job("owned", namespace, pool=pool, runs_for="20s", keep_warm_ttl="2s")
+    label = unique("owned")
+    pool = gnp(namespace, label)
+    spec = sample_job("owned", namespace, pool=label, runs_for="20s", keep_warm_ttl="2s")
     job = system.world.submit(spec)
     nodes = wait_for(
         lambda: set(system.gang_nodes(pool)) if len(system.gang_nodes(pool)) == 4 else None,
@@ -99,8 +101,9 @@ def test_the_gang_waits_for_its_nodes_gpus_before_its_pods_come(
     asking for 8 created before then fails to schedule (Insufficient nvidia.com/gpu)."""
     system.sim.set_device_delay(8.0)
     try:
-        pool = unique("gpus")
-        job = system.world.submit(sample_job("gpus", namespace, pool=pool, keep_warm_ttl="2s"))
+        label = unique("gpus")
+        pool = gnp(namespace, label)
+        job = system.world.submit(sample_job("gpus", namespace, pool=label, keep_warm_ttl="2s"))
         early = wait_for(
             lambda: _ready_without_gpus(system, pool), timeout=90, what="a Node Ready, no GPU yet"
         )

@@ -15,6 +15,7 @@ import pytest
 from atomic_gang import keys
 from atomic_gang.resources import POOLS
 from atomic_gang_provisioner.kube import KubeClient
+from tests.e2e.names import gnp
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import (
     System,
@@ -101,20 +102,22 @@ def _admitted(system: System, job: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_sample_job_end_to_end(system: System, namespace: str) -> None:
-    pool = unique("pretrain")
+    label = unique("pretrain")
+    pool = gnp(namespace, label)
     with (
         phase_log(system.kube, pool) as phases,
         admitted_only_on_full_gang(system, namespace, job="allreduce-pretrain", pool=pool),
     ):
-        _sample_job_end_to_end(system, namespace, pool)
+        _sample_job_end_to_end(system, namespace, label)
     # The pool goes KeepWarm, then Releasing, then Idle (or away).
     assert in_order(
         phases.phases, ("Satisfied",), ("KeepWarm",), ("Releasing",), ("Idle", "<deleted>")
     ), phases.phases
 
 
-def _sample_job_end_to_end(system: System, namespace: str, pool: str) -> None:
-    spec = sample_job("allreduce-pretrain", namespace, pool=pool, keep_warm_ttl="4s")
+def _sample_job_end_to_end(system: System, namespace: str, label: str) -> None:
+    pool = gnp(namespace, label)
+    spec = sample_job("allreduce-pretrain", namespace, pool=label, keep_warm_ttl="4s")
     assert "job.batch/allreduce-pretrain created" in system.kubectl.apply(spec).stdout
     job = system.job(spec)
     wl = _admitted(system, job)
@@ -140,7 +143,7 @@ def _sample_job_end_to_end(system: System, namespace: str, pool: str) -> None:
 
     # Events are written asynchronously by the controller's recorder: wait for both.
     def both_events() -> list[str] | None:
-        got = [x for x, _ in system.events("default", pool)]
+        got = [x for x, _ in system.pool_events(pool)]
         return got if {"KeepWarmExpired", "Released"} <= set(got) else None
 
     reasons = wait_for(both_events, timeout=30, what="the KeepWarmExpired and Released events")
@@ -158,7 +161,8 @@ def _sample_job_end_to_end(system: System, namespace: str, pool: str) -> None:
 
 
 def test_fleet_mode_spans_zones_and_completes(system: System, namespace: str) -> None:
-    pool = unique("fleet")
+    label = unique("fleet")
+    pool = gnp(namespace, label)
     caps = {"us-east-1a": 2, "us-east-1b": 2, "us-east-1c": 0}
     for zone, count in caps.items():
         system.fake.set_capacity(zone, "p5.48xlarge", count)
@@ -166,7 +170,7 @@ def test_fleet_mode_spans_zones_and_completes(system: System, namespace: str) ->
         spec = sample_job(
             "fleet",
             namespace,
-            pool=pool,
+            pool=label,
             mode="fleet",
             instance_type="p5.48xlarge",
             availability_zones="us-east-1a,us-east-1b,us-east-1c",
@@ -193,15 +197,16 @@ def test_fleet_mode_spans_zones_and_completes(system: System, namespace: str) ->
 def test_warm_reuse_admits_the_next_job_without_a_launch(
     system: System, namespace: str, record_property: Any
 ) -> None:
-    pool = unique("warm")
-    first = system.world.submit(sample_job("first", namespace, pool=pool, keep_warm_ttl="10m"))
+    label = unique("warm")
+    pool = gnp(namespace, label)
+    first = system.world.submit(sample_job("first", namespace, pool=label, keep_warm_ttl="10m"))
     wait_for(lambda: system.complete(first), timeout=90, what="the first Job complete")
     system.world.wait_pool(pool, lambda p: p.status.phase == "KeepWarm", what="KeepWarm")
     warm_nodes = set(system.gang_nodes(pool))
     before = len(system.fake.calls())
 
     t0 = time.monotonic()
-    second = system.world.submit(sample_job("second", namespace, pool=pool, keep_warm_ttl="2s"))
+    second = system.world.submit(sample_job("second", namespace, pool=label, keep_warm_ttl="2s"))
     _admitted(system, second)
     elapsed = time.monotonic() - t0
     record_property("warm_reuse_admission_seconds", round(elapsed, 2))
@@ -209,7 +214,7 @@ def test_warm_reuse_admits_the_next_job_without_a_launch(
 
     later = [c for c in system.fake.calls()[before:] if c["caller"] == "testing"]
     assert not [c for c in later if c["action"] in ("RunInstances", "CreateFleet")]
-    assert "KeepWarmReused" in [r for r, _ in system.events("default", pool)]
+    assert "KeepWarmReused" in [r for r, _ in system.pool_events(pool)]
     wait_for(lambda: system.complete(second), timeout=90, what="the second Job complete")
     second_pods = [p for p in system.pods(namespace) if p["metadata"]["name"].startswith("second")]
     assert {p["spec"]["nodeName"] for p in second_pods} == warm_nodes

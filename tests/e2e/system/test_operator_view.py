@@ -17,6 +17,7 @@ import pytest
 from atomic_gang_devstack.bins import Bins
 from atomic_gang_devstack.components.webhook import GangWebhook
 from tests.e2e.kube import Kube
+from tests.e2e.names import gnp
 from tests.e2e.system.conftest import SETTINGS, unique
 from tests.e2e.system.harness import System, sample_job
 from tests.support.scrape import Scrape
@@ -92,12 +93,12 @@ def says(kubeconfig: Path, namespace: str, job: str, verdict: str) -> str | None
 def test_explain_follows_a_gang_from_shortfall_to_done(
     system: System, namespace: str, reader: Path
 ) -> None:
-    pool = unique("explain")
+    label = unique("explain")
     system.fake.set_capacity(ZONE, TYPE, 3)  # a 4-gang does not fit
     try:
         system.world.submit(
             sample_job(
-                "explained", namespace, pool=pool, availability_zones=ZONE, keep_warm_ttl="2s"
+                "explained", namespace, pool=label, availability_zones=ZONE, keep_warm_ttl="2s"
             )
         )
         out = wait_for(
@@ -108,7 +109,8 @@ def test_explain_follows_a_gang_from_shortfall_to_done(
         k = SETTINGS["acquireAttemptsBeforeRetry"]
         assert re.search(rf"Waiting for: capacity shortfall \d+/{k}\n", out), out
         assert "InsufficientCapacity" in out
-        assert f"Job {namespace}/explained: gang 4×{TYPE}, pool {pool}" in out
+        # The header names the Job's pool label as the user wrote it.
+        assert f"Job {namespace}/explained: gang 4×{TYPE}, pool {label}" in out
         for line in ("Job          created", "QuotaReserved=True", "CapacityShortfall=True"):
             assert line in out, out
         assert "could not read" not in out  # the read-only role is enough
@@ -160,8 +162,9 @@ def scrapes(system: System) -> dict[str, str]:
 
 
 def test_cost_metric_bills_a_gang_by_state(system: System, namespace: str) -> None:
-    pool = unique("cost")
-    job = system.world.submit(sample_job("costed", namespace, pool=pool, keep_warm_ttl="2s"))
+    label = unique("cost")
+    pool = gnp(namespace, label)
+    job = system.world.submit(sample_job("costed", namespace, pool=label, keep_warm_ttl="2s"))
     wait_for(lambda: system.complete(job), timeout=120, what="the Job complete")
     wait_for(lambda: not system.managed_live() or None, timeout=90, what="the set released")
 

@@ -14,6 +14,7 @@ import pytest
 
 from atomic_gang.resources import JOBS
 from atomic_gang_devstack import procs
+from tests.e2e.names import gnp
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import (
     System,
@@ -27,9 +28,10 @@ pytestmark = pytest.mark.e2e
 GPU = "AcceleratedHardwareReady"
 
 
-def _job(name: str, namespace: str, pool: str, runs_for: str = "40s") -> dict[str, Any]:
-    """The sample Job, each pod ``runs_for`` long, allowed to restart an evicted pod."""
-    spec = sample_job(name, namespace, pool=pool, runs_for=runs_for, keep_warm_ttl="2s")
+def _job(label: str, namespace: str, runs_for: str = "40s") -> dict[str, Any]:
+    """The sample Job named as its pool ``label``, each pod ``runs_for`` long, allowed to
+    restart an evicted pod."""
+    spec = sample_job(label, namespace, pool=label, runs_for=runs_for, keep_warm_ttl="2s")
     spec["spec"]["backoffLimit"] = 2
     return spec
 
@@ -51,11 +53,12 @@ def _workload_name(system: System, job: dict[str, Any]) -> str:
 
 
 def _repaired(
-    system: System, namespace: str, pool: str, breaks: Any, *, restarts: bool = True
+    system: System, namespace: str, label: str, breaks: Any, *, restarts: bool = True
 ) -> None:
     """``restarts``: the broken node's pod is evicted and the Job restarts it (kwok goes on
     running a pod whose Node was deleted, so a lost instance's pod may finish there)."""
-    job = system.world.submit(_job(pool, namespace, pool))
+    pool = gnp(namespace, label)
+    job = system.world.submit(_job(label, namespace))
     wait_for(lambda: _running(system, namespace) == 4, timeout=90, what="4 pods running")
     first = system.world.pool(pool)
     assert first is not None
@@ -88,31 +91,34 @@ def _repaired(
 def test_a_failed_gpu_is_replaced_in_place_and_the_job_completes(
     system: System, namespace: str
 ) -> None:
-    pool = unique("repair-gpu")
+    label = unique("repair-gpu")
     _repaired(
         system,
         namespace,
-        pool,
+        label,
         lambda iid: system.sim.set_condition(iid, GPU, "False", reason="NvidiaXID79Error"),
     )
-    text = " ".join(m for r, m in system.events("default", pool) if r == "NodeBroken")
+    pool = gnp(namespace, label)
+    text = " ".join(m for r, m in system.pool_events(pool) if r == "NodeBroken")
     assert f"{GPU}=False (NvidiaXID79Error)" in text
 
 
 def test_a_terminated_instance_is_replaced_in_place_and_the_job_completes(
     system: System, namespace: str
 ) -> None:
-    pool = unique("repair-lost")
-    _repaired(system, namespace, pool, system.sim.terminate, restarts=False)
-    text = " ".join(m for r, m in system.events("default", pool) if r == "NodeBroken")
+    label = unique("repair-lost")
+    _repaired(system, namespace, label, system.sim.terminate, restarts=False)
+    pool = gnp(namespace, label)
+    text = " ".join(m for r, m in system.pool_events(pool) if r == "NodeBroken")
     assert "gone, terminated or stopped" in text
 
 
 def test_two_broken_at_once_is_past_repair_max_nodes_and_requeues_onto_a_fresh_gang(
     system: System, namespace: str
 ) -> None:
-    pool = unique("repair-max")
-    job = system.world.submit(_job(pool, namespace, pool))
+    label = unique("repair-max")
+    pool = gnp(namespace, label)
+    job = system.world.submit(_job(label, namespace))
     wait_for(lambda: _running(system, namespace) == 4, timeout=90, what="4 pods running")
     first = system.world.pool(pool)
     assert first is not None
@@ -132,7 +138,7 @@ def test_two_broken_at_once_is_past_repair_max_nodes_and_requeues_onto_a_fresh_g
     assert _launches(system, pool) == [("4", "4"), ("4", "4")]  # released whole, no repair
     assert not set(first.status.instanceIds) & set(system.world.live(pool))
     assert fresh.status.activeGroup != first.status.activeGroup
-    said = [m for r, m in system.events("default", pool) if r == "RepairTooManyNodes"]
+    said = [m for r, m in system.pool_events(pool) if r == "RepairTooManyNodes"]
     assert said
     assert "more than repair.maxNodes (1)" in said[0]
     wl = _workload_name(system, job)
@@ -146,11 +152,12 @@ def test_a_replacement_ec2_cannot_give_falls_back_after_the_deadline_leaking_not
 ) -> None:
     """No room for the one replacement: the repair retries until repair.deadlineSeconds
     (60 s here), then the whole set goes and the Workload is requeued; nothing leaks."""
-    pool = unique("repair-short")
+    label = unique("repair-short")
+    pool = gnp(namespace, label)
     zone, itype = "us-east-1a", "p4d.24xlarge"
     # Pods long enough that no kept node frees up for the evicted pod's restart (a pod that
     # finished no longer counts against one-pod-per-node): the Job needs the replacement.
-    system.world.submit(_job(pool, namespace, pool, runs_for="600s"))
+    system.world.submit(_job(label, namespace, runs_for="600s"))
     wait_for(lambda: _running(system, namespace) == 4, timeout=90, what="4 pods running")
     first = system.world.pool(pool)
     assert first is not None
@@ -167,7 +174,7 @@ def test_a_replacement_ec2_cannot_give_falls_back_after_the_deadline_leaking_not
         )
         # Degraded lasts until Kueue evicts the Workload (a second or so): its Event stays.
         said = wait_for(
-            lambda: [m for r, m in system.events("default", pool) if r == "RepairDeadline"],
+            lambda: [m for r, m in system.pool_events(pool) if r == "RepairDeadline"],
             timeout=120,
             what="the repair given up at its deadline",
         )
@@ -188,7 +195,7 @@ def test_a_replacement_ec2_cannot_give_falls_back_after_the_deadline_leaking_not
         timeout=120,
         what="a fresh gang for the requeued Workload",
     )
-    system.kube.delete(JOBS, pool, namespace=namespace, propagation="Background")
+    system.kube.delete(JOBS, label, namespace=namespace, propagation="Background")
     system.world.wait_pool(pool, lambda p: p.status.phase == "Idle", timeout=60, what="released")
     assert_no_managed_instances_left(system)
 
@@ -200,8 +207,9 @@ def test_the_controller_killed_after_the_replacement_launch_adopts_it_never_a_se
     the next leader's launch carries the same generation (tag and ClientToken) and adopts
     the replacement: one replacement, not two."""
     system = replicas_back
-    pool = unique("repair-crash")
-    job = system.world.submit(_job(pool, namespace, pool))
+    label = unique("repair-crash")
+    pool = gnp(namespace, label)
+    job = system.world.submit(_job(label, namespace))
     wait_for(lambda: _running(system, namespace) == 4, timeout=90, what="4 pods running")
     first = system.world.pool(pool)
     assert first is not None

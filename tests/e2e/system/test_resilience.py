@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from atomic_gang_devstack import procs
+from tests.e2e.names import gnp
 from tests.e2e.system.conftest import unique
 from tests.e2e.system.harness import (
     REPLICAS,
@@ -25,8 +26,9 @@ def test_controller_killed_during_acquisition_adopts_the_launched_set(
 ) -> None:
     system = replicas_back
     crashy = crashing_leader(system, "crashy")
-    pool = unique("crash")
-    job = system.world.submit(sample_job("crash", namespace, pool=pool, keep_warm_ttl="2s"))
+    label = unique("crash")
+    pool = gnp(namespace, label)
+    job = system.world.submit(sample_job("crash", namespace, pool=label, keep_warm_ttl="2s"))
     wait_for(lambda: procs.exit_code(crashy) is not None, timeout=60, what="the crash")
     launched = system.world.live(pool)
     assert len(launched) == 4  # EC2 launched them; the status never recorded them
@@ -55,8 +57,9 @@ def test_killing_the_leader_mid_acquisition_leaves_the_standby_to_finish(
     standby = next(r for r in REPLICAS if r != leader)
     system.sim.set_boot_delay(6.0)  # the kill lands while the set is joining
     try:
-        pool = unique("failover")
-        job = system.world.submit(sample_job("failover", namespace, pool=pool, keep_warm_ttl="2s"))
+        label = unique("failover")
+        pool = gnp(namespace, label)
+        job = system.world.submit(sample_job("failover", namespace, pool=label, keep_warm_ttl="2s"))
         system.world.wait_pool(pool, lambda p: p.status.phase == "Joining", what="Joining")
         system.kill(leader)
         wait_for(lambda: system.leader() == standby, timeout=20, what="the standby leading")

@@ -14,6 +14,7 @@ import pytest
 from atomic_gang import keys
 from atomic_gang.resources import EVENTS, WORKLOADS, Resource
 from tests.e2e.kube import Kube
+from tests.e2e.names import gnp
 from tests.e2e.system.harness import System, condition, sample_job
 from tests.e2e.tenancy.conftest import TEAM_A, TEAM_B, Tenants, unique
 from tests.support.wait import wait_for
@@ -77,9 +78,9 @@ def wait_policy_refusal(system: System, owner: str, what: str) -> str:
     return wait_for(refused, timeout=60, what=what)
 
 
-def a_live_gang(t: Tenants, pool: str) -> dict[str, Any]:
-    """Tenant A's gang of 2 on ``pool``, admitted and running for a minute."""
-    job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="60s"))
+def a_live_gang(t: Tenants, label: str) -> dict[str, Any]:
+    """Tenant A's gang of 2 on its pool ``label``, admitted and running for a minute."""
+    job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=label, count=2, runs_for="60s"))
     wait_check(t.system, job, "Ready")
     return job
 
@@ -101,46 +102,63 @@ def b_runs(t: Tenants, kind: str, name: str, pod_spec: dict[str, Any], **spec: A
     )
 
 
-def a_warm_set(t: Tenants, pool: str) -> dict[str, Any]:
+def a_warm_set(t: Tenants, label: str) -> dict[str, Any]:
     job = submit(
-        t.a, sample_job(unique("a"), TEAM_A, pool=pool, count=2, runs_for="1s", keep_warm_ttl="3m")
+        t.a,
+        sample_job(unique("a"), TEAM_A, pool=label, count=2, runs_for="1s", keep_warm_ttl="3m"),
     )
     wait_for(lambda: t.system.complete(job), timeout=120, what="A's Job complete")
-    t.system.world.wait_pool(pool, lambda p: p.status.phase == "KeepWarm", what="A's set warm")
+    t.system.world.wait_pool(
+        gnp(TEAM_A, label), lambda p: p.status.phase == "KeepWarm", what="A's set warm"
+    )
     return job
 
 
 def test_a_warm_set_is_not_reused_by_another_namespace(tenants: Tenants) -> None:
-    t, pool = tenants, unique("warm")
-    a_warm_set(t, pool)
+    """B's Job with A's pool label names B's own pool: it launches a set of its own and
+    never reaches A's warm set, which A's next Job reuses."""
+    t, label = tenants, unique("warm")
+    pool, b_pool = gnp(TEAM_A, label), gnp(TEAM_B, label)
+    a_warm_set(t, label)
     launches = len(t.system.controller_calls("RunInstances", pool))
 
-    b_job = submit(t.b, sample_job(unique("b"), TEAM_B, pool=pool, count=2, keep_warm_ttl="3m"))
-    retry = wait_check(t.system, b_job, "Retry")
-    assert "belongs to another namespace" in retry["message"]
+    b_job = submit(t.b, sample_job(unique("b"), TEAM_B, pool=label, count=2, keep_warm_ttl="3m"))
+    wait_check(t.system, b_job, "Ready")
+    theirs = t.system.world.pool(b_pool)
+    assert theirs is not None
+    assert theirs.spec.ownerNamespace == TEAM_B
+    assert t.system.controller_calls("RunInstances", b_pool)  # a set of B's own
     p = t.system.world.pool(pool)
     assert p is not None
     assert p.spec.claim is None
     assert p.spec.ownerNamespace == TEAM_A
     assert p.status.phase == "KeepWarm"  # still A's warm set
+    assert not set(p.status.instanceIds) & set(theirs.status.instanceIds)
 
     # A's next Job reuses it: no launch.
-    again = submit(t.a, sample_job(unique("a2"), TEAM_A, pool=pool, count=2, runs_for="1s"))
+    again = submit(t.a, sample_job(unique("a2"), TEAM_A, pool=label, count=2, runs_for="1s"))
     wait_check(t.system, again, "Ready")
     assert len(t.system.controller_calls("RunInstances", pool)) == launches
     assert_nothing_of_a(t.system)
 
 
 def test_a_running_gang_is_not_adopted_by_another_namespace(tenants: Tenants) -> None:
-    t, pool = tenants, unique("live")
-    a_live_gang(t, pool)
-    b_job = submit(t.b, sample_job(unique("b"), TEAM_B, pool=pool, count=2))
-    retry = wait_check(t.system, b_job, "Retry")
-    assert "belongs to another namespace" in retry["message"]
+    """B's Job with the label of A's running gang gets a gang of its own, on Nodes of its
+    own; A's claim never moves."""
+    t, label = tenants, unique("live")
+    pool, b_pool = gnp(TEAM_A, label), gnp(TEAM_B, label)
+    a_live_gang(t, label)
+    b_job = submit(t.b, sample_job(unique("b"), TEAM_B, pool=label, count=2, runs_for="60s"))
+    wait_check(t.system, b_job, "Ready")
+    theirs = t.system.world.pool(b_pool)
+    assert theirs is not None
+    assert theirs.spec.claim is not None
+    assert theirs.spec.claim.namespace == TEAM_B
     p = t.system.world.pool(pool)
     assert p is not None
     assert p.spec.claim is not None
     assert p.spec.claim.namespace == TEAM_A
+    assert not set(t.system.gang_nodes(pool)) & set(t.system.gang_nodes(b_pool))
     assert_nothing_of_a(t.system)
 
 
@@ -151,33 +169,45 @@ def test_squatting_costs_the_squatter_never_the_owner(tenants: Tenants) -> None:
     rejected = wait_check(t.system, reserved, "Rejected")
     assert "reserved for other namespaces" in rejected["message"]
 
-    # An unreserved name B took first, in a shape that cannot launch: A waits, never
-    # Rejected (deactivated for good), and learns nothing of B's shape.
-    name, zone = unique("nightly"), "us-east-1c"
+    # An unreserved label B used first, in a shape that cannot launch: it named B's own
+    # pool, so A's Job with the same label is admitted on A's pool as if B's did not
+    # exist, never delayed nor refused, and learns nothing of B's shape.
+    label, zone = unique("nightly"), "us-east-1c"
+    b_pool = gnp(TEAM_B, label)
     t.system.fake.set_capacity(zone, "p5.48xlarge", 0)
     try:
         squat = sample_job(
             unique("b"),
             TEAM_B,
-            pool=name,
+            pool=label,
             count=2,
             instance_type="p5.48xlarge",
             availability_zones=zone,
         )
         submit(t.b, squat)
-        t.system.world.wait_pool(name, lambda p: p.spec.ownerNamespace == TEAM_B, what="B's squat")
-        a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=name, count=2))
-        retry = wait_check(t.system, a_job, "Retry")
-        assert "belongs to another namespace" in retry["message"]
-        assert "p5" not in retry["message"]
-        assert TEAM_B not in retry["message"]
+        t.system.world.wait_pool(
+            b_pool, lambda p: p.spec.ownerNamespace == TEAM_B, what="B's squat"
+        )
+        a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=label, count=2))
+        ready = wait_check(t.system, a_job, "Ready")
+        assert not ready.get("retryCount")  # never sent back to the queue
+        assert "p5" not in ready["message"]
+        assert TEAM_B not in ready["message"]
+        ours = t.system.world.pool(gnp(TEAM_A, label))
+        assert ours is not None
+        assert ours.spec.ownerNamespace == TEAM_A
+        squatted = t.system.world.pool(b_pool)
+        assert squatted is not None
+        assert squatted.spec.ownerNamespace == TEAM_B
+        assert squatted.status.instanceIds == []  # B's shape still cannot launch
     finally:
         t.system.fake.set_capacity(zone, "p5.48xlarge", None)
 
 
 def test_a_tenants_daemonset_gets_no_pod_on_gang_nodes(tenants: Tenants) -> None:
-    t, pool = tenants, unique("ds")
-    a_live_gang(t, pool)
+    t, label = tenants, unique("ds")
+    pool = gnp(TEAM_A, label)
+    a_live_gang(t, label)
     name = unique("miner")
     miner = {
         "nodeSelector": {keys.POOL: pool},
@@ -197,9 +227,9 @@ def test_a_node_name_pod_cannot_tolerate_its_way_onto_a_gang_node(tenants: Tenan
     """nodeName skips the scheduler; the NoExecute gang taint makes the kubelet refuse
     a Pod without its toleration (tests/e2e/cluster/test_node_name.py, on a real
     kubelet), and the policy refuses the toleration to a tenant's Pod and Deployment."""
-    t, pool = tenants, unique("nodename")
-    a_live_gang(t, pool)
-    node = next(iter(t.system.gang_nodes(pool)))
+    t, label = tenants, unique("nodename")
+    a_live_gang(t, label)
+    node = next(iter(t.system.gang_nodes(gnp(TEAM_A, label))))
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -220,8 +250,9 @@ def test_a_node_name_pod_cannot_tolerate_its_way_onto_a_gang_node(tenants: Tenan
 
 
 def test_a_crafted_workload_never_pairs_with_another_namespaces_job(tenants: Tenants) -> None:
-    t, pool = tenants, unique("crafted")
-    a_job = a_live_gang(t, pool)
+    t, label = tenants, unique("crafted")
+    pool = gnp(TEAM_A, label)
+    a_job = a_live_gang(t, label)
     crafted: dict[str, Any] = {
         "apiVersion": WORKLOADS.api_version,
         "kind": "Workload",

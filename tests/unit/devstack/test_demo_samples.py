@@ -48,7 +48,8 @@ def test_a_sample_names_what_its_file_applies(sample: Sample) -> None:
     assert obj["kind"] == sample.kind
     assert obj["apiVersion"] == f"{sample.resource.group}/{sample.resource.version}"
     assert (meta["name"], meta.get("namespace", "default")) == (sample.name, sample.namespace)
-    assert meta["labels"][keys.POOL] == sample.pool
+    assert meta["labels"][keys.POOL] == sample.pool_label
+    assert sample.pool == f"{sample.namespace}.{sample.pool_label}"  # the pool it names
     assert meta["annotations"][keys.COUNT] == str(sample.count)
     assert meta["annotations"][keys.KEEP_WARM_TTL] == "20s"  # released within the story
 

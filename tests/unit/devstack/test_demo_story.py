@@ -13,12 +13,13 @@ from atomic_gang_devstack.demo.samples import JOB, JOBSET, TRAINJOB, Sample
 from atomic_gang_devstack.demo.story import Story
 
 IDS = ("i-1", "i-2")
-GROUP = "p-g1"
-SAMPLE = replace(JOB, pool="p", count=2)
+GROUP = "default.p-g1"
+# Pool label "p" in the samples' namespace names pool "default.p".
+SAMPLE = replace(JOB, pool_label="p", count=2)
 # The JobSet sample scaled to the script: 2 workers pods on the gang, a driver off it.
-JOBSET_SAMPLE = replace(JOBSET, pool="p", count=2)
+JOBSET_SAMPLE = replace(JOBSET, pool_label="p", count=2)
 # The TrainJob sample scaled to the script: 2 trainer pods after the initializer's.
-TRAINJOB_SAMPLE = replace(TRAINJOB, pool="p", count=2)
+TRAINJOB_SAMPLE = replace(TRAINJOB, pool_label="p", count=2)
 INITIALIZER_POD = "tj-dataset-initializer-0-0"
 JOB_PODS = {f"pod-{n}": PodState(phase="Running", node=f"ip-{n}") for n in range(2)}
 JOBSET_PODS = {
@@ -86,11 +87,11 @@ def _play(snaps: list[Snapshot], sample: Sample = SAMPLE) -> tuple[Story, list[s
 
 def test_a_good_run_reads_well_and_passes_every_check() -> None:
     story, lines = _play(_script())
-    assert "pool p: Acquiring → Joining" in lines
+    assert "pool default.p: Acquiring → Joining" in lines
     assert "node ip-0 Ready (1/2)" in lines
     assert "Kueue: Workload admitted (2/2 gang nodes Ready)" in lines
     assert "pod pod-1 → ip-1" in lines
-    assert "pool p: KeepWarmExpired: releasing" in lines
+    assert "pool default.p: KeepWarmExpired: releasing" in lines
     assert "node ip-1 deleted (its instance is gone)" in lines
     assert story.done
     assert story.ok

@@ -442,6 +442,20 @@ def test_keep_warm_expiry_releases() -> None:
     assert [e.reason for e in done.events] == ["Released"]
 
 
+def test_a_warm_set_with_no_owning_namespace_is_released_at_once() -> None:
+    """A pool from before ownership: no namespace's label names it any more, so nobody
+    could reuse its warm set, and it must not bill until the window ends."""
+    p = launched(phase="KeepWarm", keepWarmUntil=T0 + timedelta(minutes=10))
+    p = p.model_copy(
+        update={"spec": p.spec.model_copy(update={"claim": None, "ownerNamespace": None})}
+    )
+    decision = decide(p, observed(nodes(4)), T0)
+    assert decision.status.phase == "Releasing"
+    assert [e.reason for e in decision.events] == ["KeepWarmUnowned"]
+    kept = p.model_copy(update={"spec": p.spec.model_copy(update={"ownerNamespace": "team-a"})})
+    assert decide(kept, observed(nodes(4)), T0).status.phase == "KeepWarm"
+
+
 def test_lost_instance_of_a_gang_without_repair_degrades_claimant_and_releases() -> None:
     p = launched(phase="Satisfied", repair="never")
     first = decide(p, observed(nodes(3)), T0)

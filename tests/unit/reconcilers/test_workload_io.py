@@ -104,7 +104,7 @@ def test_job_is_found_by_the_job_uid_label_without_owner_references() -> None:
     reconciler(t, workloads=[workload()], jobs=[job()]).reconcile(KEY)
     created = [s for s in t.writes() if s.method == "POST"]
     assert [s.path for s in created] == [POOLS.path()]
-    assert created[0].body["metadata"]["name"] == "pretrain-p4d"  # the Job's pool label
+    assert created[0].body["metadata"]["name"] == "default.pretrain-p4d"  # its pool label
     assert created[0].body["spec"]["claim"]["uid"] == "uid-a"
     assert "nothing billed" in the_apply(t).body["status"]["admissionChecks"][0]["message"]
 

@@ -110,7 +110,7 @@ def test_first_claim_creates_the_pool_with_a_finalizer() -> None:
     plan = run()
     assert plan.create_pool is not None
     created = plan.create_pool
-    assert created.name == "pretrain-p4d"
+    assert created.name == "default.pretrain-p4d"  # the label, in its namespace
     assert created.metadata["finalizers"] == ["atomic-gang.k8s.aws/release-instances"]
     assert created.spec.claim is not None
     assert created.spec.claim.uid == "uid-a"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from atomic_gang_devstack.bins import CONTROL_PLANE, NODE, REPO_ROOT, BinaryMissingError, Bins
 from atomic_gang_devstack.component import Context
-from atomic_gang_devstack.components import default_components
+from atomic_gang_devstack.components import default_components, incluster
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint
 from atomic_gang_devstack.demo.observe import Observer, Snapshot
 from atomic_gang_devstack.demo.samples import JOB, SAMPLES, Sample
@@ -93,7 +93,12 @@ def _show_setup(ctx: Context, sample: Sample) -> None:
 
 def _watch(ctx: Context, sample: Sample, *, timeout: float) -> Story:
     kube = Kube.from_kubeconfig(ctx.admin_kubeconfig())
-    observer = Observer(kube=kube, endpoint=fakeaws_endpoint(ctx), sample=sample)
+    observer = Observer(
+        kube=kube,
+        endpoint=fakeaws_endpoint(ctx),
+        sample=sample,
+        events_namespace=_controller_namespace(ctx),
+    )
     story, prev = Story(sample), Snapshot()
     try:
         ctx.kubectl.run("apply", "-f", str(sample.file))
@@ -109,6 +114,12 @@ def _watch(ctx: Context, sample: Sample, *, timeout: float) -> Story:
     finally:
         kube.close()
     return story
+
+
+def _controller_namespace(ctx: Context) -> str:
+    """Where the controller runs: the chart's release namespace in the cluster, the stack's
+    own namespace as processes (``provisioner_env``)."""
+    return incluster.NAMESPACE if ctx.options.in_cluster else ctx.options.namespace
 
 
 def _controller_calls(control: ControlClient) -> dict[str, int]:

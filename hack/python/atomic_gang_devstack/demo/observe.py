@@ -63,8 +63,10 @@ def _condition(obj: dict[str, Any], kind: str) -> bool:
 
 
 class Observer:
-    def __init__(self, *, kube: Kube, endpoint: str, sample: Sample):
+    def __init__(self, *, kube: Kube, endpoint: str, sample: Sample, events_namespace: str):
+        """``events_namespace``: the controller's own, where it records a pool's Events."""
         self.kube, self.sample, self.pool = kube, sample, sample.pool
+        self.events_namespace = events_namespace
         self.ec2 = boto3.client(
             "ec2",
             endpoint_url=endpoint,
@@ -149,9 +151,9 @@ class Observer:
         }
 
     def _pool_events(self) -> tuple[tuple[str, str], ...]:
-        """The pool's Events (cluster-scoped objects get theirs in ``default``)."""
+        """The pool's Events (a cluster-scoped object's are in the controller's namespace)."""
         selector = f"involvedObject.kind=GangNodePool,involvedObject.name={self.pool}"
-        items = self.kube.list(EVENTS, namespace="default", field_selector=selector)
+        items = self.kube.list(EVENTS, namespace=self.events_namespace, field_selector=selector)
         items.sort(key=lambda e: str(e.get("firstTimestamp") or e["metadata"]["creationTimestamp"]))
         return tuple((str(e.get("reason", "")), str(e.get("message", ""))) for e in items)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from atomic_gang.pool_access import namespaced_name
 from atomic_gang.resources import JOBS, JOBSETS, TRAINJOBS
 from atomic_gang_devstack import trainer_manifests as tm
 from atomic_gang_devstack.bins import REPO_ROOT
@@ -29,7 +30,7 @@ class Sample:
     resource: Resource  # its kind is the sample's kind
     name: str
     namespace: str
-    pool: str
+    pool_label: str  # the file's atomic-gang.k8s.aws/pool label
     count: int
     workload_prefix: str  # Kueue names the Workload <prefix><name>-<hash>
     done_condition: str  # True on the object once it has finished well
@@ -43,6 +44,12 @@ class Sample:
     @property
     def kind(self) -> str:
         return self.resource.kind
+
+    @property
+    def pool(self) -> str:
+        """The GangNodePool the sample's pool label names in its namespace: the name its
+        Nodes, EC2 tags and Events carry."""
+        return namespaced_name(self.pool_label, self.namespace)
 
     @property
     def pod_selector(self) -> str:
@@ -70,7 +77,7 @@ JOB = Sample(
     resource=JOBS,
     name="allreduce-pretrain",
     namespace="default",
-    pool="pretrain-p4d",
+    pool_label="pretrain-p4d",
     count=4,
     workload_prefix="job-",
     done_condition="Complete",
@@ -85,7 +92,7 @@ JOBSET = Sample(
     resource=JOBSETS,
     name="allreduce-jobset",
     namespace="default",
-    pool="jobset-p4d",
+    pool_label="jobset-p4d",
     count=4,
     workload_prefix="jobset-",
     done_condition="Completed",
@@ -105,7 +112,7 @@ TRAINJOB = Sample(
     resource=TRAINJOBS,
     name="llama-trainjob",
     namespace="default",
-    pool="trainjob-p4d",
+    pool_label="trainjob-p4d",
     count=4,
     workload_prefix="trainjob-",
     done_condition="Complete",

@@ -14,7 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from atomic_gang_provisioner.api.gang_node_pool import Condition, GangNodePool, GangNodePoolStatus
+from atomic_gang_provisioner.api.gang_node_pool import (
+    Condition,
+    GangNodePool,
+    GangNodePoolStatus,
+    PoolShape,
+)
 
 ConditionType = Literal["Ready", "CapacityShortfall", "Failed", "Degraded", "Released"]
 CheckVerdict = Literal["Retry", "Rejected"]
@@ -87,7 +92,8 @@ def for_claim(pool: GangNodePool, claim_key: str) -> ClaimReport:
         ready=ready.message if (ready := current(READY)) is not None else "",
         failed=failed if failed is not None and failed.checkState is not None else None,
         degraded=_true(status, DEGRADED) if ours else None,
-        progress=progress(pool),
+        # Until the pool speaks for this claim, its words are the previous claimant's.
+        progress=progress(pool) if ours else acquiring(pool.spec.shape),
         holds_nothing=holds_nothing(pool),
     )
 
@@ -98,14 +104,14 @@ def holds_nothing(pool: GangNodePool) -> bool:
     return not pool.status.conditions or _true(pool.status, RELEASED) is not None
 
 
-def acquiring(pool: GangNodePool) -> str:
+def acquiring(shape: PoolShape) -> str:
     """The message of a claim whose acquisition has not failed yet."""
-    return f"Acquiring {pool.spec.shape.summary}; holding quota, nothing billed yet"
+    return f"Acquiring {shape.summary}; holding quota, nothing billed yet"
 
 
 def progress(pool: GangNodePool) -> str:
     """Where the gang stands, for the claimant: a pool holding nothing acquires for it."""
     ready = condition(pool.status, READY)
     if holds_nothing(pool) or ready is None:
-        return acquiring(pool)
+        return acquiring(pool.spec.shape)
     return ready.message

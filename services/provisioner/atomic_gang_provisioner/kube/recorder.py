@@ -67,12 +67,17 @@ class EventRecorder:
         client: KubeClient,
         *,
         component: str,
+        cluster_namespace: str,
         host: str = "",
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         cache_size: int = 4096,
         queue_size: int = 1000,
     ) -> None:
         self._client, self._component, self._host, self._now = client, component, host, now
+        # Events about cluster-scoped objects (GangNodePools) go to the controller's own
+        # namespace: they name every team's claimants, instances and shapes, and tenants
+        # read "default". Each claimant's own objects get what concerns it.
+        self._cluster_namespace = cluster_namespace
         self._seen: OrderedDict[_AggKey, _Seen] = OrderedDict()
         self._cache_size = cache_size
         self._queue: queue.Queue[_Pending | threading.Event | None] = queue.Queue(queue_size)
@@ -145,7 +150,7 @@ class EventRecorder:
         self._create(key, p, stamp)
 
     def _create(self, key: _AggKey, p: _Pending, stamp: str) -> None:
-        ns = p.ref.get("namespace") or "default"
+        ns = p.ref.get("namespace") or self._cluster_namespace
         name = f"{p.ref['name']}.{time.time_ns():x}"
         body: KubeObject = {
             "metadata": {"name": name, "namespace": ns},

@@ -70,7 +70,7 @@ def progress(pool: GangNodePool, s: GangNodePoolStatus, knobs: Knobs) -> str:
     if s.phase == "Acquiring" and reason and s.consecutiveShortfalls:
         return _last_attempt(pool, s, knobs).progress()
     if s.phase == "Acquiring":
-        return c.acquiring(pool)
+        return c.acquiring(pool.spec.shape)
     if s.phase == "Joining":
         deadline = s.joinDeadline.strftime("%H:%M:%SZ") if s.joinDeadline else "?"
         return (

@@ -33,7 +33,7 @@ from atomic_gang_provisioner.views.base import ObjectView
 from atomic_gang_provisioner.views.owner import JOB_UID_INDEX, Owner
 from atomic_gang_provisioner.views.pool_object import CLAIM_INDEX
 from atomic_gang_provisioner.views.resource_flavor import ResourceFlavor
-from atomic_gang_provisioner.workload import decision, podsets
+from atomic_gang_provisioner.workload import decision, podsets, tenancy
 from atomic_gang_provisioner.workload.judgments import Judgments
 from atomic_gang_provisioner.workload.owners import JudgedOwner, judge
 from atomic_gang_provisioner.workload.plan import (
@@ -94,7 +94,7 @@ class WorkloadReconciler:
         owner version), its pool and that pool's claimant, and its ResourceFlavors."""
         found, owner_error = self._owner(wl)
         owner = self.owners.of(found) if found is not None else None
-        pool = self._pool(owner)
+        pool = self._pool(owner, wl)
         return Inputs(
             wl=wl,
             our_checks=self.ctx.our_checks(),
@@ -165,11 +165,24 @@ class WorkloadReconciler:
             return None, ""  # e.g. a new Job under the old name: not this Workload's owner
         return obj, ""
 
-    def _pool(self, owner: JudgedOwner | None) -> GangNodePool | None:
-        name = owner.pool if owner is not None else None
-        if not name:
+    def _pool(self, owner: JudgedOwner | None, wl: WorkloadView) -> GangNodePool | None:
+        """The pool the owner's label names for this Workload (``tenancy.pool_name``:
+        its namespace's own, or the bare-named pool of a listed label or of an older
+        release that still serves it)."""
+        label = owner.pool if owner is not None else None
+        if not label:
             return None
-        obj = self._latest.newest(str(name))  # our own write if the watch has not brought it
+        name = tenancy.pool_name(
+            str(label),
+            namespace=wl.namespace,
+            workload_uid=wl.uid,
+            settings=self.ctx.settings,
+            legacy=self._read_pool(str(label)),
+        )
+        return self._read_pool(name)
+
+    def _read_pool(self, name: str) -> GangNodePool | None:
+        obj = self._latest.newest(name)  # our own write if the watch has not brought it
         return GangNodePool.from_dict(obj) if obj is not None else None
 
     def _claimant(self, pool: GangNodePool | None, wl: WorkloadView) -> Claimant:

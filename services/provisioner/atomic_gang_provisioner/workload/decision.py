@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from atomic_gang import GangSpec, keys
+from atomic_gang.pool_access import object_name
 from atomic_gang_provisioner.api import FINALIZER, Claim, GangNodePool, GangNodePoolSpec, PoolShape
 from atomic_gang_provisioner.api import conditions as reported
 from atomic_gang_provisioner.events import event
@@ -54,7 +55,7 @@ def decide(inp: Inputs) -> WorkloadPlan:
         admitted = tuple(str(u.get("name", "")) for u in current.pod_set_updates)
         if pool is None or report is None or not _mine(inp, pool):
             return WorkloadPlan()
-        return _claimed(inp, current, pool, report, admitted)
+        return _adopting(inp, pool, _claimed(inp, current, pool, report, admitted))
     served = owners.verdict(
         inp.wl,
         inp.owner,
@@ -110,21 +111,25 @@ def _with_pool(
     inp: Inputs, current: CheckState, gang: owners.Served, report: reported.ClaimReport | None
 ) -> WorkloadPlan:
     pool, spec = inp.pool, gang.gang.spec
+    # The reconciler read the pool the label names for this Workload (tenancy.pool_name);
+    # none there: the label's own name, which a new pool gets.
+    name = (
+        pool.name
+        if pool is not None
+        else object_name(spec.pool, inp.wl.namespace, inp.settings.pool_namespaces)
+    )
     standing = tenancy.standing(
         pool,
         holds_nothing=report.holds_nothing if report is not None else True,
-        name=spec.pool,
+        name=name,
         namespace=inp.wl.namespace,
-        claimant=inp.claimant,
         settings=inp.settings,
         retry_seconds=inp.retry_seconds,
     )
     if standing.refused:  # the name is never this namespace's: a permanent answer
         return set_check(inp, current, "Rejected", standing.refused)
-    if standing.waits:  # the owner's instances or claim are in it: wait, holding nothing
-        return _retry(inp, current, standing.waits)
     if pool is None or report is None:
-        return _create(inp, current, gang)
+        return _create(inp, current, gang, name)
     if pool.deleting:
         deleting = set_check(
             inp,
@@ -136,7 +141,7 @@ def _with_pool(
         return replace(deleting, requeue_after=5.0)
     claim = pool.spec.claim
     if claim is not None and claim.uid == inp.wl.uid:
-        return _claimed(inp, current, pool, report, gang.gang.roles)
+        return _adopting(inp, pool, _claimed(inp, current, pool, report, gang.gang.roles))
     conflict, new_shape = _shape_check(
         pool, spec, own=pool.spec.ownerNamespace in (None, inp.wl.namespace), report=report
     )
@@ -160,15 +165,29 @@ def _with_pool(
     return _take(inp, current, pool, new_shape, gang, owner=owner, report=report)
 
 
+def _adopting(inp: Inputs, pool: GangNodePool, plan: WorkloadPlan) -> WorkloadPlan:
+    """A pool from before ownership that this Workload holds becomes its namespace's
+    (``tenancy``): no other namespace's label reaches it, and its warm set is kept."""
+    if pool.spec.ownerNamespace is not None or plan.spec_change is not None:
+        return plan
+    change = SpecChange(
+        pool=pool.name,
+        resource_version=pool.resource_version,
+        claim=pool.spec.claim,
+        owner_namespace=inp.wl.namespace,
+    )
+    return replace(plan, spec_change=change)
+
+
 def _retry(inp: Inputs, current: CheckState, message: str) -> WorkloadPlan:
     """Retry: Kueue releases the quota and requeues the Workload after ``retry_seconds``."""
     return set_check(inp, current, "Retry", message, requeue_after_seconds=inp.retry_seconds)
 
 
-def _create(inp: Inputs, current: CheckState, gang: owners.Served) -> WorkloadPlan:
+def _create(inp: Inputs, current: CheckState, gang: owners.Served, name: str) -> WorkloadPlan:
     spec = gang.gang.spec
     created = GangNodePool(
-        metadata={"name": spec.pool, "finalizers": [FINALIZER], "labels": {keys.MANAGED: "true"}},
+        metadata={"name": name, "finalizers": [FINALIZER], "labels": {keys.MANAGED: "true"}},
         spec=GangNodePoolSpec(
             shape=PoolShape.of(spec),
             ownerNamespace=inp.wl.namespace,
@@ -182,14 +201,14 @@ def _create(inp: Inputs, current: CheckState, gang: owners.Served) -> WorkloadPl
         inp,
         current,
         "Pending",
-        f"Created pool {spec.pool} for {_owner_named(inp, gang)}; acquiring "
+        f"Created pool {name} for {_owner_named(inp, gang)}; acquiring "
         f"{spec.count}×{spec.instance_type}; "
         "holding quota, nothing billed yet",
     )
     return replace(
         plan,
         create_pool=created,
-        pool_events=(event("PoolCreated", f"Created GangNodePool {spec.pool}"),),
+        pool_events=(event("PoolCreated", f"Created GangNodePool {name}"),),
     )
 
 
@@ -249,7 +268,15 @@ def _take(
         shape=shape,
         owner_namespace=owner,
     )
-    message = f"Claimed pool {pool.name} for {_owner_named(inp, gang)}; {report.progress}"
+    # Told from this claimant's own shape: what the pool said to its previous claimant
+    # (another namespace's, where the admin lists the name for several) is not its to read.
+    own = PoolShape.of(spec)
+    doing = (
+        reported.acquiring(own)
+        if report.holds_nothing
+        else f"reusing its warm set of {own.count}×{own.instanceType}; nothing to launch"
+    )
+    message = f"Claimed pool {pool.name} for {_owner_named(inp, gang)}; {doing}"
     return replace(
         set_check(inp, current, "Pending", message),
         spec_change=change,

@@ -1,7 +1,8 @@
 """KeepWarm: no claim; the formed set waits for the next claimant until
 ``keepWarmUntil`` (mirrored to an EC2 tag so the reaper enforces it after a
 restart). A new claim reuses the set with no launch and clears the window, unless the
-set's Capacity Block has less time left than the claimant needs."""
+set's Capacity Block has less time left than the claimant needs. A pool with no owning
+namespace (from before ownership) keeps no warm set."""
 
 from __future__ import annotations
 
@@ -40,6 +41,19 @@ def story(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
                 )
             )
         return (yield from _reuse(pool, status, now))
+    if pool.spec.ownerNamespace is None:
+        # From before pools belonged to namespaces: no Workload's label names it any more
+        # (workload.tenancy), so its warm set would bill for nobody until the window ends.
+        return (
+            yield from releasing.begin_quietly(
+                pool,
+                status,
+                reason="KeepWarmUnowned",
+                message="The pool has no owning namespace to keep its warm set for; releasing it",
+                observed=observed,
+                now=now,
+            )
+        )
     if status.keepWarmUntil is None or now >= status.keepWarmUntil:
         return (
             yield from releasing.begin_quietly(
