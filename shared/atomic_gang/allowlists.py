@@ -3,8 +3,8 @@
 An image boots with the node role and joins the cluster as a node, a subnet or a
 capacity reservation may be another team's, and a lifetime bills. Each of these
 checks runs after the value's syntax passed; an empty allowlist (the default) allows
-any value. The webhook and the provisioner both call them,
-through :func:`atomic_gang.rules.check_scalars`.
+any value, but for placement groups (``placement_group``). The webhook and the
+provisioner both call them, through :func:`atomic_gang.rules.check_scalars`.
 """
 
 from __future__ import annotations
@@ -79,7 +79,26 @@ def reservation(raw: str | None, s: GangSettings, out: Collector) -> str | None:
     )
 
 
+# The prefix of the placement groups the provisioner makes for pools (placement: cluster).
+MANAGED_GROUP_PREFIX = "atomic-gang-"
+
+
 def placement_group(raw: str | None, s: GangSettings, out: Collector) -> str | None:
+    """Unlike the other lists, an empty allowedPlacementGroups allows no group: a group
+    may hold another team's instances (room taken from its gang, its release failing on
+    a group still in use). A group the provisioner manages is a pool's own, reached
+    only through ``placement: cluster``, whatever the list says."""
+    if raw is None:
+        return raw
+    hint = f"; or use {keys.PLACEMENT}: cluster for a group of the pool's own"
+    if raw.startswith(MANAGED_GROUP_PREFIX):
+        why = "is a placement group the provisioner manages for a pool, never named by a Job"
+        out.add(keys.PLACEMENT_GROUP_NAME, "PlacementGroupNotAllowed", why, raw, hint[2:])
+        return None
+    if not s.allowed_placement_groups:
+        why = "names a placement group, and allowedPlacementGroups lists none (the default)"
+        out.add(keys.PLACEMENT_GROUP_NAME, "PlacementGroupNotAllowed", why, raw, hint[2:])
+        return None
     return _one(
         raw,
         s.allowed_placement_groups,
@@ -88,7 +107,7 @@ def placement_group(raw: str | None, s: GangSettings, out: Collector) -> str | N
         setting="allowedPlacementGroups",
         reason="PlacementGroupNotAllowed",
         why="is not in allowedPlacementGroups (a group may hold another team's instances)",
-        hint=f"; or use {keys.PLACEMENT}: cluster for a group of the pool's own",
+        hint=hint,
     )
 
 

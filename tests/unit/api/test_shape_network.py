@@ -16,7 +16,9 @@ NETWORK = {k.PLACEMENT: "cluster", k.EFA: "true", k.MAX_SPREAD: "1"}
 
 
 def spec(**annotations: str | None) -> GangSpec:
-    found = validate_job(gang_job(annotations=annotations), settings())
+    found = validate_job(
+        gang_job(annotations=annotations), settings(allowedPlacementGroups=["team-*"])
+    )
     assert found is not None
     return found
 

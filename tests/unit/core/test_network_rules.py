@@ -10,7 +10,7 @@ from atomic_gang import GangValidationError, validate_job
 from atomic_gang import keys as k
 from tests.support.jobs import gang_job, settings
 
-S = settings()
+S = settings(allowedPlacementGroups=["team-*", "pg"])
 FLEET = {k.MODE: "fleet", k.PLACEMENT: "cluster"}
 
 
@@ -122,3 +122,24 @@ def test_messages_say_the_rule_and_what_to_do() -> None:
     assert "exactly one zone" in text
     assert "one availability zone" in text
     assert "mode: runinstances" in text
+
+
+def test_no_placement_group_may_be_named_unless_the_admin_lists_it() -> None:
+    job = gang_job(annotations={k.PLACEMENT_GROUP_NAME: "team-a-pg"})
+    with pytest.raises(GangValidationError) as err:
+        validate_job(job, settings())  # allowedPlacementGroups: [] (the default)
+    ((key, reason, value),) = [(v.key, v.reason, v.value) for v in err.value.violations]
+    assert (key, reason, value) == (k.PLACEMENT_GROUP_NAME, "PlacementGroupNotAllowed", "team-a-pg")
+    assert "allowedPlacementGroups lists none" in str(err.value)
+
+
+def test_a_group_the_provisioner_manages_is_never_named_even_where_any_is_listed() -> None:
+    theirs = "atomic-gang-my-eks-cluster-team-a.pretrain-0a1b2c3d"
+    with pytest.raises(GangValidationError) as err:
+        validate_job(
+            gang_job(annotations={k.PLACEMENT_GROUP_NAME: theirs}),
+            settings(allowedPlacementGroups=["*"]),
+        )
+    (v,) = err.value.violations
+    assert v.reason == "PlacementGroupNotAllowed"
+    assert "manages for a pool" in v.message
