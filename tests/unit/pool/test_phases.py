@@ -198,7 +198,7 @@ def test_a_launch_of_unknown_outcome_is_recorded_then_replayed_first_until_ec2_a
     lost = RetryLater(code="ReadTimeout", message="no answer", unknown=unknown)
     after = decide(p, replace(observed(), launch=lost), T0)
     assert after.status.pendingLaunch == PendingLaunch(
-        generation=5, zone="us-east-1b", clientToken="ag-pretrain-g5-us-east-1b"
+        generation=5, zone="us-east-1b", clientToken="ag-pretrain-g5-us-east-1b", recordedAt=T0
     )
     assert launch_asked(after) is None  # recorded first: the replay is the next attempt's
     again = p.model_copy(update={"status": after.status})
@@ -605,6 +605,32 @@ def test_lost_launch_found_after_abandon_is_released() -> None:
     asked = release_asked(release)
     assert asked is not None
     assert asked.instance_ids == tuple(IDS)
+
+
+def test_abandon_after_an_unknown_launch_believes_an_empty_lookup_only_once_it_settled() -> None:
+    """EC2's tag lookups lag new instances: right after a launch of unknown outcome,
+    finding nothing by tag is no proof that nothing was launched."""
+    unknown = PendingLaunch(
+        generation=7, zone="us-east-1a", clientToken="ag-pretrain-g7-us-east-1a", recordedAt=T0
+    )
+    p = pool(claim=None, phase="Acquiring", acquireGeneration=7, pendingLaunch=unknown)
+    early = decide(p, replace(observed(), found=()), T0 + timedelta(seconds=30))
+    assert early.status.phase == "Acquiring"  # not Idle: it looks again
+    assert early.requeue_after is not None and 0 < early.requeue_after <= 90
+    assert "looking for its instances by tag until" in early.status.lastError
+    assert early.events == ()  # nothing abandoned yet
+    # The set shows up in a later lookup: released by id like any lost launch.
+    seen = decide(p, replace(observed(), found=instances()), T0 + timedelta(seconds=60))
+    assert seen.status.phase == "Releasing"
+    assert seen.status.instanceIds == IDS
+    settled = decide(p, replace(observed(), found=()), T0 + KNOBS.lost_launch_settle)
+    assert settled.status.phase == "Idle"
+    # The finalizer waits the same way before it lets the pool go.
+    deleting = pool(deleting=True, phase="Acquiring", acquireGeneration=7, pendingLaunch=unknown)
+    held = decide(deleting, replace(observed(), found=()), T0 + timedelta(seconds=30))
+    assert not held.remove_finalizer
+    gone = decide(deleting, replace(observed(), found=()), T0 + KNOBS.lost_launch_settle)
+    assert gone.remove_finalizer
 
 
 def test_finalizer_while_acquiring_finds_lost_launches() -> None:

@@ -230,6 +230,13 @@ class PendingLaunch(_Model):
     generation: int = Field(ge=1, description="The acquireGeneration it was sent at.")
     zone: str = Field(description="The availability zone (RunInstances idempotency is zonal).")
     clientToken: str = Field(description="The ClientToken it carried.")
+    recordedAt: Time | None = Field(
+        default=None,
+        description=(
+            "When its outcome was found unknown: a lookup by tag that finds nothing is "
+            "trusted only some time after (EC2's tag lookups lag its launches)."
+        ),
+    )
 
 
 class BrokenNode(_Model):

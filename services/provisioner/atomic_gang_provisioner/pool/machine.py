@@ -12,7 +12,13 @@ from datetime import datetime
 
 from atomic_gang_provisioner.api import GangNodePool, Phase
 from atomic_gang_provisioner.pool import outcomes
-from atomic_gang_provisioner.pool.model import Observed, has_resources, update, with_status
+from atomic_gang_provisioner.pool.model import (
+    Observed,
+    has_resources,
+    lookups_lag_until,
+    update,
+    with_status,
+)
 from atomic_gang_provisioner.pool.phases import (
     acquiring,
     degraded,
@@ -67,6 +73,11 @@ def finalize(pool: GangNodePool, observed: Observed, now: datetime) -> Part[End]
         found = yield from ask(FindByTag(status.acquireGeneration))
         if found:
             status = update(status, instanceIds=[i.instance_id for i in found])
+        unsure_until = lookups_lag_until(status, observed.knobs)
+        if not found and unsure_until is not None and now < unsure_until:
+            # Not believed yet: EC2's tag lookups lag a launch of unknown outcome.
+            wait = (unsure_until - now).total_seconds()
+            return End(status=status, requeue_after=min(wait, observed.knobs.release_poll * 2))
     if has_resources(status):
         if pool.status.phase != "Releasing":  # one event, not one per ENI poll
             yield outcomes.Finalizing(instances=len(status.instanceIds))

@@ -36,6 +36,9 @@ class Knobs:
     backoff_max: float = 300.0
     health_grace: timedelta = timedelta(seconds=60)
     release_poll: float = 5.0
+    # How long after a launch of unknown outcome a lookup by tag that finds nothing is
+    # believed: EC2's describe filtered by tag lags new instances (eventual consistency).
+    lost_launch_settle: timedelta = timedelta(seconds=120)
     # ec2Api.describeReuseSeconds: how old a sign of an instance's life a join check takes
     # (an answer of EC2's, or its Node turning Ready); 0 asks EC2 for every gang.
     liveness_window: timedelta = timedelta(seconds=10)
@@ -192,3 +195,15 @@ def dead_instances(pool: GangNodePool, described: tuple[Instance, ...]) -> tuple
     describe): gone, terminated, stopping or stopped."""
     healthy = {i.instance_id for i in described if i.healthy}
     return tuple(i for i in pool.status.instanceIds if i not in healthy)
+
+
+def lookups_lag_until(status: GangNodePoolStatus, knobs: Knobs) -> datetime | None:
+    """Until when a lookup by tag that finds nothing may still miss the recorded launch
+    of unknown outcome of this generation (None: there is none, or an older release
+    recorded it without a time)."""
+    pending = status.pendingLaunch
+    if pending is None or pending.generation != status.acquireGeneration:
+        return None
+    if pending.recordedAt is None:
+        return None
+    return pending.recordedAt + knobs.lost_launch_settle

@@ -36,6 +36,7 @@ from atomic_gang_provisioner.pool.model import (
     Observed,
     backoff_seconds,
     claim_key,
+    lookups_lag_until,
     seconds_until,
     update,
 )
@@ -48,9 +49,26 @@ from atomic_gang_provisioner.pool.story import End, FindByTag, Launch, Next, Sto
 def abandon(pool: GangNodePool, observed: Observed, now: datetime) -> Story:
     """The claim is gone mid-acquisition. A launch whose response was lost (crash) may
     have left a set at EC2 that status never recorded: look it up by tag and release it
-    before going Idle, or it would bill until the reaper's max-lifetime sweep."""
+    before going Idle, or it would bill until the reaper's max-lifetime sweep. After a
+    launch of unknown outcome, a lookup that finds nothing is not believed until
+    ``lost_launch_settle`` has passed since (EC2's tag lookups lag new instances): the
+    pool looks again until then. What is found is released by id, and its termination
+    confirmed by id (``releasing``)."""
     status = pool.status
     found = yield from ask(FindByTag(status.acquireGeneration))
+    unsure_until = lookups_lag_until(status, observed.knobs)
+    if not found and unsure_until is not None and now < unsure_until:
+        looking = update(
+            status,
+            claimKey="",
+            lastError=(
+                "The claim was released during a launch of unknown outcome; looking for its "
+                f"instances by tag until {unsure_until.strftime('%H:%M:%SZ')}, since EC2's "
+                "tag lookups lag new instances"
+            ),
+        )
+        wait = min(observed.knobs.release_poll * 2, (unsure_until - now).total_seconds())
+        return End(status=looking, requeue_after=max(wait, 1.0))
     idle = update(
         status,
         phase="Idle",
@@ -130,7 +148,9 @@ def replay_of(status: GangNodePoolStatus) -> UnknownLaunch | None:
     return UnknownLaunch(zone=pending.zone, token=pending.clientToken)
 
 
-def pending_after(status: GangNodePoolStatus, result: RetryLater) -> PendingLaunch | None:
+def pending_after(
+    status: GangNodePoolStatus, result: RetryLater, now: datetime
+) -> PendingLaunch | None:
     """What to record after a retryable failure: its unknown launch, or the one already
     recorded (a throttle or a timeout of the replay itself leaves that one standing)."""
     if result.unknown is None:
@@ -139,6 +159,7 @@ def pending_after(status: GangNodePoolStatus, result: RetryLater) -> PendingLaun
         generation=status.acquireGeneration,
         zone=result.unknown.zone,
         clientToken=result.unknown.token,
+        recordedAt=now,
     )
 
 
@@ -169,7 +190,7 @@ def after_acquire(
             status,
             lastError=f"{result.code}: {result.message}",
             lastErrorReason=result.reason,
-            pendingLaunch=pending_after(status, result),
+            pendingLaunch=pending_after(status, result, now),
         )
         return End(status=retry, requeue_after=delay)
     if isinstance(result, AwaitingReservation):

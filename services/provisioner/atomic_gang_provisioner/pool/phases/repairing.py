@@ -260,7 +260,7 @@ def _launched_or_not(
             status,
             lastError=f"{result.code}: {result.message}",
             lastErrorReason=result.reason,
-            pendingLaunch=acquiring.pending_after(status, result),
+            pendingLaunch=acquiring.pending_after(status, result, now),
         )
         return End(status=retry, requeue_after=result.retry_after or knobs.backoff_base)
     if not isinstance(result, AwaitingReservation) and result.reason.permanent:
