@@ -247,6 +247,23 @@ def test_a_node_name_pod_cannot_tolerate_its_way_onto_a_gang_node(tenants: Tenan
     b_runs(t, "Deployment", deploy_name, pod["spec"], replicas=1)
 
     wait_policy_refusal(t.system, deploy_name, "the Deployment's ReplicaSet refused by the policy")
+    # Without the toleration admission has nothing to refuse; the NoExecute gang taint
+    # gets the Pod evicted by the taint-eviction controller, as on every real cluster.
+    bare_name = unique("bare")
+    bare = {
+        **pod,
+        "metadata": {"name": bare_name, "namespace": TEAM_B},
+        "spec": {k: v for k, v in pod["spec"].items() if k != "tolerations"},
+    }
+    assert t.b.apply(bare).returncode == 0
+
+    def evicted() -> bool | None:
+        found = t.system.kube.list(
+            PODS, namespace=TEAM_B, field_selector=f"metadata.name={bare_name}"
+        ).items
+        return True if not found or found[0]["metadata"].get("deletionTimestamp") else None
+
+    wait_for(evicted, timeout=60, what="the bare nodeName pod evicted from the gang node")
 
 
 def test_a_crafted_workload_never_pairs_with_another_namespaces_job(tenants: Tenants) -> None:
