@@ -3,8 +3,11 @@ tenant holding only `edit` in its own namespace, and what stops it."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +15,7 @@ import httpx
 import pytest
 
 from atomic_gang import keys
-from atomic_gang.resources import EVENTS, WORKLOADS, Resource
+from atomic_gang.resources import EVENTS, JOBS, POOLS, WORKLOADS, Resource
 from tests.e2e.kube import Kube
 from tests.e2e.names import gnp
 from tests.e2e.system.harness import System, condition, sample_job
@@ -56,10 +59,59 @@ def messages_in(system: System, namespace: str) -> list[str]:
     return events + checks
 
 
-def assert_nothing_of_a(system: System) -> None:
-    """Nothing tenant B can read names tenant A's namespace or Workloads."""
-    leaked = [m for m in messages_in(system, TEAM_B) if TEAM_A in m]
-    assert leaked == [], leaked
+# Tenant A's gangs run in a zone tenant B's never name: a shape value of A's alone.
+A_ZONE = "us-east-1b"
+
+
+def a_sample(name: str, label: str, **ann: str) -> dict[str, Any]:
+    """Tenant A's gang Job of 2 on its pool ``label``, in ``A_ZONE``."""
+    return sample_job(name, TEAM_A, pool=label, count=2, availability_zones=A_ZONE, **ann)
+
+
+def secrets_of_a(system: System) -> set[str]:
+    """What names tenant A's gangs: its namespace, Job and Workload names, pools, groups,
+    instance ids, and its shape's zone."""
+    found = {TEAM_A, A_ZONE}
+    for res in (JOBS, WORKLOADS):
+        found |= {o["metadata"]["name"] for o in system.kube.list(res, namespace=TEAM_A).items}
+    for obj in system.kube.list(POOLS).items:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        if spec.get("ownerNamespace") == TEAM_A:
+            found |= {obj["metadata"]["name"], *(status.get("instanceIds") or ())}
+            found |= {g for g in (status.get("activeGroup"),) if g}
+    return found
+
+
+def readable_by_b(t: Tenants) -> dict[str, str]:
+    """Everything tenant B reads about its gangs, by where: its Jobs, Workloads and
+    Events whole, and `atomic-gang explain` of each of its Jobs, run with its token."""
+    seen: dict[str, str] = {}
+    for res in (JOBS, WORKLOADS, EVENTS):
+        for obj in t.system.kube.list(res, namespace=TEAM_B).items:
+            seen[f"{res.kind} {obj['metadata']['name']}"] = json.dumps(obj)
+    for job in t.system.kube.list(JOBS, namespace=TEAM_B).items:
+        name = job["metadata"]["name"]
+        if keys.POOL not in (job["metadata"].get("labels") or {}):
+            continue
+        done = subprocess.run(
+            [sys.executable, "-m", "atomic_gang_cli", "explain", "--kubeconfig",
+             str(t.b.kubeconfig), f"{TEAM_B}/{name}"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        seen[f"explain {name}"] = done.stdout + done.stderr
+    return seen
+
+
+def assert_nothing_of_a(t: Tenants) -> None:
+    """Nothing tenant B can read names anything of tenant A's gangs."""
+    secrets = secrets_of_a(t.system)
+    leaked = {
+        (where, secret)
+        for where, text in readable_by_b(t).items()
+        for secret in secrets
+        if secret in text
+    }
+    assert leaked == set(), sorted(leaked)
 
 
 def wait_policy_refusal(system: System, owner: str, what: str) -> str:
@@ -80,7 +132,7 @@ def wait_policy_refusal(system: System, owner: str, what: str) -> str:
 
 def a_live_gang(t: Tenants, label: str) -> dict[str, Any]:
     """Tenant A's gang of 2 on its pool ``label``, admitted and running for a minute."""
-    job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=label, count=2, runs_for="60s"))
+    job = submit(t.a, a_sample(unique("a"), label, runs_for="60s"))
     wait_check(t.system, job, "Ready")
     return job
 
@@ -105,7 +157,7 @@ def b_runs(t: Tenants, kind: str, name: str, pod_spec: dict[str, Any], **spec: A
 def a_warm_set(t: Tenants, label: str) -> dict[str, Any]:
     job = submit(
         t.a,
-        sample_job(unique("a"), TEAM_A, pool=label, count=2, runs_for="1s", keep_warm_ttl="3m"),
+        a_sample(unique("a"), label, runs_for="1s", keep_warm_ttl="3m"),
     )
     wait_for(lambda: t.system.complete(job), timeout=120, what="A's Job complete")
     t.system.world.wait_pool(
@@ -136,10 +188,10 @@ def test_a_warm_set_is_not_reused_by_another_namespace(tenants: Tenants) -> None
     assert not set(p.status.instanceIds) & set(theirs.status.instanceIds)
 
     # A's next Job reuses it: no launch.
-    again = submit(t.a, sample_job(unique("a2"), TEAM_A, pool=label, count=2, runs_for="1s"))
+    again = submit(t.a, a_sample(unique("a2"), label, runs_for="1s"))
     wait_check(t.system, again, "Ready")
     assert len(t.system.controller_calls("RunInstances", pool)) == launches
-    assert_nothing_of_a(t.system)
+    assert_nothing_of_a(t)
 
 
 def test_a_running_gang_is_not_adopted_by_another_namespace(tenants: Tenants) -> None:
@@ -159,7 +211,7 @@ def test_a_running_gang_is_not_adopted_by_another_namespace(tenants: Tenants) ->
     assert p.spec.claim is not None
     assert p.spec.claim.namespace == TEAM_A
     assert not set(t.system.gang_nodes(pool)) & set(t.system.gang_nodes(b_pool))
-    assert_nothing_of_a(t.system)
+    assert_nothing_of_a(t)
 
 
 def test_squatting_costs_the_squatter_never_the_owner(tenants: Tenants) -> None:
@@ -188,7 +240,7 @@ def test_squatting_costs_the_squatter_never_the_owner(tenants: Tenants) -> None:
         t.system.world.wait_pool(
             b_pool, lambda p: p.spec.ownerNamespace == TEAM_B, what="B's squat"
         )
-        a_job = submit(t.a, sample_job(unique("a"), TEAM_A, pool=label, count=2))
+        a_job = submit(t.a, a_sample(unique("a"), label))
         ready = wait_check(t.system, a_job, "Ready")
         assert not ready.get("retryCount")  # never sent back to the queue
         assert "p5" not in ready["message"]
@@ -200,6 +252,7 @@ def test_squatting_costs_the_squatter_never_the_owner(tenants: Tenants) -> None:
         assert squatted is not None
         assert squatted.spec.ownerNamespace == TEAM_B
         assert squatted.status.instanceIds == []  # B's shape still cannot launch
+        assert_nothing_of_a(t)
     finally:
         t.system.fake.set_capacity(zone, "p5.48xlarge", None)
 
@@ -315,7 +368,7 @@ def test_a_crafted_workload_never_pairs_with_another_namespaces_job(tenants: Ten
     assert p is not None
     assert p.spec.claim is not None
     assert p.spec.claim.namespace == TEAM_A
-    assert_nothing_of_a(t.system)
+    assert_nothing_of_a(t)
 
 
 def test_200_parked_connections_to_the_controller_port_hold_a_bounded_number_of_threads(
