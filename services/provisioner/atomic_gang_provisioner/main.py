@@ -19,7 +19,7 @@ from atomic_gang.stopping import hold_stop_signals, wait_for_stop
 from atomic_gang_provisioner import kueue_api
 from atomic_gang_provisioner.cloud.aws import Ec2Provider, make_clients
 from atomic_gang_provisioner.config import ServerSettings
-from atomic_gang_provisioner.httpserver import serve
+from atomic_gang_provisioner.httpserver import BoundedServer, ClosedConnections, serve, serve_probes
 from atomic_gang_provisioner.kube import (
     KubeClient,
     KubeConfigError,
@@ -45,9 +45,9 @@ def load(argv: list[str] | None) -> tuple[argparse.Namespace, ProvisionerSetting
     p = startup.parser(
         PROG,
         "Kueue AdmissionCheck controller that acquires EC2 gangs N-or-0. Process options "
-        f"come from {PREFIX}* env vars (KUBECONFIG, NAMESPACE, HTTP_PORT, LOG_LEVEL, ...); "
-        "controller knobs from the settings file. AWS credentials and endpoint come from the "
-        "standard AWS environment (AWS_ENDPOINT_URL for moto).",
+        f"come from {PREFIX}* env vars (KUBECONFIG, NAMESPACE, HTTP_PORT, HEALTH_PORT, "
+        "LOG_LEVEL, ...); controller knobs from the settings file. AWS credentials and "
+        "endpoint come from the standard AWS environment (AWS_ENDPOINT_URL for moto).",
     )
     p.add_argument("--identity", default=None, help="leader-election identity (default: host)")
     args = p.parse_args(argv)
@@ -154,15 +154,13 @@ def main(argv: list[str] | None = None) -> None:
         owners=_served_owners(client),
     )
     health = manager.ctx.cloud_health
-    http = serve(
-        host=server.http_host,
-        port=server.http_port,
-        registry=metrics.registry,
+
+    def ready() -> bool:
         # Not Ready while this replica cannot resolve its cluster in EC2/EKS (a wrong
         # endpoint, region or credentials), so `helm install --wait` fails visibly.
-        ready=lambda: manager.synced() and not health.failing("cluster"),
-        access=_metrics_access(server, client),
-    )
+        return manager.synced() and not health.failing("cluster")
+
+    listeners = listen(server, metrics, ready=ready, access=_metrics_access(server, client))
     done = threading.Event()
     # Resolve the cluster now; a cloud error shows on the AdmissionCheck (CloudUnavailable)
     # and keeps this replica not Ready; the reaper (leader) and this replica re-probe.
@@ -172,12 +170,35 @@ def main(argv: list[str] | None = None) -> None:
             target=_check_until_ok, args=(check, health, done), name="cluster-check", daemon=True
         ).start()
     manager.start(identity=args.identity)
-    log.info("running", extra={"cluster": settings.gang.cluster_name, "port": http.server_port})
+    ports = {name: srv.server_port for name, srv in listeners.items()}
+    log.info("running", extra={"cluster": settings.gang.cluster_name, "ports": ports})
     stopped_by = wait_for_stop()
     done.set()
     log.info("shutting down", extra={"signal": stopped_by.name})
     manager.stop()
-    http.shutdown()
+    for srv in listeners.values():
+        srv.shutdown()
+
+
+def listen(
+    server: ServerSettings,
+    metrics: ProvisionerMetrics,
+    *,
+    ready: Callable[[], bool],
+    access: MetricsAccess | None,
+) -> dict[str, BoundedServer]:
+    """The metrics port, and the probes' own port when one is set, each counted in
+    ``atomic_gang_http_connections_closed_total`` by its name (``http``, ``probes``)."""
+    host = server.http_host
+    listeners = {
+        "http": serve(
+            host=host, port=server.http_port, registry=metrics.registry, ready=ready, access=access
+        )
+    }
+    if server.health_port is not None:
+        listeners["probes"] = serve_probes(host=host, port=server.health_port, ready=ready)
+    metrics.registry.register(ClosedConnections(listeners))
+    return listeners
 
 
 def _cloud(

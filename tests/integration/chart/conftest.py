@@ -151,7 +151,12 @@ POSITIVE: dict[str, dict[str, Any] | None] = {
         "leaderElection": {"enabled": False},
         "replicaCount": 1,  # without leader election, one replica (two would both be active)
         "podDisruptionBudget": {"enabled": False},
+        "networkPolicy": {"enabled": False},
         "serviceAccount": {"create": False, "name": "pre-made"},
+    },
+    "probes-from-nodes": {
+        "controller": {"healthPort": 9090},
+        "networkPolicy": {"controller": {"probeFrom": [{"ipBlock": {"cidr": "10.1.0.0/16"}}]}},
     },
 }
 
@@ -211,6 +216,10 @@ REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "two-active-controllers": (
         {"leaderElection": {"enabled": False}},
         "leaderElection.enabled=false with replicaCount 2: every replica would be active",
+    ),
+    "probes-on-the-metrics-port": (
+        {"controller": {"healthPort": 8080}},
+        "controller.healthPort 8080 is controller.httpPort too",
     ),
     "default-role-not-allowed": (
         {"allowedNodeRoleArns": ["arn:aws:iam::123456789012:role/other"]},

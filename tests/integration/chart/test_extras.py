@@ -1,7 +1,11 @@
-"""Optional pieces: ServiceMonitors and the elevated nodeBootstrap hook."""
+"""Optional pieces: ServiceMonitors, the NetworkPolicies (on by default) and the elevated
+nodeBootstrap hook."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 import yaml
 
 from atomic_gang_provisioner.cloud.naming import instance_profile_name
@@ -104,29 +108,73 @@ def test_open_metrics_drop_the_reader_role_and_the_review_rights(
     assert "bearerTokenFile" not in endpoint
 
 
+def _named(*namespaces: str) -> dict[str, Any]:
+    expr = {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}
+    return {"namespaceSelector": {"matchExpressions": [expr]}}
+
+
+def test_network_policies_are_on_by_default(default: Rendered) -> None:
+    controller = default.one("NetworkPolicy", "-controller")["spec"]
+    webhook = default.one("NetworkPolicy", "-webhook")["spec"]
+
+    # The metrics port from the monitoring namespace only; no pod reaches the probe port
+    # (the kubelet probes from the pod's own node, which no NetworkPolicy applies to).
+    assert controller["ingress"] == [
+        {"from": [_named("monitoring")], "ports": [{"port": 8080, "protocol": "TCP"}]}
+    ]
+    assert webhook["ingress"] == [{"ports": [{"port": 9443, "protocol": "TCP"}]}]
+    assert webhook["egress"] == []
+
+
 def test_network_policy_admits_the_controller_port_only_from_the_named_scrapers(
     renders: dict[str, Rendered],
 ) -> None:
     policy = renders["metrics-readers"].one("NetworkPolicy", "-controller")
     (rule,) = policy["spec"]["ingress"]
     assert rule["ports"] == [{"port": 8080, "protocol": "TCP"}]
-    assert rule["from"] == [
-        {
-            "namespaceSelector": {
-                "matchExpressions": [
-                    {
-                        "key": "kubernetes.io/metadata.name",
-                        "operator": "In",
-                        "values": ["monitoring", "obs"],
-                    }
-                ]
-            }
-        },
-        {"ipBlock": {"cidr": "10.0.0.0/16"}},
-    ]
+    assert rule["from"] == [_named("monitoring", "obs"), {"ipBlock": {"cidr": "10.0.0.0/16"}}]
     # No scraper named: no pod may connect (the kubelet's probes come from the node).
     closed = renders["metrics-open"].one("NetworkPolicy", "-controller")
     assert closed["spec"]["ingress"] == []
+
+
+def test_probe_from_admits_the_named_nodes_to_the_probe_port_only(
+    renders: dict[str, Rendered],
+) -> None:
+    r = renders["probes-from-nodes"]
+    scrapes, probes = r.one("NetworkPolicy", "-controller")["spec"]["ingress"]
+    assert scrapes["ports"] == [{"port": 8080, "protocol": "TCP"}]
+    assert probes == {
+        "from": [{"ipBlock": {"cidr": "10.1.0.0/16"}}],
+        "ports": [{"port": 9090, "protocol": "TCP"}],
+    }
+    ctl = r.one("Deployment", "-controller")["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "health", "containerPort": 9090, "protocol": "TCP"} in ctl["ports"]
+
+
+@pytest.mark.parametrize(
+    ("case", "credentials"),
+    [
+        pytest.param("default", ["169.254.170.23/32", "fd00:ec2::23/128"], id="podIdentity"),
+        pytest.param("node", ["169.254.169.254/32", "fd00:ec2::254/128"], id="node"),
+        pytest.param("irsa", None, id="irsa"),
+        pytest.param("static", None, id="static"),
+    ],
+)
+def test_the_controller_may_reach_its_credentials_on_the_node(
+    renders: dict[str, Rendered], case: str, credentials: list[str] | None
+) -> None:
+    egress = renders[case].one("NetworkPolicy", "-controller")["spec"]["egress"]
+    http = [rule for rule in egress if {"port": 80, "protocol": "TCP"} in rule["ports"]]
+    if credentials is None:  # STS over HTTPS (irsa), or keys in a Secret (static)
+        assert http == []
+    else:
+        assert http == [
+            {
+                "to": [{"ipBlock": {"cidr": cidr}} for cidr in credentials],
+                "ports": [{"port": 80, "protocol": "TCP"}],
+            }
+        ]
 
 
 def test_each_auth_mode_reaches_the_node_bootstrap_hook(renders: dict[str, Rendered]) -> None:

@@ -40,7 +40,8 @@ def _env(container: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_default_install_creates_every_piece(default: Rendered) -> None:
-    twice = ["Certificate", "Deployment", "Issuer", "PodDisruptionBudget", "Service"]
+    twice = ["Certificate", "Deployment", "Issuer", "NetworkPolicy", "PodDisruptionBudget"]
+    twice += ["Service"]
     once = ["AdmissionCheck", "ClusterQueue", "ClusterRoleBinding", "ConfigMap"]
     once += ["LocalQueue", "ResourceFlavor", "ServiceAccount", "ServiceAccount"]
     once += ["ValidatingWebhookConfiguration"]
@@ -80,11 +81,17 @@ def test_controller_deployment(default: Rendered) -> None:
         "fieldRef": {"fieldPath": "metadata.namespace"}
     }
     assert env["ATOMIC_GANG_PROVISIONER_HTTP_PORT"] == "8080"
+    assert env["ATOMIC_GANG_PROVISIONER_HEALTH_PORT"] == "8081"
     assert env["AWS_REGION"] == "us-east-1"
     assert c["args"] == ["--config", "/etc/atomic-gang/settings.yaml"]
-    assert c["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
-    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert c["ports"] == [
+        {"name": "http", "containerPort": 8080, "protocol": "TCP"},
+        {"name": "health", "containerPort": 8081, "protocol": "TCP"},
+    ]
+    # Every probe on the probes' own port: connections held on /metrics cannot fail them.
+    assert c["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     assert c["image"] == "atomic-gang-provisioner:0.1.0"
     mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
     assert mounts == {"/etc/atomic-gang": "settings", "/tmp": "tmp"}
@@ -181,10 +188,17 @@ def test_optional_pieces_switch_off(renders: dict[str, Rendered]) -> None:
     assert not kinds & {"ValidatingWebhookConfiguration", "Certificate", "Issuer"}
     assert [o["metadata"]["name"] for o in r.of("Role")] == [f"{RELEASE}-controller-aws-auth"]
     assert "PodDisruptionBudget" not in kinds
+    assert "NetworkPolicy" not in kinds
     assert [d["metadata"]["name"] for d in r.of("Deployment")] == [f"{RELEASE}-controller"]
     assert r.of("ServiceAccount") == []  # serviceAccount.create=false
     pod = r.one("Deployment", "-controller")["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "pre-made"
+    # One active replica without leader election: never two at once during an upgrade.
+    assert r.one("Deployment", "-controller")["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_with_leader_election_upgrades_roll(default: Rendered) -> None:
+    assert "strategy" not in default.one("Deployment", "-controller")["spec"]  # RollingUpdate
 
 
 @pytest.mark.parametrize("suffix", ["-controller", "-webhook"])

@@ -1,6 +1,6 @@
 """The controller's HTTP server (/metrics, /healthz, /readyz) is bounded: parked,
-trickling and oversized requests cost a capped number of threads, for a bounded time,
-and the probes answer again once they are cut."""
+trickling and oversized requests cost a capped number of threads, for a bounded time;
+at the cap a new request sheds the oldest connection still sending its head."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
-from atomic_gang_provisioner.httpserver import BoundedServer, Limits, serve
+from atomic_gang_provisioner.httpserver import BoundedServer, ClosedConnections, Limits, serve
 from tests.support.wait import wait_for
 
 LIMITS = Limits(connections=8, read_seconds=3.0, request_seconds=4.0, header_bytes=1024)
@@ -21,10 +23,13 @@ HALF_SENT = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"  # no blank line: the reques
 
 
 @pytest.fixture
-def server() -> Iterator[BoundedServer]:
-    srv = serve(
-        host="127.0.0.1", port=0, registry=CollectorRegistry(), ready=lambda: True, limits=LIMITS
-    )
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+@pytest.fixture
+def server(registry: CollectorRegistry) -> Iterator[BoundedServer]:
+    srv = serve(host="127.0.0.1", port=0, registry=registry, ready=lambda: True, limits=LIMITS)
     yield srv
     srv.shutdown()
     srv.server_close()
@@ -62,9 +67,14 @@ def test_200_parked_requests_hold_at_most_the_cap_of_threads_and_are_cut(
     before = threading.active_count()
     parked = [connect(server, HALF_SENT) for _ in range(200)]
     try:
-        wait_for(lambda: server.refused >= 200 - LIMITS.connections, timeout=10, what="refusals")
-        # One thread and one deadline timer per held connection, never more.
-        assert threading.active_count() - before <= 2 * LIMITS.connections
+        wait_for(lambda: server.shed >= 200 - LIMITS.connections, timeout=10, what="sheddings")
+        # One thread and one deadline timer per held connection, once the shed ones end.
+        wait_for(
+            lambda: threading.active_count() - before <= 2 * LIMITS.connections,
+            timeout=5,
+            what="the shed connections' threads gone",
+        )
+        assert server.refused == 0  # none of them was being answered
         # Each held connection is shut at its request deadline, and the probe answers again.
         wait_for(lambda: all(closed_by_server(s) for s in parked), timeout=10, what="all cut")
         wait_for(lambda: healthy(server), timeout=5, what="/healthz answering again")
@@ -113,3 +123,69 @@ def test_an_ordinary_scrape_is_answered(server: BoundedServer) -> None:
     resp = httpx.get(f"http://127.0.0.1:{server.server_port}/metrics", timeout=5)
     assert resp.status_code == 200
     assert healthy(server)
+
+
+def test_at_the_cap_a_scrape_sheds_the_oldest_connection_still_sending_its_head(
+    server: BoundedServer, registry: CollectorRegistry
+) -> None:
+    registry.register(ClosedConnections({"http": server}))
+    idle = [socket.create_connection(("127.0.0.1", server.server_port), timeout=5)]
+    idle += [connect(server, HALF_SENT) for _ in range(LIMITS.connections - 1)]
+    try:
+        wait_for(lambda: len(server.held) == LIMITS.connections, timeout=5, what="the cap held")
+
+        resp = httpx.get(f"http://127.0.0.1:{server.server_port}/metrics", timeout=5)
+
+        assert resp.status_code == 200
+        assert (server.shed, server.refused) == (1, 0)
+        shed = {"listener": "http", "reason": "shed"}
+        assert registry.get_sample_value("atomic_gang_http_connections_closed_total", shed) == 1
+        oldest, *younger = idle
+        assert closed_by_server(oldest, within=5)
+        assert not any(closed_by_server(s) for s in younger)
+    finally:
+        for s in idle:
+            s.close()
+
+
+SCRAPE = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+class _Stalled(Collector):
+    """Holds every scrape until ``go`` is set; ``entered`` counts the scrapes it holds."""
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+        self._lock = threading.Lock()
+        self.entered = 0
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            self.entered += 1
+        self.go.wait(timeout=10)
+        yield GaugeMetricFamily("stalled", "Held until released.", value=1)
+
+
+def test_at_the_cap_of_connections_being_answered_a_new_one_is_closed_at_accept(
+    server: BoundedServer, registry: CollectorRegistry
+) -> None:
+    stalled = _Stalled()
+    registry.register(stalled)
+    answering = [connect(server, SCRAPE) for _ in range(LIMITS.connections)]
+    try:
+        wait_for(lambda: stalled.entered == LIMITS.connections, timeout=5, what="all answering")
+        late = connect(server, HALF_SENT)
+        try:
+            # Nothing to shed: each held one has its answer coming, so the late one goes.
+            assert closed_by_server(late, within=5)
+            assert (server.shed, server.refused) == (0, 1)
+        finally:
+            late.close()
+        stalled.go.set()
+        for s in answering:
+            s.settimeout(5)
+            assert s.recv(12) == b"HTTP/1.0 200"
+    finally:
+        stalled.go.set()
+        for s in answering:
+            s.close()

@@ -134,6 +134,11 @@ def test_missing_settings_file_exit_2(tmp_path: Path) -> None:
     ("env", "needle"),
     [
         pytest.param({"ATOMIC_GANG_PROVISIONER_HTTP_PORT": "99999"}, "http_port", id="port"),
+        pytest.param(
+            {"ATOMIC_GANG_PROVISIONER_HEALTH_PORT": "8080"},
+            "health_port 8080 is http_port too",
+            id="probes-on-the-metrics-port",
+        ),
         pytest.param({"ATOMIC_GANG_PROVISIONER_LOG_LEVEL": "chatty"}, "log_level", id="log-level"),
         pytest.param(
             {"ATOMIC_GANG_PROVISIONER_WORKLOAD_WORKERS": "0"}, "workload_workers", id="workers"

@@ -616,7 +616,8 @@ def test_abandon_after_an_unknown_launch_believes_an_empty_lookup_only_once_it_s
     p = pool(claim=None, phase="Acquiring", acquireGeneration=7, pendingLaunch=unknown)
     early = decide(p, replace(observed(), found=()), T0 + timedelta(seconds=30))
     assert early.status.phase == "Acquiring"  # not Idle: it looks again
-    assert early.requeue_after is not None and 0 < early.requeue_after <= 90
+    assert early.requeue_after is not None
+    assert 0 < early.requeue_after <= 90
     assert "looking for its instances by tag until" in early.status.lastError
     assert early.events == ()  # nothing abandoned yet
     # The set shows up in a later lookup: released by id like any lost launch.
