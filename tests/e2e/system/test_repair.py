@@ -131,7 +131,7 @@ def test_two_broken_at_once_is_past_repair_max_nodes_and_requeues_onto_a_fresh_g
             p.status.phase == "Satisfied"
             and p.status.activeGeneration != first.status.activeGeneration
         ),
-        timeout=90,
+        timeout=180,  # a release, Kueue's requeue, a launch and a join, on a loaded box
         what="a fresh gang",
     )
     wait_for(lambda: system.complete(job), timeout=180, what="the Job complete")
