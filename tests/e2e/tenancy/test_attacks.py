@@ -257,6 +257,26 @@ def test_squatting_costs_the_squatter_never_the_owner(tenants: Tenants) -> None:
         t.system.fake.set_capacity(zone, "p5.48xlarge", None)
 
 
+def test_a_managed_placement_group_of_another_team_is_denied(tenants: Tenants) -> None:
+    """A's gang in a placement group the provisioner made for its pool: B's Job naming
+    that group is denied at apply time (no instance of B's can take room in it, nor keep
+    A's release from deleting it), and so is any group while the admin lists none."""
+    t, label = tenants, unique("placed")
+    a_job = submit(t.a, a_sample(unique("a"), label, runs_for="60s", placement="cluster"))
+    wait_check(t.system, a_job, "Ready")
+    placed = t.system.world.pool(gnp(TEAM_A, label))
+    assert placed is not None
+    group = placed.status.placementGroup
+    assert group.startswith("atomic-gang-")
+    for name in (group, "some-existing-group"):
+        job = sample_job(unique("b"), TEAM_B, pool=unique("b"), count=2, placement_group_name=name)
+        done = t.b.apply(job, check=False)
+        assert done.returncode != 0, name
+        assert "PlacementGroupNotAllowed" in done.stderr, done.stderr
+    denied = f"metadata.name={job['metadata']['name']}"
+    assert t.system.kube.list(JOBS, namespace=TEAM_B, field_selector=denied).items == []
+
+
 def test_a_tenants_daemonset_gets_no_pod_on_gang_nodes(tenants: Tenants) -> None:
     t, label = tenants, unique("ds")
     pool = gnp(TEAM_A, label)
