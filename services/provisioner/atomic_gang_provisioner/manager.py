@@ -88,9 +88,7 @@ class Manager:
         self.informers = informers(
             client, resync_seconds=self.server.resync_seconds, scope=self.scope, owners=owners
         )
-        self.recorder = EventRecorder(
-            client, component=COMPONENT, cluster_namespace=self.server.namespace
-        )
+        self.recorder = EventRecorder(client, component=COMPONENT)
         self.leading = threading.Event()
         self.ctx = self._context(cloud, faults or Faults())
         self.pool_writes = LatestWrites(self.ctx.pools)  # our pool status writes

@@ -156,9 +156,9 @@ class World:
 
     @property
     def pool_events_namespace(self) -> str:
-        """Where the replicas write Events about pools (cluster-scoped): their own
-        namespace, which ``provisioner_env`` sets to the stack's."""
-        return self.ctx.options.namespace
+        """Where the replicas write Events about pools (cluster-scoped): kube-system,
+        which tenants do not read (the apiserver allows only it and "default")."""
+        return "kube-system"
 
     # -- kube ------------------------------------------------------------------
     def submit(self, job: dict[str, Any]) -> dict[str, Any]:

@@ -16,8 +16,8 @@ COMPONENT = "atomic-gang-provisioner"
 
 
 @pytest.fixture
-def recorder(client: KubeClient, namespace: str) -> Iterator[EventRecorder]:
-    rec = EventRecorder(client, component=COMPONENT, cluster_namespace=namespace, host="test-host")
+def recorder(client: KubeClient) -> Iterator[EventRecorder]:
+    rec = EventRecorder(client, component=COMPONENT, host="test-host")
     yield rec
     rec.close()
 
@@ -54,14 +54,17 @@ def test_repeats_are_aggregated_into_one_event(
     assert by_reason["Acquiring"]["count"] == 1
 
 
-def test_cluster_scoped_objects_get_events_in_the_controllers_namespace_not_default(
-    client: KubeClient, recorder: EventRecorder, namespace: str
+def test_cluster_scoped_objects_get_events_in_kube_system_not_default(
+    client: KubeClient, recorder: EventRecorder
 ) -> None:
     node = client.create(r.NODES, {"metadata": {"name": "ev-node"}})
-    recorder.event(reference(node), type="Normal", reason="Joined", message="node joined the gang")
+    for _ in range(2):
+        recorder.event(reference(node), type="Normal", reason="Joined", message="joined the gang")
     assert recorder.flush()
-    assert events_about(client, "default", "ev-node") == []  # tenants read "default"
-    (event,) = events_about(client, namespace, "ev-node")
+    assert events_about(client, "default", "ev-node") == []  # tenants may read "default"
+    (event,) = events_about(client, "kube-system", "ev-node")
+    assert event["count"] == 2  # aggregated there too
+    assert event["action"] == "Joined"
     assert event["involvedObject"]["kind"] == "Node"
     assert event["reason"] == "Joined"
 
@@ -85,7 +88,7 @@ def test_long_messages_are_truncated_and_failures_do_not_raise(
     client: KubeClient, namespace: str
 ) -> None:
     fixed = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
-    rec = EventRecorder(client, component=COMPONENT, cluster_namespace=namespace, now=lambda: fixed)
+    rec = EventRecorder(client, component=COMPONENT, now=lambda: fixed)
     try:
         cm = client.create(r.CONFIG_MAPS, {"metadata": {"name": "long", "namespace": namespace}})
         rec.event(cm, type="Normal", reason="Long", message="x" * 5000)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from atomic_gang_devstack.bins import CONTROL_PLANE, NODE, REPO_ROOT, BinaryMissingError, Bins
 from atomic_gang_devstack.component import Context
-from atomic_gang_devstack.components import default_components, incluster
+from atomic_gang_devstack.components import default_components
 from atomic_gang_devstack.components.cloud import fakeaws_endpoint
 from atomic_gang_devstack.demo.observe import Observer, Snapshot
 from atomic_gang_devstack.demo.samples import JOB, SAMPLES, Sample
@@ -24,6 +24,9 @@ from atomic_gang_fakeaws.control import ControlClient
 from atomic_gang_kubelite import Kube
 
 CONTROLLER_KEY = "testing"  # the provisioner's (dummy) access key id in the call log
+# Where the provisioner records Events about pools (cluster-scoped): kube-system, which
+# tenants do not read (the apiserver allows only it and "default" for such Events).
+CLUSTER_EVENTS_NAMESPACE = "kube-system"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -97,7 +100,7 @@ def _watch(ctx: Context, sample: Sample, *, timeout: float) -> Story:
         kube=kube,
         endpoint=fakeaws_endpoint(ctx),
         sample=sample,
-        events_namespace=_controller_namespace(ctx),
+        events_namespace=CLUSTER_EVENTS_NAMESPACE,
     )
     story, prev = Story(sample), Snapshot()
     try:
@@ -114,12 +117,6 @@ def _watch(ctx: Context, sample: Sample, *, timeout: float) -> Story:
     finally:
         kube.close()
     return story
-
-
-def _controller_namespace(ctx: Context) -> str:
-    """Where the controller runs: the chart's release namespace in the cluster, the stack's
-    own namespace as processes (``provisioner_env``)."""
-    return incluster.NAMESPACE if ctx.options.in_cluster else ctx.options.namespace
 
 
 def _controller_calls(control: ControlClient) -> dict[str, int]:

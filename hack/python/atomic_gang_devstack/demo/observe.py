@@ -64,7 +64,7 @@ def _condition(obj: dict[str, Any], kind: str) -> bool:
 
 class Observer:
     def __init__(self, *, kube: Kube, endpoint: str, sample: Sample, events_namespace: str):
-        """``events_namespace``: the controller's own, where it records a pool's Events."""
+        """``events_namespace``: where the controller records a pool's Events."""
         self.kube, self.sample, self.pool = kube, sample, sample.pool
         self.events_namespace = events_namespace
         self.ec2 = boto3.client(

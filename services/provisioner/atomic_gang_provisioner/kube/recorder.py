@@ -29,6 +29,11 @@ from atomic_gang_provisioner.timestamps import rfc3339
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE = 1024
+# Where Events about cluster-scoped objects (GangNodePools, Nodes) go: they name every
+# team's claimants, instance ids and shapes, and tenants can read "default", the only
+# other namespace the apiserver allows for them. Each claimant's own Job and Workload
+# get the Events that concern it, in its namespace.
+CLUSTER_EVENTS_NAMESPACE = "kube-system"
 _AggKey = tuple[str, str, str, str, str, str, str]
 
 
@@ -67,17 +72,12 @@ class EventRecorder:
         client: KubeClient,
         *,
         component: str,
-        cluster_namespace: str,
         host: str = "",
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         cache_size: int = 4096,
         queue_size: int = 1000,
     ) -> None:
         self._client, self._component, self._host, self._now = client, component, host, now
-        # Events about cluster-scoped objects (GangNodePools) go to the controller's own
-        # namespace: they name every team's claimants, instances and shapes, and tenants
-        # read "default". Each claimant's own objects get what concerns it.
-        self._cluster_namespace = cluster_namespace
         self._seen: OrderedDict[_AggKey, _Seen] = OrderedDict()
         self._cache_size = cache_size
         self._queue: queue.Queue[_Pending | threading.Event | None] = queue.Queue(queue_size)
@@ -150,9 +150,16 @@ class EventRecorder:
         self._create(key, p, stamp)
 
     def _create(self, key: _AggKey, p: _Pending, stamp: str) -> None:
-        ns = p.ref.get("namespace") or self._cluster_namespace
+        ns = p.ref.get("namespace") or CLUSTER_EVENTS_NAMESPACE
         name = f"{p.ref['name']}.{time.time_ns():x}"
+        # The apiserver takes an Event about a cluster-scoped object only in "default",
+        # or in "kube-system" when it carries eventTime and action (an Event of the
+        # events.k8s.io shape, written through core/v1).
+        scoped: KubeObject = (
+            {} if p.ref.get("namespace") else {"eventTime": micro_time(p.at), "action": p.reason}
+        )
         body: KubeObject = {
+            **scoped,
             "metadata": {"name": name, "namespace": ns},
             "involvedObject": dict(p.ref),
             "reason": p.reason,
@@ -169,3 +176,8 @@ class EventRecorder:
         self._seen[key] = _Seen(name=name, namespace=ns, count=1)
         if len(self._seen) > self._cache_size:
             self._seen.popitem(last=False)
+
+
+def micro_time(at: dt.datetime) -> str:
+    """A MicroTime (``eventTime``): RFC 3339 with microseconds, in UTC."""
+    return at.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
