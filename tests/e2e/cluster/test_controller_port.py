@@ -20,6 +20,7 @@ from tests.support.wait import wait_for as wait_value
 pytestmark = pytest.mark.e2e
 METRICS_PORT, HEALTH_PORT = 8080, 8081  # the chart's controller.httpPort and healthPort
 HELD = 200
+CAP = 32  # the metrics port's connection cap (httpserver.Limits.connections)
 ATTACK_SECONDS = 45  # past the liveness probe's 3 failures of 10 s: a restart would show
 # The attacker keeps HELD connections open, each with a request head it never finishes,
 # dialling again for every one the server cuts; it says how many it holds and lost.
@@ -115,6 +116,9 @@ def test_200_slow_connections_from_a_tenant_pod_leave_the_controllers_probes_ans
             assert answer.status_code == 200, (path, answer.text)
         samples += 1
     held, cut = held_and_cut(cluster, "slow-clients", namespace)
-    assert held >= HELD // 2  # the attack ran to the end (what the server cut is re-dialled)
+    # The attack ran to the end, holding more connections than the server serves at once
+    # (its cap, 32): what the server cut is dialled again, a dial past a full backlog
+    # waits out its 5 s timeout, so the count moves.
+    assert held > CAP
     assert cut > 0  # the server cut its slow clients (the cap sheds, the head deadline)
     assert samples >= 5
