@@ -29,7 +29,7 @@ import select, socket, sys, time
 host, port, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 held, cut, said = [], 0, 0.0
 def dial():
-    s = socket.create_connection((host, port), timeout=5)
+    s = socket.create_connection((host, port), timeout=2)
     s.sendall(b"GET /metrics HTTP/1.1\\r\\nHost: x\\r\\n")
     return s
 while True:
@@ -100,9 +100,9 @@ def test_200_slow_connections_from_a_tenant_pod_leave_the_controllers_probes_ans
     image = node_images(cluster.ctx)["controller"].ref
     cluster.kube.apply(attacker("slow-clients", namespace, image, ip))
     wait_for(
-        lambda: held_and_cut(cluster, "slow-clients", namespace)[0] >= HELD // 2,
+        lambda: held_and_cut(cluster, "slow-clients", namespace)[0] > CAP,
         timeout=60,
-        what=f"the tenant's pod holding {HELD} connections",
+        what=f"the tenant's pod holding more connections than the cap ({CAP})",
     )
 
     end = time.monotonic() + ATTACK_SECONDS
@@ -118,7 +118,7 @@ def test_200_slow_connections_from_a_tenant_pod_leave_the_controllers_probes_ans
     held, cut = held_and_cut(cluster, "slow-clients", namespace)
     # The attack ran to the end, holding more connections than the server serves at once
     # (its cap, 32): what the server cut is dialled again, a dial past a full backlog
-    # waits out its 5 s timeout, so the count moves.
+    # waits out its timeout, so the count moves between the cap and HELD.
     assert held > CAP
     assert cut > 0  # the server cut its slow clients (the cap sheds, the head deadline)
     assert samples >= 5
