@@ -76,6 +76,32 @@ class Cluster:
         return {k: base64.b64decode(v) for k, v in data.items()}
 
 
+def bound_pod(
+    name: str, namespace: str, image: str, command: tuple[str, ...] = ("sleep", "300")
+) -> dict[str, Any]:
+    """A bare Pod bound to the real node, tolerating nothing and holding no token (what a
+    tenant can write), running ``command``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "nodeName": NODE_NAME,
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "tenant",
+                    "image": image,
+                    "imagePullPolicy": "Never",
+                    "command": list(command),
+                }
+            ],
+        },
+    }
+
+
 def is_ready(pod: dict[str, Any]) -> bool:
     conds = pod.get("status", {}).get("conditions") or []
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)

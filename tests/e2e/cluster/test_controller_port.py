@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
 
 import httpx
 import pytest
 
 from atomic_gang_devstack.components.node import node_images
-from tests.e2e.cluster.conftest import CONTROLLER_SELECTOR, NODE_NAME, Cluster, is_ready
+from tests.e2e.cluster.conftest import CONTROLLER_SELECTOR, Cluster, bound_pod, is_ready
 from tests.e2e.kube import wait_for
 from tests.support.wait import wait_for as wait_value
 
@@ -55,36 +54,6 @@ while True:
 """
 
 
-def attacker(name: str, namespace: str, image: str, ip: str) -> dict[str, Any]:
-    """What a tenant holding `edit` may run: a bare Pod, no token, no tolerations."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "nodeName": NODE_NAME,
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": False,
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "slow",
-                    "image": image,
-                    "imagePullPolicy": "Never",
-                    "command": [
-                        "/opt/venv/bin/python",
-                        "-c",
-                        ATTACKER,
-                        ip,
-                        str(METRICS_PORT),
-                        str(HELD),
-                    ],
-                }
-            ],
-        },
-    }
-
-
 def held_and_cut(cluster: Cluster, name: str, namespace: str) -> tuple[int, int]:
     lines = re.findall(r"held=(\d+) cut=(\d+)", cluster.logs(name, namespace))
     return (int(lines[-1][0]), int(lines[-1][1])) if lines else (0, 0)
@@ -98,7 +67,8 @@ def test_200_slow_connections_from_a_tenant_pod_leave_the_controllers_probes_ans
     ip = pod["status"]["podIP"]
     restarts = pod["status"]["containerStatuses"][0]["restartCount"]
     image = node_images(cluster.ctx)["controller"].ref
-    cluster.kube.apply(attacker("slow-clients", namespace, image, ip))
+    attack = ("/opt/venv/bin/python", "-c", ATTACKER, ip, str(METRICS_PORT), str(HELD))
+    cluster.kube.apply(bound_pod("slow-clients", namespace, image, attack))
     wait_for(
         lambda: held_and_cut(cluster, "slow-clients", namespace)[0] > CAP,
         timeout=60,

@@ -4,39 +4,14 @@ rejected by the kubelet once the node carries the NoExecute gang taint."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from atomic_gang import keys
 from atomic_gang_devstack.components.node import NODE_NAME, node_images
-from tests.e2e.cluster.conftest import Cluster
+from tests.e2e.cluster.conftest import Cluster, bound_pod
 from tests.e2e.kube import wait_for
 
 pytestmark = pytest.mark.e2e
-
-
-def bound_pod(name: str, namespace: str, image: str) -> dict[str, Any]:
-    """A bare Pod bound to the real node, tolerating nothing (what a tenant can write)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "nodeName": NODE_NAME,
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": False,
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "squat",
-                    "image": image,
-                    "imagePullPolicy": "Never",
-                    "command": ["sleep", "300"],
-                }
-            ],
-        },
-    }
 
 
 def phase(cluster: Cluster, name: str, namespace: str) -> tuple[str, str]:
